@@ -1,0 +1,183 @@
+/**
+ * The environment, read once, validated and frozen. A bad value stops start-up with a message
+ * naming the variable. Every name here is public contract: the README documents each one.
+ */
+export type ChainName = 'base' | 'ethereum' | 'optimism' | 'arbitrum' | 'polygon' | 'bsc' | 'avalanche' | 'base-sepolia' | 'sepolia';
+
+/** Chain names used by contract_verified, rpc_health and payments, with their EVM chain ids. */
+export const CHAIN_IDS: Readonly<Record<ChainName, number>> = Object.freeze({
+  base: 8453,
+  ethereum: 1,
+  optimism: 10,
+  arbitrum: 42161,
+  polygon: 137,
+  bsc: 56,
+  avalanche: 43114,
+  'base-sepolia': 84532,
+  sepolia: 11155111,
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  publicBaseUrl: string | null;
+  databaseUrl: string;
+  priceApiUrl: string;
+  priceApiKey: string | null;
+  dexApiUrl: string;
+  sourcifyUrl: string;
+  etherscanApiUrl: string;
+  etherscanApiKey: string | null;
+  /** chain name → JSON-RPC URL (operator's, trusted). */
+  rpcUrls: Readonly<Record<string, string>>;
+  allowPrivateTargets: boolean;
+  requestDeadlineMs: number;
+  maxDeadlineMs: number;
+  billing: boolean;
+  headStaleSeconds: number;
+  bridgeStatusUrls: readonly string[];
+  /** Worker pool: threads and tasks per thread. 0 threads runs checks inline on the main thread. */
+  poolThreads: number;
+  poolConcurrency: number;
+  poolMaxQueue: number;
+  /** Hard timeout of one upstream call, beyond the request deadline, so late answers fill the cache. */
+  checkHardTimeoutMs: number;
+  cacheMaxEntries: number;
+  shutdownGraceMs: number;
+  trustProxy: boolean;
+  metricsToken: string | null;
+  freeTierMonthlyLimit: number;
+  planLimits: Readonly<Record<'Basic' | 'DeFi' | 'Execution', number>>;
+  signupsPerHour: number;
+  x402PayTo: string | null;
+  x402Settlement: 'local' | 'facilitator';
+  x402SettlerKey: string | null;
+  x402RpcUrl: string | null;
+  x402FacilitatorUrl: string | null;
+  x402MaxTimeoutSeconds: number;
+  /** When true the answer waits for on-chain settlement; default answers once verified and claimed. */
+  x402SettleBeforeResponse: boolean;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, def: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? def : v;
+}
+function optStr(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v === '' ? null : v;
+}
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got ${JSON.stringify(raw)}`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+function bool(env: Env, name: string, def: boolean, truthy = ['true', '1', 'yes', 'on'], falsy = ['false', '0', 'no', 'off']): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const v = raw.trim().toLowerCase();
+  if (truthy.includes(v)) return true;
+  if (falsy.includes(v)) return false;
+  throw new ConfigError(`${name} must be one of ${[...truthy, ...falsy].join(', ')}, got ${JSON.stringify(raw)}`);
+}
+function url(env: Env, name: string, def: string): string;
+function url(env: Env, name: string, def: null): string | null;
+function url(env: Env, name: string, def: string | null): string | null {
+  const raw = optStr(env, name) ?? def;
+  if (raw === null) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must use http or https, got ${u.protocol}`);
+  return raw.replace(/\/+$/, '');
+}
+function keyValueList(env: Env, name: string, def: string): Record<string, string> {
+  const raw = str(env, name, def);
+  const out: Record<string, string> = {};
+  for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`${name} must be a comma-separated list of name=value, got ${JSON.stringify(part)}`);
+    out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const rpcRaw = keyValueList(env, 'RPC_URLS', '');
+  const rpcUrls: Record<string, string> = {};
+  for (const [chain, u] of Object.entries(rpcRaw)) rpcUrls[chain] = url({ [`RPC_URLS[${chain}]`]: u }, `RPC_URLS[${chain}]`, '');
+
+  const planRaw = keyValueList(env, 'PLAN_LIMITS', 'DeFi=10000,Execution=100000');
+  const freeTier = int(env, 'FREE_TIER_MONTHLY_LIMIT', 100, 0, 1e9);
+  const planLimits = { Basic: freeTier, DeFi: 10000, Execution: 100000 };
+  for (const [plan, v] of Object.entries(planRaw)) {
+    if (plan !== 'DeFi' && plan !== 'Execution' && plan !== 'Basic') throw new ConfigError(`PLAN_LIMITS: unknown plan ${JSON.stringify(plan)} (Basic, DeFi, Execution)`);
+    planLimits[plan] = int({ v }, 'v', 0, 0, 1e12);
+  }
+
+  const databaseUrl = str(env, 'DATABASE_URL', 'sqlite:./data/preflight.db');
+  if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError(`DATABASE_URL must be sqlite:<path> or postgres://..., got ${JSON.stringify(databaseUrl)}`);
+  }
+  const logLevel = str(env, 'LOG_LEVEL', 'info');
+  const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+  if (!levels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${levels.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  const settlement = str(env, 'X402_SETTLEMENT', 'local');
+  if (settlement !== 'local' && settlement !== 'facilitator') throw new ConfigError(`X402_SETTLEMENT must be local or facilitator, got ${JSON.stringify(settlement)}`);
+  const payTo = optStr(env, 'X402_PAY_TO');
+  if (payTo !== null && !/^0x[0-9a-fA-F]{40}$/.test(payTo)) throw new ConfigError(`X402_PAY_TO must be a 0x-prefixed 20-byte address, got ${JSON.stringify(payTo)}`);
+  const settlerKey = optStr(env, 'X402_SETTLER_KEY');
+  if (settlerKey !== null && !/^0x[0-9a-fA-F]{64}$/.test(settlerKey)) throw new ConfigError('X402_SETTLER_KEY must be a 0x-prefixed 32-byte hex private key');
+
+  const requestDeadlineMs = int(env, 'REQUEST_DEADLINE_MS', 250, 10, 10000);
+  const cfg: Config = {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host: str(env, 'HOST', '0.0.0.0'),
+    logLevel: logLevel as Config['logLevel'],
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', null),
+    databaseUrl,
+    priceApiUrl: url(env, 'PRICE_API_URL', 'https://api.coingecko.com/api/v3'),
+    priceApiKey: optStr(env, 'PRICE_API_KEY'),
+    dexApiUrl: url(env, 'DEX_API_URL', 'https://api.dexscreener.com'),
+    sourcifyUrl: url(env, 'SOURCIFY_URL', 'https://sourcify.dev/server'),
+    etherscanApiUrl: url(env, 'ETHERSCAN_API_URL', 'https://api.etherscan.io/v2/api'),
+    etherscanApiKey: optStr(env, 'ETHERSCAN_API_KEY'),
+    rpcUrls: Object.freeze(rpcUrls),
+    allowPrivateTargets: bool(env, 'ALLOW_PRIVATE_TARGETS', false),
+    requestDeadlineMs,
+    maxDeadlineMs: 10000,
+    billing: bool(env, 'BILLING', true),
+    headStaleSeconds: int(env, 'HEAD_STALE_SECONDS', 60, 1, 86400),
+    bridgeStatusUrls: Object.freeze(str(env, 'BRIDGE_STATUS_URLS', '').split(',').map((s) => s.trim()).filter(Boolean).map((u, i) => url({ [`BRIDGE_STATUS_URLS[${i}]`]: u }, `BRIDGE_STATUS_URLS[${i}]`, ''))),
+    poolThreads: int(env, 'POOL_THREADS', 2, 0, 64),
+    poolConcurrency: int(env, 'POOL_CONCURRENCY', 64, 1, 4096),
+    poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 4096, 1, 1e6),
+    checkHardTimeoutMs: int(env, 'CHECK_HARD_TIMEOUT_MS', 5000, 10, 60000),
+    cacheMaxEntries: int(env, 'CACHE_MAX_ENTRIES', 50000, 100, 1e7),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    metricsToken: optStr(env, 'METRICS_TOKEN'),
+    freeTierMonthlyLimit: freeTier,
+    planLimits: Object.freeze(planLimits),
+    signupsPerHour: int(env, 'SIGNUPS_PER_HOUR', 10, 1, 1e6),
+    x402PayTo: payTo,
+    x402Settlement: settlement,
+    x402SettlerKey: settlerKey,
+    x402RpcUrl: url(env, 'X402_RPC_URL', null),
+    x402FacilitatorUrl: url(env, 'X402_FACILITATOR_URL', null),
+    x402MaxTimeoutSeconds: int(env, 'X402_MAX_TIMEOUT_SECONDS', 60, 30, 3600),
+    x402SettleBeforeResponse: bool(env, 'X402_SETTLE_BEFORE_RESPONSE', false),
+  };
+  return Object.freeze(cfg);
+}

@@ -1,0 +1,92 @@
+/**
+ * The durable store: API keys, monthly usage, signup rate, and the x402 payment ledger.
+ * Two implementations share one test suite: SQLite (default, embedded) and PostgreSQL (clusters).
+ * Every method that counts or claims is atomic in the database, so several service processes
+ * sharing one PostgreSQL share one quota and one ledger.
+ */
+export type Plan = 'Basic' | 'DeFi' | 'Execution';
+
+export interface ApiKeyRecord {
+  id: string;
+  /** SHA-256 hex of the raw key. The raw key is never stored. */
+  keyHash: string;
+  /** First characters of the key, for operators to recognise it (e.g. `pvk_3f9a`). */
+  prefix: string;
+  email: string;
+  plan: Plan;
+  requestedPlan: Plan | null;
+  company: string | null;
+  fullName: string | null;
+  useCase: string | null;
+  website: string | null;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export type NewApiKey = Omit<ApiKeyRecord, 'createdAt' | 'revokedAt'>;
+
+export interface UsageResult {
+  /** True when the call was counted (used before < limit). */
+  allowed: boolean;
+  /** Calls counted in the period after this attempt. */
+  used: number;
+  limit: number;
+}
+
+export type PaymentState = 'verified' | 'settling' | 'settled' | 'failed';
+
+export interface PaymentRecord {
+  id: string;
+  asset: string;        // token contract, lower-case
+  payer: string;        // authorization.from, lower-case
+  nonce: string;        // 0x-prefixed 32-byte hex, lower-case
+  payTo: string;
+  value: string;        // integer atomic units as a decimal string
+  network: string;      // eip155:8453
+  x402Version: 1 | 2;
+  /** The signed authorization and signature, enough to settle later (JSON). */
+  payload: string;
+  validBefore: number;  // unix seconds
+  state: PaymentState;
+  txHash: string | null;
+  attempts: number;
+  lastError: string | null;
+  resource: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type NewPayment = Pick<PaymentRecord, 'id' | 'asset' | 'payer' | 'nonce' | 'payTo' | 'value' | 'network' | 'x402Version' | 'payload' | 'validBefore' | 'resource'>;
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Applies pending migrations. Idempotent; safe when several processes start at once. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Inserts a key unless an active (unrevoked) key exists for the email; returns false then. */
+  createApiKey(key: NewApiKey): Promise<boolean>;
+  findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | null>;
+  listApiKeys(): Promise<ApiKeyRecord[]>;
+  /** Revokes by id or prefix; returns the number of keys revoked. */
+  revokeApiKey(idOrPrefix: string): Promise<number>;
+  setPlan(idOrPrefix: string, plan: Plan): Promise<number>;
+
+  /** Atomically counts one call for `keyId` in `period` (e.g. `2026-11`) when used < limit. */
+  consumeQuota(keyId: string, period: string, limit: number): Promise<UsageResult>;
+  /** Gives back one counted call (the request was not served after all). */
+  refundQuota(keyId: string, period: string): Promise<void>;
+  getUsage(keyId: string, period: string): Promise<number>;
+
+  /** Atomically counts a signup attempt for `client` in `window` (e.g. an hour bucket). */
+  countSignup(client: string, window: string, limit: number): Promise<UsageResult>;
+
+  /** Claims (asset, payer, nonce). Returns false when it was claimed before: a replay. */
+  claimPayment(p: NewPayment): Promise<boolean>;
+  /** Moves a payment to a new state; `from` guards the transition (compare-and-set). */
+  updatePayment(id: string, from: PaymentState[], to: PaymentState, fields?: { txHash?: string | null; lastError?: string | null; incrementAttempts?: boolean }): Promise<boolean>;
+  getPayment(id: string): Promise<PaymentRecord | null>;
+  /** Payments in `verified` or `settling` whose last update is older than `olderThanMs`. */
+  listUnsettledPayments(olderThanMs: number, limit: number): Promise<PaymentRecord[]>;
+  countPaymentsByState(): Promise<Record<PaymentState, number>>;
+}
