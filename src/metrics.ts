@@ -1,0 +1,182 @@
+/**
+ * Every Prometheus metric the service exports, on one prom-client Registry per call so tests can
+ * build several apps side by side. Record calls sit on the request hot path, so each one resolves
+ * its labelled child through nested Maps (no label object or string built per call) and the
+ * gauges that describe other components (pool, ledger) are read only when scraped.
+ *
+ * Labels carry closed vocabularies only: route patterns, check types, reason codes, plan names.
+ * Each metric caps its distinct label sets so a caller that passes a raw URL by mistake cannot
+ * grow the registry without bound; past the cap every new value is reported as "other".
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type Verdict = 'proceed' | 'wait' | 'block';
+export type CacheOutcome = 'hit' | 'miss' | 'join';
+export type CircuitState = 'closed' | 'open' | 'half_open';
+export interface PoolSnapshot { queueSize: number; utilization: number; threads: number }
+
+export interface Metrics {
+  registry: Registry;
+  httpRequest(route: string, method: string, status: number, seconds: number): void;
+  verdict(endpoint: string, verdict: Verdict): void;
+  check(type: string, status: string, cache: CacheOutcome, seconds: number): void;
+  cacheEvent(event: CacheOutcome): void;
+  /** upstream: price_provider|dex_provider|sourcify|etherscan|rpc|http_target|bridge_status; outcome: ok or a reason code. */
+  upstream(upstream: string, outcome: string): void;
+  poolTask(seconds: number): void;
+  setPoolSource(fn: () => PoolSnapshot): void;
+  payment(outcome: string): void;
+  setLedgerSource(fn: () => Promise<Record<string, number>>): void;
+  quotaRejection(plan: string): void;
+  circuitState(upstream: string, state: CircuitState): void;
+  metricsText(): Promise<string>;
+  contentType: string;
+}
+
+/** Request latency: resolves 5 ms to 2.5 s, with a bucket edge at the 300 ms alerting target. */
+export const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5];
+/** Check and pool task latency: cache hits are sub-millisecond, upstream calls end at the hard timeout. */
+export const TASK_BUCKETS = [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const MAX_LABEL_SETS = 500;
+const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'open', 'half_open'];
+
+/** A labelled child resolved once per distinct label tuple, keyed by nested Maps. */
+type Leaf<C> = { child: C };
+class ChildCache<C> {
+  private readonly root = new Map<string, unknown>();
+  private size = 0;
+  private overflow: C | undefined;
+  constructor(private readonly make: (values: string[]) => C) {}
+
+  get(...values: string[]): C {
+    let node = this.root;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = node.get(values[i]) as Map<string, unknown> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        node.set(values[i], next);
+      }
+      node = next;
+    }
+    const leaf = node.get(values[last]) as Leaf<C> | undefined;
+    if (leaf !== undefined) return leaf.child;
+    return this.add(node, values);
+  }
+
+  private add(node: Map<string, unknown>, values: string[]): C {
+    // Past the cap every new tuple shares one "other" child and nothing more is stored.
+    if (this.size >= MAX_LABEL_SETS) {
+      this.overflow ??= this.make(values.map(() => 'other'));
+      return this.overflow;
+    }
+    this.size++;
+    const leaf: Leaf<C> = { child: this.make(values) };
+    node.set(values[values.length - 1], leaf);
+    return leaf.child;
+  }
+}
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const reg = [registry];
+
+  const http = new Histogram({ name: 'preflight_http_request_duration_seconds', help: 'HTTP request duration by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: HTTP_BUCKETS, registers: reg });
+  const verdicts = new Counter({ name: 'preflight_verdicts_total', help: 'Verdicts returned, by endpoint and verdict.', labelNames: ['endpoint', 'verdict'], registers: reg });
+  const checks = new Counter({ name: 'preflight_checks_total', help: 'Checks evaluated, by check type and result status.', labelNames: ['type', 'status'], registers: reg });
+  const checkDuration = new Histogram({ name: 'preflight_check_duration_seconds', help: 'Check duration by check type and cache outcome (hit, miss, join).', labelNames: ['type', 'cache'], buckets: TASK_BUCKETS, registers: reg });
+  const cache = new Counter({ name: 'preflight_cache_lookups_total', help: 'Check cache lookups by result: hit, miss, or join of an in-flight single-flight call.', labelNames: ['result'], registers: reg });
+  const upstreams = new Counter({ name: 'preflight_upstream_requests_total', help: 'Upstream calls by upstream and outcome (ok or a reason code).', labelNames: ['upstream', 'outcome'], registers: reg });
+  const poolTask = new Histogram({ name: 'preflight_pool_task_duration_seconds', help: 'Worker pool task duration, queue wait included.', buckets: TASK_BUCKETS, registers: reg });
+  const payments = new Counter({ name: 'preflight_payments_total', help: 'x402 payment attempts by outcome.', labelNames: ['outcome'], registers: reg });
+  const quota = new Counter({ name: 'preflight_quota_rejections_total', help: 'Requests rejected for an exhausted plan quota, by plan.', labelNames: ['plan'], registers: reg });
+  const circuit = new Gauge({ name: 'preflight_circuit_breaker_state', help: 'Circuit breaker state per upstream: 1 for the current state, 0 for the others.', labelNames: ['upstream', 'state'], registers: reg });
+  const sourceErrors = new Counter({ name: 'preflight_metrics_source_errors_total', help: 'Scrape-time metric sources that failed to answer.', labelNames: ['source'], registers: reg });
+
+  let poolSource: (() => PoolSnapshot) | null = null;
+  const readPool = (pick: (s: PoolSnapshot) => number) => function (this: Gauge) {
+    if (poolSource === null) return;
+    try {
+      this.set(pick(poolSource()));
+    } catch {
+      sourceErrors.inc({ source: 'pool' });
+    }
+  };
+  new Gauge({ name: 'preflight_pool_queue_size', help: 'Tasks waiting in the worker pool queue.', registers: reg, collect: readPool((s) => s.queueSize) });
+  new Gauge({ name: 'preflight_pool_utilization_ratio', help: 'Worker pool utilisation, 0 to 1.', registers: reg, collect: readPool((s) => s.utilization) });
+  new Gauge({ name: 'preflight_pool_threads', help: 'Worker pool threads (0 runs checks inline).', registers: reg, collect: readPool((s) => s.threads) });
+
+  let ledgerSource: (() => Promise<Record<string, number>>) | null = null;
+  new Gauge({
+    name: 'preflight_payment_ledger_entries',
+    help: 'Payments in the ledger by state.',
+    labelNames: ['state'],
+    registers: reg,
+    async collect() {
+      if (ledgerSource === null) return;
+      try {
+        const states = await ledgerSource();
+        this.reset();
+        for (const [state, n] of Object.entries(states)) this.set({ state }, n);
+      } catch {
+        // A failed read leaves the last values in place and is counted, never fails the scrape.
+        sourceErrors.inc({ source: 'ledger' });
+      }
+    },
+  });
+
+  const httpChildren = new ChildCache((v) => http.labels(...v));
+  const verdictChildren = new ChildCache((v) => verdicts.labels(...v));
+  const checkChildren = new ChildCache((v) => checks.labels(...v));
+  const checkDurationChildren = new ChildCache((v) => checkDuration.labels(...v));
+  const cacheChildren = new ChildCache((v) => cache.labels(...v));
+  const upstreamChildren = new ChildCache((v) => upstreams.labels(...v));
+  const paymentChildren = new ChildCache((v) => payments.labels(...v));
+  const quotaChildren = new ChildCache((v) => quota.labels(...v));
+  // Status codes are few; their label strings are made once.
+  const statusText: string[] = [];
+  for (let s = 100; s < 600; s++) statusText[s] = String(s);
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    httpRequest(route, method, status, seconds) {
+      httpChildren.get(route, method, statusText[status] ?? 'other').observe(seconds);
+    },
+    verdict(endpoint, verdict) {
+      verdictChildren.get(endpoint, verdict).inc();
+    },
+    check(type, status, cacheOutcome, seconds) {
+      checkChildren.get(type, status).inc();
+      checkDurationChildren.get(type, cacheOutcome).observe(seconds);
+    },
+    cacheEvent(event) {
+      cacheChildren.get(event).inc();
+    },
+    upstream(upstream, outcome) {
+      upstreamChildren.get(upstream, outcome).inc();
+    },
+    poolTask(seconds) {
+      poolTask.observe(seconds);
+    },
+    setPoolSource(fn) {
+      poolSource = fn;
+    },
+    payment(outcome) {
+      paymentChildren.get(outcome).inc();
+    },
+    setLedgerSource(fn) {
+      ledgerSource = fn;
+    },
+    quotaRejection(plan) {
+      quotaChildren.get(plan).inc();
+    },
+    circuitState(upstream, state) {
+      for (const s of CIRCUIT_STATES) circuit.set({ upstream, state: s }, s === state ? 1 : 0);
+    },
+    metricsText() {
+      return registry.metrics();
+    },
+  };
+}
