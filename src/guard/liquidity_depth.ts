@@ -1,0 +1,68 @@
+/**
+ * liquidity_depth (guard-internal, semantics.md §4): is the pool deep enough for the trade?
+ * The price impact is estimated as amount_usd / liquidity_usd: a first-order estimate, good
+ * enough to tell a pool that absorbs the trade from one it would move. Without amount_usd only
+ * the pool's liquidity is judged.
+ */
+import type { CheckOutcome } from '../checks/types.js';
+import { checkError, fromUpstreamFail, neverThrow } from '../checks/outcome.js';
+import { fmtPct, fmtUsd, roundRatio } from '../checks/format.js';
+import type { DexPairView } from '../checks/dex_price.js';
+import { getDexPair } from '../upstreams/dex.js';
+import type { GuardCheckModule } from './module.js';
+
+export const LIQUIDITY_DEPTH_TTL_S = 30;
+
+export interface LiquidityDepthCheck {
+  type: 'liquidity_depth';
+  chain: string;
+  pair_address: string;
+  amount_usd: number | null;
+  /** Fractions: impact up to impact_pass_pct passes, up to impact_warn_pct warns, beyond fails. */
+  impact_pass_pct: number;
+  impact_warn_pct: number;
+  min_liquidity_usd: number;
+}
+
+export function evaluateLiquidityDepth(check: LiquidityDepthCheck, pair: DexPairView | null, source = 'dex_provider'): CheckOutcome {
+  const expected = {
+    min_liquidity_usd: check.min_liquidity_usd,
+    impact_pass_pct: check.impact_pass_pct,
+    impact_warn_pct: check.impact_warn_pct,
+  };
+  const base = { source, ttl_s: LIQUIDITY_DEPTH_TTL_S, expected };
+  const where = `${check.chain}/${check.pair_address}`;
+  if (pair === null) {
+    return { ...base, status: 'fail', reason: 'pair_not_found', message: `The DEX provider knows no pair ${where}.`, observed: { pair: null } };
+  }
+  const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
+  const liquidity = pair.liquidityUsd;
+  if (liquidity === null || !Number.isFinite(liquidity)) {
+    return checkError('field_missing', `The DEX provider gave no liquidity for ${label}.`, source, { observed: { pair: label, liquidity_usd: null }, expected });
+  }
+  const impact = check.amount_usd === null ? null : liquidity > 0 ? roundRatio(check.amount_usd / liquidity) : null;
+  const observed = { pair: label, liquidity_usd: liquidity, amount_usd: check.amount_usd, price_impact_pct: impact, url: pair.url };
+  if (liquidity < check.min_liquidity_usd) {
+    return { ...base, observed, status: 'fail', reason: 'liquidity_below_min', message: `${label} holds ${fmtUsd(liquidity)} of liquidity, below the minimum ${fmtUsd(check.min_liquidity_usd)}.` };
+  }
+  if (check.amount_usd === null || impact === null) {
+    return { ...base, observed, status: 'pass', reason: null, message: `${label} holds ${fmtUsd(liquidity)} of liquidity (minimum ${fmtUsd(check.min_liquidity_usd)}); no amount_usd, so price impact not estimated.` };
+  }
+  const trade = `${fmtUsd(check.amount_usd)} into ${label} with ${fmtUsd(liquidity)} of liquidity is an estimated ${fmtPct(impact)} price impact`;
+  if (impact > check.impact_warn_pct) {
+    return { ...base, observed, status: 'fail', reason: 'price_impact_too_high', message: `${trade}; block above ${fmtPct(check.impact_warn_pct)}.` };
+  }
+  if (impact > check.impact_pass_pct) {
+    return { ...base, observed, status: 'warn', reason: 'price_impact_high', message: `${trade}; warn above ${fmtPct(check.impact_pass_pct)}, block above ${fmtPct(check.impact_warn_pct)}.` };
+  }
+  return { ...base, observed, status: 'pass', reason: null, message: `${trade}; within ${fmtPct(check.impact_pass_pct)}.` };
+}
+
+export const liquidityDepth: GuardCheckModule<LiquidityDepthCheck> = {
+  type: 'liquidity_depth',
+  run: neverThrow(async (check, ctx) => {
+    const res = await getDexPair(ctx.config, check.chain, check.pair_address, ctx.signal);
+    if (!res.ok) return fromUpstreamFail(res, LIQUIDITY_DEPTH_TTL_S);
+    return evaluateLiquidityDepth(check, res.data, res.source);
+  }),
+};
