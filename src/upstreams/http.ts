@@ -1,0 +1,111 @@
+/**
+ * "GET/POST some JSON from a configured upstream": one keep-alive pool, a time limit, the 1 MiB
+ * body cap, and the status classification every client shares, so each client is left with
+ * only its provider's own shapes. Configured base URLs are the operator's and trusted: no SSRF
+ * rule here (request-supplied URLs go through net/safe-fetch).
+ */
+import { Agent, type Dispatcher } from 'undici';
+import { deadline } from '../net/deadline.js';
+import { retryAfterSeconds, send, type RawResponse } from '../net/transport.js';
+import type { UpstreamFail, UpstreamResult } from './types.js';
+
+let sharedAgent: Agent | null = null;
+export function upstreamAgent(): Dispatcher {
+  sharedAgent ??= new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connections: 128, connect: { timeout: 5_000 } });
+  return sharedAgent;
+}
+
+/** Close the shared pool (graceful shutdown). */
+export async function closeUpstreamAgent(): Promise<void> {
+  const a = sharedAgent;
+  sharedAgent = null;
+  await a?.close();
+}
+
+export interface JsonRequest {
+  /** Evidence source name; also the only name used in messages (URLs may carry keys). */
+  source: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  /** Statuses handed to the caller with their body; the rest are classified here (default 2xx). */
+  accept?: (status: number) => boolean;
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Record<string, string>;
+  /** Parsed body; null for an empty body. */
+  json: unknown;
+}
+
+const is2xx = (s: number): boolean => s >= 200 && s < 300;
+
+export function fail(source: string, started: number, f: Omit<UpstreamFail, 'ok' | 'source' | 'latencyMs'>): UpstreamFail {
+  return { ok: false, source, latencyMs: Math.round(performance.now() - started), ...f };
+}
+
+/** The failure for an HTTP status nobody accepted: 429 is rate limiting, the rest HTTP errors. */
+export function statusFailure(source: string, started: number, res: Pick<RawResponse, 'status' | 'headers'>): UpstreamFail {
+  if (res.status === 429) {
+    const retryAfterS = retryAfterSeconds(res.headers['retry-after']);
+    return fail(source, started, {
+      reason: 'upstream_rate_limited',
+      message: `${source} is rate limiting us (HTTP 429${retryAfterS === undefined ? '' : `, retry after ${retryAfterS} s`})`,
+      status: 429,
+      ...(retryAfterS === undefined ? {} : { retryAfterS }),
+    });
+  }
+  return fail(source, started, { reason: 'upstream_http_error', message: `${source} answered HTTP ${res.status}`, status: res.status });
+}
+
+export async function requestJson(url: string, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
+  const started = performance.now();
+  const u = new URL(url);
+  const dl = deadline(req.signal, req.timeoutMs);
+  let r;
+  try {
+    const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
+    if (req.body !== undefined) headers['content-type'] ??= 'application/json';
+    r = await send(upstreamAgent(), u.origin, `${u.pathname}${u.search}`, { method: req.method ?? 'GET', headers, body: req.body, signal: dl.signal });
+  } finally {
+    dl.done();
+  }
+  if (!r.ok) {
+    return fail(req.source, started, { reason: r.reason, message: `${req.source}: ${r.message}`, ...(r.status === undefined ? {} : { status: r.status }) });
+  }
+  return interpretJson(req.source, started, r.res, req.accept);
+}
+
+/** Status classification and JSON parsing of a received response (also used for safeFetch answers). */
+export function interpretJson(source: string, started: number, res: RawResponse, accept: (status: number) => boolean = is2xx): UpstreamResult<JsonResponse> {
+  if (!accept(res.status)) return statusFailure(source, started, res);
+  if (res.truncated) {
+    return fail(source, started, { reason: 'upstream_bad_response', message: `${source} sent a body over the size cap`, status: res.status });
+  }
+  let json: unknown = null;
+  if (res.body.trim() !== '') {
+    try {
+      json = JSON.parse(res.body);
+    } catch {
+      // An error page in HTML on a 4xx/5xx says more by its status than by its body.
+      if (!is2xx(res.status)) return statusFailure(source, started, res);
+      return fail(source, started, { reason: 'upstream_bad_response', message: `${source} answered with a body that is not JSON`, status: res.status });
+    }
+  }
+  return { ok: true, data: { status: res.status, headers: res.headers, json }, source, latencyMs: Math.round(performance.now() - started) };
+}
+
+/** A number from a JSON number or numeric string; null for anything else (never 0 for missing). */
+export function num(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v === 'string' && v.trim() !== '') {
+    const n = Number(v);
+    return Number.isFinite(n) ? n : null;
+  }
+  return null;
+}
+
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
