@@ -80,6 +80,9 @@ class ChildCache<C> {
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // These three default gauges end in _total, which Prometheus reserves for counters (promtool
+  // rejects them); the same counts stay available, by type, in nodejs_active_{handles,requests,resources}.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
   const reg = [registry];
 
   const http = new Histogram({ name: 'preflight_http_request_duration_seconds', help: 'HTTP request duration by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: HTTP_BUCKETS, registers: reg });
@@ -92,7 +95,6 @@ export function createMetrics(): Metrics {
   const payments = new Counter({ name: 'preflight_payments_total', help: 'x402 payment attempts by outcome.', labelNames: ['outcome'], registers: reg });
   const quota = new Counter({ name: 'preflight_quota_rejections_total', help: 'Requests rejected for an exhausted plan quota, by plan.', labelNames: ['plan'], registers: reg });
   const circuit = new Gauge({ name: 'preflight_circuit_breaker_state', help: 'Circuit breaker state per upstream: 1 for the current state, 0 for the others.', labelNames: ['upstream', 'state'], registers: reg });
-  const sourceErrors = new Counter({ name: 'preflight_metrics_source_errors_total', help: 'Scrape-time metric sources that failed to answer.', labelNames: ['source'], registers: reg });
 
   let poolSource: (() => PoolSnapshot) | null = null;
   const readPool = (pick: (s: PoolSnapshot) => number) => function (this: Gauge) {
@@ -108,22 +110,35 @@ export function createMetrics(): Metrics {
   new Gauge({ name: 'preflight_pool_threads', help: 'Worker pool threads (0 runs checks inline).', registers: reg, collect: readPool((s) => s.threads) });
 
   let ledgerSource: (() => Promise<Record<string, number>>) | null = null;
+  let ledgerRead: Promise<void> = Promise.resolve();
   new Gauge({
     name: 'preflight_payment_ledger_entries',
     help: 'Payments in the ledger by state.',
     labelNames: ['state'],
     registers: reg,
-    async collect() {
+    collect() {
       if (ledgerSource === null) return;
-      try {
-        const states = await ledgerSource();
-        this.reset();
-        for (const [state, n] of Object.entries(states)) this.set({ state }, n);
-      } catch {
-        // A failed read leaves the last values in place and is counted, never fails the scrape.
-        sourceErrors.inc({ source: 'ledger' });
-      }
+      const read = ledgerSource;
+      ledgerRead = (async () => {
+        try {
+          const states = await read();
+          this.reset();
+          for (const [state, n] of Object.entries(states)) this.set({ state }, n);
+        } catch {
+          // A failed read leaves the last values in place and is counted, never fails the scrape.
+          sourceErrors.inc({ source: 'ledger' });
+        }
+      })();
+      return ledgerRead;
     },
+  });
+  // Registered after the sources and waiting for the ledger read, so a failure shows in the same scrape.
+  const sourceErrors = new Counter({
+    name: 'preflight_metrics_source_errors_total',
+    help: 'Scrape-time metric sources that failed to answer.',
+    labelNames: ['source'],
+    registers: reg,
+    collect: () => ledgerRead,
   });
 
   const httpChildren = new ChildCache((v) => http.labels(...v));
