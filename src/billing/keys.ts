@@ -1,0 +1,110 @@
+/**
+ * API keys: issuing, hashing, reading them off a request, and a short-lived lookup cache.
+ *
+ * A key is `pvk_` + 32 random bytes in base64url (256 bits). Only its SHA-256 is stored; the raw
+ * key is shown once, in the signup answer. Lookups sit on every paid request, so results (found,
+ * revoked, or unknown) are cached in memory for `ttlMs` (default 5 s) in a bounded LRU: a revoked
+ * key or a plan change takes effect within that time on every process. Quota counts are never
+ * cached; they are always counted in the database.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Request } from 'express';
+import type { ApiKeyRecord, Store } from '../store/types.js';
+
+export const KEY_PREFIX = 'pvk_';
+const KEY_PATTERN = /^pvk_[A-Za-z0-9_-]{43}$/;
+/** Characters of the key kept as its public prefix: `pvk_` plus 8 (48 bits, enough to tell keys apart). */
+const PREFIX_LENGTH = KEY_PREFIX.length + 8;
+
+export interface IssuedKey {
+  key: string;
+  hash: string;
+  prefix: string;
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export function generateApiKey(): IssuedKey {
+  const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, PREFIX_LENGTH) };
+}
+
+/** Shape check only: anything else cannot be one of ours, so it is refused without a lookup. */
+export function isWellFormedKey(s: string): boolean {
+  return KEY_PATTERN.test(s);
+}
+
+/**
+ * The key a request presents: `x-api-key: K`, else `Authorization: Bearer K`. Returns null when
+ * neither carries a non-empty value (another Authorization scheme counts as no key).
+ */
+export function presentedKey(req: Pick<Request, 'headers'>): string | null {
+  const header = req.headers['x-api-key'];
+  const direct = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (direct) return direct;
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '');
+  return m ? m[1] : null;
+}
+
+interface Entry {
+  record: ApiKeyRecord | null;
+  expires: number;
+}
+
+export interface KeyResolverOptions {
+  ttlMs?: number;
+  maxEntries?: number;
+  now?: () => number;
+}
+
+/** Resolves raw keys to records through a bounded, time-limited LRU with one lookup in flight per key. */
+export class KeyResolver {
+  private readonly cache = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<ApiKeyRecord | null>>();
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(private readonly store: Pick<Store, 'findApiKeyByHash'>, opts: KeyResolverOptions = {}) {
+    this.ttlMs = opts.ttlMs ?? 5000;
+    this.maxEntries = opts.maxEntries ?? 10_000;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** The key's record (revoked ones included: the caller tells them apart), or null when unknown. */
+  async resolve(rawKey: string): Promise<ApiKeyRecord | null> {
+    if (!isWellFormedKey(rawKey)) return null;
+    const hash = hashApiKey(rawKey);
+    const hit = this.cache.get(hash);
+    if (hit && hit.expires > this.now()) {
+      // Re-insert to mark it most recently used; Map keeps insertion order.
+      this.cache.delete(hash);
+      this.cache.set(hash, hit);
+      return hit.record;
+    }
+    let pending = this.inflight.get(hash);
+    if (!pending) {
+      pending = this.store.findApiKeyByHash(hash).finally(() => this.inflight.delete(hash));
+      this.inflight.set(hash, pending);
+      const record = await pending;
+      this.remember(hash, record);
+      return record;
+    }
+    return pending;
+  }
+
+  private remember(hash: string, record: ApiKeyRecord | null): void {
+    this.cache.delete(hash);
+    this.cache.set(hash, { record, expires: this.now() + this.ttlMs });
+    while (this.cache.size > this.maxEntries) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Versioned schema migrations, one list for both databases. A migration is applied once, inside
+ * one transaction together with its row in `schema_migrations`; never edit a released migration,
+ * append a new version instead.
+ *
+ * Column notes: raw API keys are never stored (only their SHA-256); e-mails are stored trimmed and
+ * lower-cased so the partial unique index enforces one active key per address case-insensitively.
+ * SQLite keeps times as integer milliseconds, PostgreSQL as timestamptz.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sqlite: string;
+  postgres: string;
+}
+
+const PLANS = "('Basic', 'DeFi', 'Execution')";
+const STATES = "('verified', 'settling', 'settled', 'failed')";
+
+function initial(time: string, big: string): string {
+  return `
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  key_hash TEXT NOT NULL UNIQUE,
+  prefix TEXT NOT NULL,
+  email TEXT NOT NULL,
+  plan TEXT NOT NULL CHECK (plan IN ${PLANS}),
+  requested_plan TEXT CHECK (requested_plan IN ${PLANS}),
+  company TEXT,
+  full_name TEXT,
+  use_case TEXT,
+  website TEXT,
+  created_at ${time} NOT NULL,
+  revoked_at ${time}
+);
+CREATE UNIQUE INDEX api_keys_active_email ON api_keys (email) WHERE revoked_at IS NULL;
+CREATE INDEX api_keys_prefix ON api_keys (prefix);
+
+CREATE TABLE key_usage (
+  key_id TEXT NOT NULL REFERENCES api_keys (id),
+  period TEXT NOT NULL,
+  used ${big} NOT NULL,
+  PRIMARY KEY (key_id, period)
+);
+
+CREATE TABLE signup_attempts (
+  client TEXT NOT NULL,
+  bucket TEXT NOT NULL,
+  used ${big} NOT NULL,
+  PRIMARY KEY (client, bucket)
+);
+
+CREATE TABLE payments (
+  id TEXT PRIMARY KEY,
+  asset TEXT NOT NULL,
+  payer TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  pay_to TEXT NOT NULL,
+  value TEXT NOT NULL,
+  network TEXT NOT NULL,
+  x402_version INTEGER NOT NULL,
+  payload TEXT NOT NULL,
+  valid_before ${big} NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ${STATES}),
+  tx_hash TEXT,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  resource TEXT NOT NULL,
+  created_at ${time} NOT NULL,
+  updated_at ${time} NOT NULL,
+  UNIQUE (asset, payer, nonce)
+);
+CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state IN ('verified', 'settling');
+`;
+}
+
+export const MIGRATIONS: readonly Migration[] = Object.freeze([
+  { version: 1, name: 'keys, usage, signups, payments', sqlite: initial('INTEGER', 'INTEGER'), postgres: initial('TIMESTAMPTZ', 'BIGINT') },
+]);
+
+export const MIGRATIONS_TABLE_SQL = {
+  sqlite: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+};
+
+/** Migrations not yet applied, in order. Versions the database knows but this build does not are ignored (a newer release ran). */
+export function pending(applied: Iterable<number>): Migration[] {
+  const done = new Set(applied);
+  return MIGRATIONS.filter((m) => !done.has(m.version));
+}

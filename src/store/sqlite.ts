@@ -1,0 +1,158 @@
+/**
+ * The embedded store: one SQLite file in WAL mode. better-sqlite3 is synchronous, so every
+ * statement here is atomic with respect to this process; `busy_timeout` makes other processes
+ * on the same file wait for the write lock instead of failing, which keeps counting atomic
+ * across processes too (each count is one UPSERT statement).
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { StoreError } from './errors.js';
+import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
+import { KEY_COLUMNS, PAYMENT_COLUMNS, emptyStateCounts, isPlan, keyFromRow, keyValues, paymentFromRow, paymentUpdate, paymentValues, type KeyRow, type PaymentRow } from './rows.js';
+import type { ApiKeyRecord, NewApiKey, NewPayment, PaymentRecord, PaymentState, Plan, Store, UsageResult } from './types.js';
+
+const BUSY_TIMEOUT_MS = 5000;
+/** Old signup buckets are deleted every this many signup counts. */
+const PRUNE_EVERY = 256;
+
+/** `sqlite:./data/x.db`, `sqlite:///abs/x.db` or `sqlite::memory:` → the path better-sqlite3 takes. */
+export function sqlitePath(databaseUrl: string): string {
+  const rest = databaseUrl.replace(/^sqlite:/, '');
+  return rest.startsWith('//') ? rest.slice(2) : rest;
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly stmts = new Map<string, Database.Statement>();
+  private signupCounts = 0;
+
+  private constructor(private readonly db: Database.Database) {}
+
+  static open(path: string): SqliteStore {
+    const memory = path === ':memory:';
+    const file = memory ? path : resolve(path);
+    try {
+      if (!memory) mkdirSync(dirname(file), { recursive: true });
+      const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+      db.pragma('journal_mode = WAL');
+      // WAL + NORMAL: a commit survives a process crash; only an OS crash may lose the last commits.
+      db.pragma('synchronous = NORMAL');
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      db.pragma('foreign_keys = ON');
+      return new SqliteStore(db);
+    } catch (err) {
+      throw new StoreError(`cannot open the SQLite database at ${file} (DATABASE_URL): ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  private q(sql: string): Database.Statement {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  async migrate(): Promise<void> {
+    // IMMEDIATE takes the write lock first, so two processes starting at once apply each migration once.
+    const run = this.db.transaction(() => {
+      this.db.exec(MIGRATIONS_TABLE_SQL.sqlite);
+      const applied = this.db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>;
+      for (const m of pending(applied.map((r) => r.version))) {
+        this.db.exec(m.sqlite);
+        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+      }
+    });
+    run.immediate();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  async createApiKey(key: NewApiKey): Promise<boolean> {
+    const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${KEY_COLUMNS.map(() => '?').join(', ')})
+      ON CONFLICT (email) WHERE revoked_at IS NULL DO NOTHING`;
+    return this.q(sql).run(...keyValues(key, Date.now())).changes === 1;
+  }
+
+  async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | null> {
+    const row = this.q('SELECT * FROM api_keys WHERE key_hash = ?').get(keyHash) as KeyRow | undefined;
+    return row ? keyFromRow(row) : null;
+  }
+
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    return (this.q('SELECT * FROM api_keys ORDER BY created_at, id').all() as KeyRow[]).map(keyFromRow);
+  }
+
+  async revokeApiKey(idOrPrefix: string): Promise<number> {
+    return this.q('UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL').run(Date.now(), idOrPrefix, idOrPrefix).changes;
+  }
+
+  async setPlan(idOrPrefix: string, plan: Plan): Promise<number> {
+    if (!isPlan(plan)) throw new TypeError(`unknown plan ${JSON.stringify(plan)}`);
+    return this.q('UPDATE api_keys SET plan = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL').run(plan, idOrPrefix, idOrPrefix).changes;
+  }
+
+  /** Shared by quota and signup counting: one UPSERT that increments only below the limit. */
+  private count(table: 'key_usage' | 'signup_attempts', cols: [string, string], a: string, b: string, limit: number): UsageResult {
+    const [ca, cb] = cols;
+    if (limit > 0) {
+      const row = this.q(`INSERT INTO ${table} (${ca}, ${cb}, used) VALUES (?, ?, 1)
+        ON CONFLICT (${ca}, ${cb}) DO UPDATE SET used = used + 1 WHERE used < ? RETURNING used`).get(a, b, limit) as { used: number } | undefined;
+      if (row) return { allowed: true, used: Number(row.used), limit };
+    }
+    const cur = this.q(`SELECT used FROM ${table} WHERE ${ca} = ? AND ${cb} = ?`).get(a, b) as { used: number } | undefined;
+    return { allowed: false, used: cur ? Number(cur.used) : 0, limit };
+  }
+
+  async consumeQuota(keyId: string, period: string, limit: number): Promise<UsageResult> {
+    return this.count('key_usage', ['key_id', 'period'], keyId, period, limit);
+  }
+
+  async refundQuota(keyId: string, period: string): Promise<void> {
+    this.q('UPDATE key_usage SET used = used - 1 WHERE key_id = ? AND period = ? AND used > 0').run(keyId, period);
+  }
+
+  async getUsage(keyId: string, period: string): Promise<number> {
+    const row = this.q('SELECT used FROM key_usage WHERE key_id = ? AND period = ?').get(keyId, period) as { used: number } | undefined;
+    return row ? Number(row.used) : 0;
+  }
+
+  async countSignup(client: string, window: string, limit: number): Promise<UsageResult> {
+    // Buckets sort as strings (e.g. 2026-11-03T14), so older ones are those below the current.
+    if (this.signupCounts++ % PRUNE_EVERY === 0) this.q('DELETE FROM signup_attempts WHERE bucket < ?').run(window);
+    return this.count('signup_attempts', ['client', 'bucket'], client, window, limit);
+  }
+
+  async claimPayment(p: NewPayment): Promise<boolean> {
+    const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${PAYMENT_COLUMNS.map(() => '?').join(', ')})
+      ON CONFLICT (asset, payer, nonce) DO NOTHING`;
+    return this.q(sql).run(...paymentValues(p, Date.now())).changes === 1;
+  }
+
+  async updatePayment(id: string, from: PaymentState[], to: PaymentState, fields: Parameters<Store['updatePayment']>[3] = {}): Promise<boolean> {
+    if (from.length === 0) return false;
+    const { sql, params } = paymentUpdate(id, from, to, fields, Date.now(), () => '?');
+    return this.q(sql).run(...params).changes === 1;
+  }
+
+  async getPayment(id: string): Promise<PaymentRecord | null> {
+    const row = this.q('SELECT * FROM payments WHERE id = ?').get(id) as PaymentRow | undefined;
+    return row ? paymentFromRow(row) : null;
+  }
+
+  async listUnsettledPayments(olderThanMs: number, limit: number): Promise<PaymentRecord[]> {
+    const rows = this.q(`SELECT * FROM payments WHERE state IN ('verified', 'settling') AND updated_at <= ?
+      ORDER BY updated_at, id LIMIT ?`).all(Date.now() - olderThanMs, limit) as PaymentRow[];
+    return rows.map(paymentFromRow);
+  }
+
+  async countPaymentsByState(): Promise<Record<PaymentState, number>> {
+    const out = emptyStateCounts();
+    for (const r of this.q('SELECT state, COUNT(*) AS n FROM payments GROUP BY state').all() as Array<{ state: PaymentState; n: number }>) out[r.state] = Number(r.n);
+    return out;
+  }
+}

@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import t from 'tap';
+import { openStore, StoreError } from '../../src/store/index.js';
+import { storeSuite } from './suite.js';
+
+/** An admin connection to the machine's PostgreSQL; every run works in databases of its own. */
+const ADMIN_URL = process.env.PG_TEST_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function reachable(): Promise<string | null> {
+  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+const problem = await reachable();
+if (problem !== null) {
+  if (process.env.CI === 'true') t.fail(`PostgreSQL at ${ADMIN_URL} is required in CI: ${problem}`);
+  else t.plan(0, `skipped: PostgreSQL at ${ADMIN_URL} is unreachable (${problem}); set PG_TEST_URL`);
+} else {
+  const created: string[] = [];
+  const admin = new pg.Pool({ connectionString: ADMIN_URL, max: 2 });
+  const urlOf = (db: string) => {
+    const u = new URL(ADMIN_URL);
+    u.pathname = `/${db}`;
+    return u.toString();
+  };
+  t.teardown(async () => {
+    for (const db of created) await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  storeSuite({
+    name: 'postgres',
+    async newUrl() {
+      const db = `pf_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+      await admin.query(`CREATE DATABASE ${db}`);
+      created.push(db);
+      return urlOf(db);
+    },
+    async dump(url) {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        const { rows } = await c.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'");
+        const out: Record<string, unknown[]> = {};
+        for (const { table_name } of rows) out[table_name] = (await c.query(`SELECT * FROM "${table_name}"`)).rows;
+        return out;
+      } finally {
+        await c.end();
+      }
+    },
+  });
+
+  t.test('postgres: an unreachable server gives a clear StoreError without the password', async (t) => {
+    const err = await openStore({ databaseUrl: 'postgres://svc:hunter2@127.0.0.1:1/preflight' }, { connectTimeoutMs: 1000 }).catch((e: unknown) => e);
+    t.ok(err instanceof StoreError);
+    t.match((err as Error).message, /cannot reach PostgreSQL at postgres:\/\/svc@127\.0\.0\.1:1\/preflight \(DATABASE_URL\).*ECONNREFUSED/);
+    t.notMatch((err as Error).message, /hunter2/);
+  });
+
+  t.test('postgres: a database that does not exist is named in the error', async (t) => {
+    const err = await openStore({ databaseUrl: urlOf('pf_no_such_database') }).catch((e: unknown) => e);
+    t.ok(err instanceof StoreError);
+    t.match((err as Error).message, /database "pf_no_such_database" does not exist \[3D000\]/);
+  });
+
+  t.test('postgres: a malformed URL is refused before any connection', async (t) => {
+    const err = await openStore({ databaseUrl: 'postgres://u:p@[bad/db' }).catch((e: unknown) => e);
+    t.ok(err instanceof StoreError, String(err));
+    t.match((err as Error).message, /DATABASE_URL is not a valid PostgreSQL URL/);
+    t.notMatch((err as Error).message, /:p@/);
+  });
+}

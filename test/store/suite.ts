@@ -1,0 +1,226 @@
+/**
+ * One behaviour suite for every Store implementation. Each store test file supplies a harness
+ * that makes fresh, empty databases and can dump every table.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { generateApiKey } from '../../src/billing/keys.js';
+import { openStore } from '../../src/store/index.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import type { NewApiKey, NewPayment, Store } from '../../src/store/types.js';
+
+export interface Harness {
+  name: string;
+  newUrl(): Promise<string>;
+  dump(url: string): Promise<Record<string, unknown[]>>;
+}
+
+export function newKey(email: string, over: Partial<NewApiKey> = {}): NewApiKey & { raw: string } {
+  const k = generateApiKey();
+  return { id: randomUUID(), keyHash: k.hash, prefix: k.prefix, email, plan: 'Basic', requestedPlan: null, company: null, fullName: null, useCase: null, website: null, raw: k.key, ...over };
+}
+
+export function newPayment(over: Partial<NewPayment> = {}): NewPayment {
+  return {
+    id: randomUUID(),
+    asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+    payer: '0x' + randomBytes(20).toString('hex'),
+    nonce: '0x' + randomBytes(32).toString('hex'),
+    payTo: '0x' + '11'.repeat(20),
+    value: '10000',
+    network: 'eip155:8453',
+    x402Version: 2,
+    payload: JSON.stringify({ signature: '0x' + 'ab'.repeat(65) }),
+    validBefore: Math.floor(Date.now() / 1000) + 120,
+    resource: 'http://127.0.0.1/v1/x402/decide',
+    ...over,
+  };
+}
+
+const workerPath = fileURLToPath(new URL('./quota-worker.js', import.meta.url));
+
+/** Runs `n` concurrent consumeQuota calls in a separate OS process; resolves when it is ready, fires on `go`. */
+function quotaProcess(url: string, keyId: string, period: string, limit: number, n: number) {
+  const child = spawn(process.execPath, [workerPath, url, keyId, period, String(limit), String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  const ready = new Promise<void>((resolve) => {
+    child.stdout.on('data', (d: string) => {
+      out += d;
+      if (out.includes('ready\n')) resolve();
+    });
+  });
+  const done = once(child, 'exit').then(([code]) => {
+    if (code !== 0) throw new Error(`quota worker exited ${code}: ${out}`);
+    return JSON.parse(out.slice(out.indexOf('ready\n') + 6)) as { allowed: number; denied: number };
+  });
+  return { ready, done, go: () => child.stdin.end('go\n') };
+}
+
+export function storeSuite(h: Harness): void {
+  let url = '';
+  let store: Store;
+  t.before(async () => {
+    url = await h.newUrl();
+    store = await openStore({ databaseUrl: url });
+  });
+  t.teardown(() => store?.close());
+
+  t.test(`${h.name}: migrations are recorded once and re-running them changes nothing`, async (t) => {
+    await store.migrate();
+    await store.migrate();
+    const second = await openStore({ databaseUrl: url });
+    await second.close();
+    const dump = await h.dump(url);
+    t.same(dump.schema_migrations.map((r) => Number((r as { version: number }).version)), MIGRATIONS.map((m) => m.version));
+  });
+
+  t.test(`${h.name}: two processes' stores migrating a fresh database at once both succeed`, async (t) => {
+    const fresh = await h.newUrl();
+    const stores = await Promise.all([openStore({ databaseUrl: fresh }), openStore({ databaseUrl: fresh }), openStore({ databaseUrl: fresh })]);
+    await Promise.all(stores.map((s) => s.close()));
+    t.equal((await h.dump(fresh)).schema_migrations.length, MIGRATIONS.length);
+  });
+
+  t.test(`${h.name}: one active key per e-mail, case-insensitive and trimmed`, async (t) => {
+    const a = newKey('Alice@Example.com');
+    t.equal(await store.createApiKey(a), true);
+    t.equal(await store.createApiKey(newKey('  alice@example.COM ')), false, 'second key for the same address refused');
+    const found = await store.findApiKeyByHash(a.keyHash);
+    t.match(found, { id: a.id, prefix: a.prefix, email: 'alice@example.com', plan: 'Basic', revokedAt: null });
+    t.ok(found!.createdAt instanceof Date && Math.abs(found!.createdAt.getTime() - Date.now()) < 60_000);
+    t.equal(await store.findApiKeyByHash('0'.repeat(64)), null);
+
+    t.equal(await store.revokeApiKey(a.prefix), 1, 'revoked by prefix');
+    t.equal(await store.revokeApiKey(a.id), 0, 'already revoked');
+    t.ok((await store.findApiKeyByHash(a.keyHash))!.revokedAt instanceof Date);
+    const b = newKey('alice@example.com', { requestedPlan: 'DeFi', company: 'Acme', website: 'https://acme.test' });
+    t.equal(await store.createApiKey(b), true, 'a new key once the old one is revoked');
+    t.match(await store.findApiKeyByHash(b.keyHash), { requestedPlan: 'DeFi', company: 'Acme', website: 'https://acme.test' });
+
+    t.equal(await store.setPlan(b.id, 'Execution'), 1);
+    t.equal((await store.findApiKeyByHash(b.keyHash))!.plan, 'Execution');
+    t.equal(await store.setPlan(a.id, 'DeFi'), 0, 'a revoked key keeps its plan');
+    t.equal(await store.setPlan('nobody', 'DeFi'), 0);
+    await t.rejects(store.setPlan(b.id, 'Gold' as never), /unknown plan/);
+    const ids = (await store.listApiKeys()).map((k) => k.id);
+    t.ok(ids.includes(a.id) && ids.includes(b.id));
+  });
+
+  t.test(`${h.name}: the raw key is nowhere in the database`, async (t) => {
+    const k = newKey('secret-holder@example.com');
+    await store.createApiKey(k);
+    await store.consumeQuota(k.id, '2026-11', 10);
+    const text = JSON.stringify(await h.dump(url));
+    t.ok(text.includes(k.keyHash), 'the dump does contain the hash, so the search is real');
+    t.notOk(text.includes(k.raw), 'raw key absent');
+    t.notOk(text.includes(k.raw.slice(4)), 'random part absent');
+  });
+
+  t.test(`${h.name}: quota counts up to the limit, per key and month, and refunds`, async (t) => {
+    const k = newKey('quota@example.com');
+    const other = newKey('quota2@example.com');
+    await store.createApiKey(k);
+    await store.createApiKey(other);
+    const seen = [];
+    for (let i = 0; i < 4; i++) seen.push(await store.consumeQuota(k.id, '2026-11', 3));
+    t.same(seen, [
+      { allowed: true, used: 1, limit: 3 },
+      { allowed: true, used: 2, limit: 3 },
+      { allowed: true, used: 3, limit: 3 },
+      { allowed: false, used: 3, limit: 3 },
+    ]);
+    t.equal(await store.getUsage(k.id, '2026-11'), 3);
+    t.same(await store.consumeQuota(k.id, '2026-12', 3), { allowed: true, used: 1, limit: 3 }, 'a new month starts at zero');
+    t.same(await store.consumeQuota(other.id, '2026-11', 3), { allowed: true, used: 1, limit: 3 }, 'keys do not share');
+    await store.refundQuota(k.id, '2026-11');
+    t.same(await store.consumeQuota(k.id, '2026-11', 3), { allowed: true, used: 3, limit: 3 }, 'a refunded call can be used again');
+    t.same(await store.consumeQuota(k.id, '2026-11', 5), { allowed: true, used: 4, limit: 5 }, 'a raised limit (plan change) applies at once');
+    await store.refundQuota(k.id, '2027-01');
+    t.equal(await store.getUsage(k.id, '2027-01'), 0, 'refund of an uncounted month does nothing');
+    t.same(await store.consumeQuota(k.id, '2027-02', 0), { allowed: false, used: 0, limit: 0 }, 'a zero limit allows nothing');
+  });
+
+  t.test(`${h.name}: 50 concurrent calls with 5 left: exactly 5 allowed`, async (t) => {
+    const k = newKey('burst@example.com');
+    await store.createApiKey(k);
+    for (let i = 0; i < 5; i++) await store.consumeQuota(k.id, '2026-11', 10);
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.consumeQuota(k.id, '2026-11', 10)));
+    t.equal(results.filter((r) => r.allowed).length, 5);
+    t.equal(results.filter((r) => !r.allowed).length, 45);
+    t.same(results.filter((r) => r.allowed).map((r) => r.used).sort((a, b) => a - b), [6, 7, 8, 9, 10], 'each allowed call saw its own count');
+    t.equal(await store.getUsage(k.id, '2026-11'), 10);
+  });
+
+  t.test(`${h.name}: two OS processes share one quota`, async (t) => {
+    const k = newKey('two-procs@example.com');
+    await store.createApiKey(k);
+    for (let i = 0; i < 5; i++) await store.consumeQuota(k.id, '2026-11', 10);
+    const procs = [quotaProcess(url, k.id, '2026-11', 10, 25), quotaProcess(url, k.id, '2026-11', 10, 25)];
+    await Promise.all(procs.map((p) => p.ready));
+    for (const p of procs) p.go();
+    const [a, b] = await Promise.all(procs.map((p) => p.done));
+    t.equal(a.allowed + b.allowed, 5, `allowed ${a.allowed} + ${b.allowed}`);
+    t.equal(a.denied + b.denied, 45);
+    t.equal(await store.getUsage(k.id, '2026-11'), 10);
+  });
+
+  t.test(`${h.name}: signups are counted per client and hour bucket`, async (t) => {
+    const r = [];
+    for (let i = 0; i < 3; i++) r.push(await store.countSignup('203.0.113.9', '2026-11-03T14', 2));
+    t.same(r.map((x) => x.allowed), [true, true, false]);
+    t.equal(r[2].used, 2);
+    t.equal((await store.countSignup('203.0.113.10', '2026-11-03T14', 2)).allowed, true, 'another client');
+    t.equal((await store.countSignup('203.0.113.9', '2026-11-03T15', 2)).allowed, true, 'the next hour');
+  });
+
+  t.test(`${h.name}: a payment authorization is claimed once, also under 50 concurrent claims`, async (t) => {
+    const p = newPayment();
+    t.equal(await store.claimPayment(p), true);
+    t.equal(await store.claimPayment({ ...p, id: randomUUID(), payer: p.payer.toUpperCase().replace('0X', '0x') }), false, 'same triple, other case: a replay');
+    t.equal(await store.claimPayment({ ...p, id: randomUUID(), nonce: '0x' + randomBytes(32).toString('hex') }), true, 'another nonce');
+    const q = newPayment();
+    const claims = await Promise.all(Array.from({ length: 50 }, () => store.claimPayment({ ...q, id: randomUUID() })));
+    t.equal(claims.filter(Boolean).length, 1);
+    const got = await store.getPayment(p.id);
+    t.match(got, { id: p.id, asset: p.asset.toLowerCase(), payer: p.payer, nonce: p.nonce, payTo: p.payTo, value: '10000', network: 'eip155:8453', x402Version: 2, payload: p.payload, validBefore: p.validBefore, state: 'verified', txHash: null, attempts: 0, lastError: null, resource: p.resource });
+    t.ok(got!.createdAt instanceof Date && got!.updatedAt instanceof Date);
+    t.equal(await store.getPayment(randomUUID()), null);
+    await t.rejects(store.claimPayment(newPayment({ value: '0.01' })), /integer string/, 'money is integer atomic units');
+  });
+
+  t.test(`${h.name}: payment state transitions are compare-and-set`, async (t) => {
+    const p = newPayment();
+    await store.claimPayment(p);
+    const moves = await Promise.all(Array.from({ length: 50 }, () => store.updatePayment(p.id, ['verified'], 'settling', { incrementAttempts: true })));
+    t.equal(moves.filter(Boolean).length, 1, 'one settler wins the payment');
+    t.match(await store.getPayment(p.id), { state: 'settling', attempts: 1 });
+    t.equal(await store.updatePayment(p.id, ['verified'], 'settled'), false, 'wrong from-state');
+    t.equal(await store.updatePayment(p.id, ['settling'], 'settling', { lastError: 'rpc timeout', incrementAttempts: true }), true);
+    t.match(await store.getPayment(p.id), { state: 'settling', attempts: 2, lastError: 'rpc timeout' });
+    t.equal(await store.updatePayment(p.id, ['verified', 'settling'], 'settled', { txHash: '0x' + 'cd'.repeat(32), lastError: null }), true);
+    t.match(await store.getPayment(p.id), { state: 'settled', txHash: '0x' + 'cd'.repeat(32), lastError: null, attempts: 2 });
+    t.equal(await store.updatePayment(p.id, [], 'failed'), false);
+    t.equal(await store.updatePayment(randomUUID(), ['verified'], 'failed'), false);
+    await t.rejects(store.updatePayment(p.id, ['settled'], 'lost' as never), /unknown payment state/);
+  });
+
+  t.test(`${h.name}: unsettled payments are listed by age; states are counted`, async (t) => {
+    const fresh = await h.newUrl();
+    const s = await openStore({ databaseUrl: fresh });
+    t.teardown(() => s.close());
+    const [a, b, c, d] = [newPayment(), newPayment(), newPayment(), newPayment()];
+    for (const p of [a, b, c, d]) await s.claimPayment(p);
+    await s.updatePayment(b.id, ['verified'], 'settling');
+    await s.updatePayment(c.id, ['verified'], 'settled');
+    await s.updatePayment(d.id, ['verified'], 'failed');
+    await new Promise((r) => setTimeout(r, 30));
+    t.same((await s.listUnsettledPayments(20, 10)).map((p) => p.id).sort(), [a.id, b.id].sort());
+    t.equal((await s.listUnsettledPayments(20, 1)).length, 1, 'limit');
+    t.same(await s.listUnsettledPayments(60_000, 10), [], 'none older than a minute');
+    t.same(await s.countPaymentsByState(), { verified: 1, settling: 1, settled: 1, failed: 1 });
+  });
+}
