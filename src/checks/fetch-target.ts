@@ -1,0 +1,29 @@
+/**
+ * Fetching a caller-supplied URL for http and bridge_exploit_monitor: SSRF rules on, at most
+ * 3 redirects, body read up to 1 MiB (semantics §2, §7). Answers as an UpstreamResult so the
+ * checks map failures the same way as for the provider clients.
+ */
+import type { CheckContext } from './types.js';
+import type { UpstreamResult } from '../upstreams/types.js';
+import { safeFetch, type SafeResponse } from '../net/safe-fetch.js';
+
+export const MAX_REDIRECTS = 3;
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** The response fields the checks read. */
+export type FetchedPage = Pick<SafeResponse, 'status' | 'body' | 'truncated' | 'finalUrl'>;
+
+export async function fetchTarget(url: string, method: 'GET' | 'HEAD', headers: Record<string, string> | undefined, ctx: CheckContext): Promise<UpstreamResult<SafeResponse>> {
+  const res = await safeFetch(url, {
+    method,
+    headers: headers ?? {},
+    signal: ctx.signal,
+    allowPrivate: ctx.config.allowPrivateTargets,
+    maxRedirects: MAX_REDIRECTS,
+    maxBodyBytes: MAX_BODY_BYTES,
+  });
+  if (res.ok) return res;
+  // The transport's messages are fragments ("connection reset before an answer"); make a sentence
+  // naming the host only, since the full URL may carry a token.
+  return { ...res, message: `${method} to ${res.source} failed: ${res.message}.` };
+}
