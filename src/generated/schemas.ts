@@ -37,6 +37,723 @@ export const schemas = {
       "description"
     ]
   },
+  "BridgeRiskResponse": {
+    "$id": "BridgeRiskResponse",
+    "title": "BridgeRiskResponse",
+    "type": "object",
+    "description": "One result per bridge status URL and an overall verdict.",
+    "properties": {
+      "verdict": {
+        "type": "string",
+        "enum": [
+          "proceed",
+          "wait",
+          "block"
+        ]
+      },
+      "risk": {
+        "type": "string",
+        "enum": [
+          "low",
+          "medium",
+          "high"
+        ]
+      },
+      "confidence": {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 1
+      },
+      "expires_in": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Seconds."
+      },
+      "strict_mode": {
+        "type": "boolean"
+      },
+      "bridges": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "status_url": {
+              "type": "string"
+            },
+            "status": {
+              "type": "string",
+              "enum": [
+                "pass",
+                "warn",
+                "fail",
+                "error",
+                "skipped"
+              ]
+            },
+            "reason": {
+              "type": [
+                "string",
+                "null"
+              ]
+            },
+            "message": {
+              "type": "string"
+            },
+            "http_status": {
+              "type": [
+                "integer",
+                "null"
+              ]
+            },
+            "indicator": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "description": "statuspage-style status.indicator when the page is JSON: none, minor, major, critical."
+            },
+            "keywords_found": {
+              "type": "array",
+              "items": {
+                "type": "string"
+              },
+              "description": "Danger keywords found (in unresolved incidents for a statuspage body)."
+            },
+            "safe_keywords_found": {
+              "type": "array",
+              "items": {
+                "type": "string"
+              }
+            },
+            "latency_ms": {
+              "type": "number",
+              "minimum": 0
+            },
+            "cached": {
+              "type": "boolean"
+            }
+          },
+          "required": [
+            "status_url",
+            "status",
+            "reason",
+            "message",
+            "http_status",
+            "indicator",
+            "keywords_found",
+            "safe_keywords_found",
+            "latency_ms",
+            "cached"
+          ]
+        }
+      },
+      "summary": {
+        "type": "string"
+      },
+      "failure_modes": {
+        "type": "array",
+        "items": {
+          "type": "string"
+        }
+      },
+      "evidence": {
+        "type": "array",
+        "items": {
+          "$ref": "CheckResult"
+        }
+      },
+      "request_id": {
+        "type": "string"
+      },
+      "evaluated_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "latency_ms": {
+        "type": "integer",
+        "minimum": 0
+      }
+    },
+    "required": [
+      "verdict",
+      "risk",
+      "confidence",
+      "expires_in",
+      "strict_mode",
+      "bridges",
+      "summary",
+      "failure_modes",
+      "evidence",
+      "request_id",
+      "evaluated_at",
+      "latency_ms"
+    ]
+  },
+  "StablecoinIntelligenceResponse": {
+    "$id": "StablecoinIntelligenceResponse",
+    "title": "StablecoinIntelligenceResponse",
+    "type": "object",
+    "description": "Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict.",
+    "properties": {
+      "verdict": {
+        "type": "string",
+        "enum": [
+          "proceed",
+          "wait",
+          "block"
+        ]
+      },
+      "risk": {
+        "type": "string",
+        "enum": [
+          "low",
+          "medium",
+          "high"
+        ]
+      },
+      "confidence": {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 1
+      },
+      "expires_in": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Seconds."
+      },
+      "quote": {
+        "type": "string",
+        "description": "The peg currency: each asset is judged against 1 unit of it."
+      },
+      "thresholds": {
+        "type": "object",
+        "properties": {
+          "warn_deviation_pct": {
+            "type": "number",
+            "description": "Fraction: 0.005 is 0.5 %."
+          },
+          "block_deviation_pct": {
+            "type": "number",
+            "description": "Fraction: 0.02 is 2 %."
+          }
+        },
+        "required": [
+          "warn_deviation_pct",
+          "block_deviation_pct"
+        ]
+      },
+      "assets": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "asset_id": {
+              "type": "string"
+            },
+            "status": {
+              "type": "string",
+              "enum": [
+                "pegged",
+                "warning",
+                "depegged",
+                "unknown"
+              ]
+            },
+            "price": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "deviation_pct": {
+              "type": [
+                "number",
+                "null"
+              ],
+              "description": "abs(price - 1) as a fraction."
+            },
+            "last_updated_at": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "format": "date-time",
+              "description": "The provider's last update of this price."
+            },
+            "age_s": {
+              "type": [
+                "integer",
+                "null"
+              ],
+              "minimum": 0
+            },
+            "reason": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "description": "Machine code when not pegged: depeg_warning, depegged, unknown_asset, upstream_timeout, ..."
+            },
+            "message": {
+              "type": "string"
+            }
+          },
+          "required": [
+            "asset_id",
+            "status",
+            "price",
+            "deviation_pct",
+            "last_updated_at",
+            "age_s",
+            "reason",
+            "message"
+          ]
+        }
+      },
+      "summary": {
+        "type": "object",
+        "properties": {
+          "worst_asset": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "worst_status": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "pegged",
+              "warning",
+              "depegged",
+              "unknown",
+              null
+            ]
+          },
+          "worst_deviation_pct": {
+            "type": [
+              "number",
+              "null"
+            ]
+          },
+          "counts": {
+            "type": "object",
+            "properties": {
+              "pegged": {
+                "type": "integer",
+                "minimum": 0
+              },
+              "warning": {
+                "type": "integer",
+                "minimum": 0
+              },
+              "depegged": {
+                "type": "integer",
+                "minimum": 0
+              },
+              "unknown": {
+                "type": "integer",
+                "minimum": 0
+              }
+            },
+            "required": [
+              "pegged",
+              "warning",
+              "depegged",
+              "unknown"
+            ]
+          },
+          "message": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "worst_asset",
+          "worst_status",
+          "worst_deviation_pct",
+          "counts",
+          "message"
+        ]
+      },
+      "failure_modes": {
+        "type": "array",
+        "items": {
+          "type": "string"
+        }
+      },
+      "source": {
+        "type": [
+          "string",
+          "null"
+        ]
+      },
+      "cached": {
+        "type": "boolean",
+        "description": "The prices came from a snapshot taken within their 30 s lifetime."
+      },
+      "request_id": {
+        "type": "string"
+      },
+      "evaluated_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "latency_ms": {
+        "type": "integer",
+        "minimum": 0
+      }
+    },
+    "required": [
+      "verdict",
+      "risk",
+      "confidence",
+      "expires_in",
+      "quote",
+      "thresholds",
+      "assets",
+      "summary",
+      "failure_modes",
+      "source",
+      "cached",
+      "request_id",
+      "evaluated_at",
+      "latency_ms"
+    ]
+  },
+  "YieldRoutingResponse": {
+    "$id": "YieldRoutingResponse",
+    "title": "YieldRoutingResponse",
+    "type": "object",
+    "description": "Yield options ranked by apy * (1 - risk_score / 100) after exclusions, with the recommended option.",
+    "properties": {
+      "recommended": {
+        "type": [
+          "object",
+          "null"
+        ],
+        "properties": {
+          "name": {
+            "type": "string"
+          },
+          "protocol": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "chain": {
+            "type": "string"
+          },
+          "apy": {
+            "type": "number"
+          },
+          "risk_score": {
+            "type": "number"
+          },
+          "liquidity_usd": {
+            "type": [
+              "number",
+              "null"
+            ]
+          },
+          "stablecoin_asset_id": {
+            "type": "string"
+          },
+          "stablecoin_status": {
+            "type": "string",
+            "enum": [
+              "pegged",
+              "warning",
+              "depegged",
+              "unknown"
+            ]
+          },
+          "rank": {
+            "type": "integer",
+            "minimum": 1
+          },
+          "score": {
+            "type": "number"
+          },
+          "preferred_chain": {
+            "type": "boolean"
+          }
+        },
+        "required": [
+          "name",
+          "protocol",
+          "chain",
+          "apy",
+          "risk_score",
+          "liquidity_usd",
+          "stablecoin_asset_id",
+          "stablecoin_status",
+          "rank",
+          "score",
+          "preferred_chain"
+        ]
+      },
+      "ranked": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "name": {
+              "type": "string"
+            },
+            "protocol": {
+              "type": [
+                "string",
+                "null"
+              ]
+            },
+            "chain": {
+              "type": "string"
+            },
+            "apy": {
+              "type": "number"
+            },
+            "risk_score": {
+              "type": "number"
+            },
+            "liquidity_usd": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "stablecoin_asset_id": {
+              "type": "string"
+            },
+            "stablecoin_status": {
+              "type": "string",
+              "enum": [
+                "pegged",
+                "warning",
+                "depegged",
+                "unknown"
+              ]
+            },
+            "rank": {
+              "type": "integer",
+              "minimum": 1
+            },
+            "score": {
+              "type": "number",
+              "description": "apy * (1 - risk_score / 100)"
+            },
+            "preferred_chain": {
+              "type": "boolean"
+            }
+          },
+          "required": [
+            "name",
+            "protocol",
+            "chain",
+            "apy",
+            "risk_score",
+            "liquidity_usd",
+            "stablecoin_asset_id",
+            "stablecoin_status",
+            "rank",
+            "score",
+            "preferred_chain"
+          ]
+        }
+      },
+      "excluded": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "name": {
+              "type": "string"
+            },
+            "protocol": {
+              "type": [
+                "string",
+                "null"
+              ]
+            },
+            "chain": {
+              "type": "string"
+            },
+            "apy": {
+              "type": "number"
+            },
+            "risk_score": {
+              "type": "number"
+            },
+            "liquidity_usd": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "stablecoin_asset_id": {
+              "type": "string"
+            },
+            "stablecoin_status": {
+              "type": "string",
+              "enum": [
+                "pegged",
+                "warning",
+                "depegged",
+                "unknown"
+              ]
+            },
+            "reasons": {
+              "type": "array",
+              "minItems": 1,
+              "items": {
+                "type": "object",
+                "properties": {
+                  "code": {
+                    "type": "string",
+                    "enum": [
+                      "liquidity_below_min",
+                      "liquidity_unknown",
+                      "risk_above_max",
+                      "stablecoin_depegged",
+                      "stablecoin_unknown",
+                      "stablecoin_unverified"
+                    ]
+                  },
+                  "message": {
+                    "type": "string"
+                  }
+                },
+                "required": [
+                  "code",
+                  "message"
+                ]
+              }
+            }
+          },
+          "required": [
+            "name",
+            "protocol",
+            "chain",
+            "apy",
+            "risk_score",
+            "liquidity_usd",
+            "stablecoin_asset_id",
+            "stablecoin_status",
+            "reasons"
+          ]
+        }
+      },
+      "criteria": {
+        "type": "object",
+        "properties": {
+          "min_liquidity_usd": {
+            "type": "number"
+          },
+          "max_risk_score": {
+            "type": "number"
+          },
+          "prefer_chain": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "score": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "min_liquidity_usd",
+          "max_risk_score",
+          "prefer_chain",
+          "score"
+        ]
+      },
+      "stablecoins": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "asset_id": {
+              "type": "string"
+            },
+            "status": {
+              "type": "string",
+              "enum": [
+                "pegged",
+                "warning",
+                "depegged",
+                "unknown"
+              ]
+            },
+            "price": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "deviation_pct": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "reason": {
+              "type": [
+                "string",
+                "null"
+              ]
+            },
+            "message": {
+              "type": "string"
+            }
+          },
+          "required": [
+            "asset_id",
+            "status",
+            "price",
+            "deviation_pct",
+            "reason",
+            "message"
+          ]
+        }
+      },
+      "summary": {
+        "type": "string"
+      },
+      "evidence": {
+        "type": "array",
+        "items": {
+          "$ref": "CheckResult"
+        }
+      },
+      "request_id": {
+        "type": "string"
+      },
+      "evaluated_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "latency_ms": {
+        "type": "integer",
+        "minimum": 0
+      }
+    },
+    "required": [
+      "recommended",
+      "ranked",
+      "excluded",
+      "criteria",
+      "stablecoins",
+      "summary",
+      "evidence",
+      "request_id",
+      "evaluated_at",
+      "latency_ms"
+    ]
+  },
   "ApiKeySignupRequest": {
     "$id": "ApiKeySignupRequest",
     "title": "ApiKeySignupRequest",

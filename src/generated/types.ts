@@ -7,6 +7,149 @@ export type AgentInfo = {
   endpoints?: Array<string>;
 };
 
+/** One result per bridge status URL and an overall verdict. */
+export type BridgeRiskResponse = {
+  verdict: "proceed" | "wait" | "block";
+  risk: "low" | "medium" | "high";
+  confidence: number;
+  /** Seconds. */
+  expires_in: number;
+  strict_mode: boolean;
+  bridges: Array<{
+    status_url: string;
+    status: "pass" | "warn" | "fail" | "error" | "skipped";
+    reason: string | null;
+    message: string;
+    http_status: number | null;
+    /** statuspage-style status.indicator when the page is JSON: none, minor, major, critical. */
+    indicator: string | null;
+    /** Danger keywords found (in unresolved incidents for a statuspage body). */
+    keywords_found: Array<string>;
+    safe_keywords_found: Array<string>;
+    latency_ms: number;
+    cached: boolean;
+  }>;
+  summary: string;
+  failure_modes: Array<string>;
+  evidence: Array<CheckResult>;
+  request_id: string;
+  evaluated_at: string;
+  latency_ms: number;
+};
+
+/** Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict. */
+export type StablecoinIntelligenceResponse = {
+  verdict: "proceed" | "wait" | "block";
+  risk: "low" | "medium" | "high";
+  confidence: number;
+  /** Seconds. */
+  expires_in: number;
+  /** The peg currency: each asset is judged against 1 unit of it. */
+  quote: string;
+  thresholds: {
+    /** Fraction: 0.005 is 0.5 %. */
+    warn_deviation_pct: number;
+    /** Fraction: 0.02 is 2 %. */
+    block_deviation_pct: number;
+  };
+  assets: Array<{
+    asset_id: string;
+    status: "pegged" | "warning" | "depegged" | "unknown";
+    price: number | null;
+    /** abs(price - 1) as a fraction. */
+    deviation_pct: number | null;
+    /** The provider's last update of this price. */
+    last_updated_at: string | null;
+    age_s: number | null;
+    /** Machine code when not pegged: depeg_warning, depegged, unknown_asset, upstream_timeout, ... */
+    reason: string | null;
+    message: string;
+  }>;
+  summary: {
+    worst_asset: string | null;
+    worst_status: "pegged" | "warning" | "depegged" | "unknown" | null;
+    worst_deviation_pct: number | null;
+    counts: {
+      pegged: number;
+      warning: number;
+      depegged: number;
+      unknown: number;
+    };
+    message: string;
+  };
+  failure_modes: Array<string>;
+  source: string | null;
+  /** The prices came from a snapshot taken within their 30 s lifetime. */
+  cached: boolean;
+  request_id: string;
+  evaluated_at: string;
+  latency_ms: number;
+};
+
+/** Yield options ranked by apy * (1 - risk_score / 100) after exclusions, with the recommended option. */
+export type YieldRoutingResponse = {
+  recommended: {
+    name: string;
+    protocol: string | null;
+    chain: string;
+    apy: number;
+    risk_score: number;
+    liquidity_usd: number | null;
+    stablecoin_asset_id: string;
+    stablecoin_status: "pegged" | "warning" | "depegged" | "unknown";
+    rank: number;
+    score: number;
+    preferred_chain: boolean;
+  } | null;
+  ranked: Array<{
+    name: string;
+    protocol: string | null;
+    chain: string;
+    apy: number;
+    risk_score: number;
+    liquidity_usd: number | null;
+    stablecoin_asset_id: string;
+    stablecoin_status: "pegged" | "warning" | "depegged" | "unknown";
+    rank: number;
+    /** apy * (1 - risk_score / 100) */
+    score: number;
+    preferred_chain: boolean;
+  }>;
+  excluded: Array<{
+    name: string;
+    protocol: string | null;
+    chain: string;
+    apy: number;
+    risk_score: number;
+    liquidity_usd: number | null;
+    stablecoin_asset_id: string;
+    stablecoin_status: "pegged" | "warning" | "depegged" | "unknown";
+    reasons: Array<{
+      code: "liquidity_below_min" | "liquidity_unknown" | "risk_above_max" | "stablecoin_depegged" | "stablecoin_unknown" | "stablecoin_unverified";
+      message: string;
+    }>;
+  }>;
+  criteria: {
+    min_liquidity_usd: number;
+    max_risk_score: number;
+    prefer_chain: string | null;
+    score: string;
+  };
+  stablecoins: Array<{
+    asset_id: string;
+    status: "pegged" | "warning" | "depegged" | "unknown";
+    price: number | null;
+    deviation_pct: number | null;
+    reason: string | null;
+    message: string;
+  }>;
+  summary: string;
+  evidence: Array<CheckResult>;
+  request_id: string;
+  evaluated_at: string;
+  latency_ms: number;
+};
+
 export type ApiKeySignupRequest = {
   email: string;
   company?: string | null;

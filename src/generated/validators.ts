@@ -153,13 +153,3675 @@ validate10.errors = vErrors;
 return errors === 0;
 }
 
-export const ApiKeySignupRequest = validate11;
-const schema12 = {"$id":"ApiKeySignupRequest","title":"ApiKeySignupRequest","type":"object","properties":{"email":{"type":"string","format":"email","maxLength":254},"company":{"type":["string","null"],"maxLength":256},"full_name":{"type":["string","null"],"maxLength":256},"use_case":{"type":["string","null"],"maxLength":2000},"website":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"requested_plan":{"type":["string","null"],"enum":["Basic","DeFi","Execution",null]}},"required":["email"]};
-const formats0 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
-const formats2 = require("ajv-formats/dist/formats").fullFormats.uri;
-const func2 = require("ajv/dist/runtime/ucs2length").default;
+export const BridgeRiskResponse = validate11;
+const schema12 = {"$id":"BridgeRiskResponse","title":"BridgeRiskResponse","type":"object","description":"One result per bridge status URL and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"strict_mode":{"type":"boolean"},"bridges":{"type":"array","items":{"type":"object","properties":{"status_url":{"type":"string"},"status":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"reason":{"type":["string","null"]},"message":{"type":"string"},"http_status":{"type":["integer","null"]},"indicator":{"type":["string","null"],"description":"statuspage-style status.indicator when the page is JSON: none, minor, major, critical."},"keywords_found":{"type":"array","items":{"type":"string"},"description":"Danger keywords found (in unresolved incidents for a statuspage body)."},"safe_keywords_found":{"type":"array","items":{"type":"string"}},"latency_ms":{"type":"number","minimum":0},"cached":{"type":"boolean"}},"required":["status_url","status","reason","message","http_status","indicator","keywords_found","safe_keywords_found","latency_ms","cached"]}},"summary":{"type":"string"},"failure_modes":{"type":"array","items":{"type":"string"}},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","strict_mode","bridges","summary","failure_modes","evidence","request_id","evaluated_at","latency_ms"]};
+const schema13 = {"$id":"CheckResult","title":"CheckResult","type":"object","description":"One check's outcome; also one evidence item.","properties":{"name":{"type":"string"},"type":{"type":"string"},"status":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"reason":{"type":["string","null"]},"message":{"type":"string"},"observed":{},"expected":{},"source":{"type":["string","null"]},"latency_ms":{"type":"number","minimum":0},"cached":{"type":"boolean"},"age_s":{"type":"number","minimum":0},"ttl_s":{"type":"number","minimum":0}},"required":["name","type","status","reason","message","source","latency_ms","cached","age_s","ttl_s"]};
+const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="BridgeRiskResponse" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.verdict === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.risk === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.confidence === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "confidence"},message:"must have required property '"+"confidence"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.expires_in === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_in"},message:"must have required property '"+"expires_in"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.strict_mode === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "strict_mode"},message:"must have required property '"+"strict_mode"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.bridges === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bridges"},message:"must have required property '"+"bridges"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.summary === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "summary"},message:"must have required property '"+"summary"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.failure_modes === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "failure_modes"},message:"must have required property '"+"failure_modes"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.evidence === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "evidence"},message:"must have required property '"+"evidence"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.request_id === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request_id"},message:"must have required property '"+"request_id"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.evaluated_at === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "evaluated_at"},message:"must have required property '"+"evaluated_at"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.latency_ms === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data.verdict !== undefined){
+let data0 = data.verdict;
+if(typeof data0 !== "string"){
+const err12 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(!(((data0 === "proceed") || (data0 === "wait")) || (data0 === "block"))){
+const err13 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema12.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.risk !== undefined){
+let data1 = data.risk;
+if(typeof data1 !== "string"){
+const err14 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!(((data1 === "low") || (data1 === "medium")) || (data1 === "high"))){
+const err15 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema12.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.confidence !== undefined){
+let data2 = data.confidence;
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 1 || isNaN(data2)){
+const err16 = {instancePath:instancePath+"/confidence",schemaPath:"#/properties/confidence/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data2 < 0 || isNaN(data2)){
+const err17 = {instancePath:instancePath+"/confidence",schemaPath:"#/properties/confidence/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/confidence",schemaPath:"#/properties/confidence/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.expires_in !== undefined){
+let data3 = data.expires_in;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err19 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 0 || isNaN(data3)){
+const err20 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+if(data.strict_mode !== undefined){
+if(typeof data.strict_mode !== "boolean"){
+const err21 = {instancePath:instancePath+"/strict_mode",schemaPath:"#/properties/strict_mode/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.bridges !== undefined){
+let data5 = data.bridges;
+if(Array.isArray(data5)){
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+let data6 = data5[i0];
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.status_url === undefined){
+const err22 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "status_url"},message:"must have required property '"+"status_url"+"'"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(data6.status === undefined){
+const err23 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data6.reason === undefined){
+const err24 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data6.message === undefined){
+const err25 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data6.http_status === undefined){
+const err26 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "http_status"},message:"must have required property '"+"http_status"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data6.indicator === undefined){
+const err27 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "indicator"},message:"must have required property '"+"indicator"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data6.keywords_found === undefined){
+const err28 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "keywords_found"},message:"must have required property '"+"keywords_found"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data6.safe_keywords_found === undefined){
+const err29 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "safe_keywords_found"},message:"must have required property '"+"safe_keywords_found"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data6.latency_ms === undefined){
+const err30 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data6.cached === undefined){
+const err31 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(data6.status_url !== undefined){
+if(typeof data6.status_url !== "string"){
+const err32 = {instancePath:instancePath+"/bridges/" + i0+"/status_url",schemaPath:"#/properties/bridges/items/properties/status_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data6.status !== undefined){
+let data8 = data6.status;
+if(typeof data8 !== "string"){
+const err33 = {instancePath:instancePath+"/bridges/" + i0+"/status",schemaPath:"#/properties/bridges/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(!(((((data8 === "pass") || (data8 === "warn")) || (data8 === "fail")) || (data8 === "error")) || (data8 === "skipped"))){
+const err34 = {instancePath:instancePath+"/bridges/" + i0+"/status",schemaPath:"#/properties/bridges/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema12.properties.bridges.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data6.reason !== undefined){
+let data9 = data6.reason;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err35 = {instancePath:instancePath+"/bridges/" + i0+"/reason",schemaPath:"#/properties/bridges/items/properties/reason/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.reason.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data6.message !== undefined){
+if(typeof data6.message !== "string"){
+const err36 = {instancePath:instancePath+"/bridges/" + i0+"/message",schemaPath:"#/properties/bridges/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data6.http_status !== undefined){
+let data11 = data6.http_status;
+if((!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))) && (data11 !== null)){
+const err37 = {instancePath:instancePath+"/bridges/" + i0+"/http_status",schemaPath:"#/properties/bridges/items/properties/http_status/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.http_status.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data6.indicator !== undefined){
+let data12 = data6.indicator;
+if((typeof data12 !== "string") && (data12 !== null)){
+const err38 = {instancePath:instancePath+"/bridges/" + i0+"/indicator",schemaPath:"#/properties/bridges/items/properties/indicator/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.indicator.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data6.keywords_found !== undefined){
+let data13 = data6.keywords_found;
+if(Array.isArray(data13)){
+const len1 = data13.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data13[i1] !== "string"){
+const err39 = {instancePath:instancePath+"/bridges/" + i0+"/keywords_found/" + i1,schemaPath:"#/properties/bridges/items/properties/keywords_found/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/bridges/" + i0+"/keywords_found",schemaPath:"#/properties/bridges/items/properties/keywords_found/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data6.safe_keywords_found !== undefined){
+let data15 = data6.safe_keywords_found;
+if(Array.isArray(data15)){
+const len2 = data15.length;
+for(let i2=0; i2<len2; i2++){
+if(typeof data15[i2] !== "string"){
+const err41 = {instancePath:instancePath+"/bridges/" + i0+"/safe_keywords_found/" + i2,schemaPath:"#/properties/bridges/items/properties/safe_keywords_found/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/bridges/" + i0+"/safe_keywords_found",schemaPath:"#/properties/bridges/items/properties/safe_keywords_found/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data6.latency_ms !== undefined){
+let data17 = data6.latency_ms;
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 < 0 || isNaN(data17)){
+const err43 = {instancePath:instancePath+"/bridges/" + i0+"/latency_ms",schemaPath:"#/properties/bridges/items/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/bridges/" + i0+"/latency_ms",schemaPath:"#/properties/bridges/items/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+if(data6.cached !== undefined){
+if(typeof data6.cached !== "boolean"){
+const err45 = {instancePath:instancePath+"/bridges/" + i0+"/cached",schemaPath:"#/properties/bridges/items/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+}
+else {
+const err46 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/bridges",schemaPath:"#/properties/bridges/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data.summary !== undefined){
+if(typeof data.summary !== "string"){
+const err48 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data.failure_modes !== undefined){
+let data20 = data.failure_modes;
+if(Array.isArray(data20)){
+const len3 = data20.length;
+for(let i3=0; i3<len3; i3++){
+if(typeof data20[i3] !== "string"){
+const err49 = {instancePath:instancePath+"/failure_modes/" + i3,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data.evidence !== undefined){
+let data22 = data.evidence;
+if(Array.isArray(data22)){
+const len4 = data22.length;
+for(let i4=0; i4<len4; i4++){
+let data23 = data22[i4];
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.name === undefined){
+const err51 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data23.type === undefined){
+const err52 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data23.status === undefined){
+const err53 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data23.reason === undefined){
+const err54 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data23.message === undefined){
+const err55 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(data23.source === undefined){
+const err56 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+if(data23.latency_ms === undefined){
+const err57 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(data23.cached === undefined){
+const err58 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+if(data23.age_s === undefined){
+const err59 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "age_s"},message:"must have required property '"+"age_s"+"'"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if(data23.ttl_s === undefined){
+const err60 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "ttl_s"},message:"must have required property '"+"ttl_s"+"'"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(data23.name !== undefined){
+if(typeof data23.name !== "string"){
+const err61 = {instancePath:instancePath+"/evidence/" + i4+"/name",schemaPath:"CheckResult/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(data23.type !== undefined){
+if(typeof data23.type !== "string"){
+const err62 = {instancePath:instancePath+"/evidence/" + i4+"/type",schemaPath:"CheckResult/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+if(data23.status !== undefined){
+let data26 = data23.status;
+if(typeof data26 !== "string"){
+const err63 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+if(!(((((data26 === "pass") || (data26 === "warn")) || (data26 === "fail")) || (data26 === "error")) || (data26 === "skipped"))){
+const err64 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/enum",keyword:"enum",params:{allowedValues: schema13.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+if(data23.reason !== undefined){
+let data27 = data23.reason;
+if((typeof data27 !== "string") && (data27 !== null)){
+const err65 = {instancePath:instancePath+"/evidence/" + i4+"/reason",schemaPath:"CheckResult/properties/reason/type",keyword:"type",params:{type: schema13.properties.reason.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+if(data23.message !== undefined){
+if(typeof data23.message !== "string"){
+const err66 = {instancePath:instancePath+"/evidence/" + i4+"/message",schemaPath:"CheckResult/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+if(data23.source !== undefined){
+let data29 = data23.source;
+if((typeof data29 !== "string") && (data29 !== null)){
+const err67 = {instancePath:instancePath+"/evidence/" + i4+"/source",schemaPath:"CheckResult/properties/source/type",keyword:"type",params:{type: schema13.properties.source.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+if(data23.latency_ms !== undefined){
+let data30 = data23.latency_ms;
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 < 0 || isNaN(data30)){
+const err68 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+if(data23.cached !== undefined){
+if(typeof data23.cached !== "boolean"){
+const err70 = {instancePath:instancePath+"/evidence/" + i4+"/cached",schemaPath:"CheckResult/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+if(data23.age_s !== undefined){
+let data32 = data23.age_s;
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 < 0 || isNaN(data32)){
+const err71 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+else {
+const err72 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+if(data23.ttl_s !== undefined){
+let data33 = data23.ttl_s;
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 < 0 || isNaN(data33)){
+const err73 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+}
+else {
+const err76 = {instancePath:instancePath+"/evidence",schemaPath:"#/properties/evidence/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data.request_id !== undefined){
+if(typeof data.request_id !== "string"){
+const err77 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+if(data.evaluated_at !== undefined){
+let data35 = data.evaluated_at;
+if(typeof data35 === "string"){
+if(!(formats0.validate(data35))){
+const err78 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+else {
+const err79 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+if(data.latency_ms !== undefined){
+let data36 = data.latency_ms;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err80 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 < 0 || isNaN(data36)){
+const err81 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err82 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+validate11.errors = vErrors;
+return errors === 0;
+}
+
+export const StablecoinIntelligenceResponse = validate12;
+const schema14 = {"$id":"StablecoinIntelligenceResponse","title":"StablecoinIntelligenceResponse","type":"object","description":"Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"quote":{"type":"string","description":"The peg currency: each asset is judged against 1 unit of it."},"thresholds":{"type":"object","properties":{"warn_deviation_pct":{"type":"number","description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","description":"Fraction: 0.02 is 2 %."}},"required":["warn_deviation_pct","block_deviation_pct"]},"assets":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"],"description":"abs(price - 1) as a fraction."},"last_updated_at":{"type":["string","null"],"format":"date-time","description":"The provider's last update of this price."},"age_s":{"type":["integer","null"],"minimum":0},"reason":{"type":["string","null"],"description":"Machine code when not pegged: depeg_warning, depegged, unknown_asset, upstream_timeout, ..."},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","last_updated_at","age_s","reason","message"]}},"summary":{"type":"object","properties":{"worst_asset":{"type":["string","null"]},"worst_status":{"type":["string","null"],"enum":["pegged","warning","depegged","unknown",null]},"worst_deviation_pct":{"type":["number","null"]},"counts":{"type":"object","properties":{"pegged":{"type":"integer","minimum":0},"warning":{"type":"integer","minimum":0},"depegged":{"type":"integer","minimum":0},"unknown":{"type":"integer","minimum":0}},"required":["pegged","warning","depegged","unknown"]},"message":{"type":"string"}},"required":["worst_asset","worst_status","worst_deviation_pct","counts","message"]},"failure_modes":{"type":"array","items":{"type":"string"}},"source":{"type":["string","null"]},"cached":{"type":"boolean","description":"The prices came from a snapshot taken within their 30 s lifetime."},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","quote","thresholds","assets","summary","failure_modes","source","cached","request_id","evaluated_at","latency_ms"]};
+
+function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="StablecoinIntelligenceResponse" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.verdict === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.risk === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.confidence === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "confidence"},message:"must have required property '"+"confidence"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.expires_in === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "expires_in"},message:"must have required property '"+"expires_in"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.quote === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "quote"},message:"must have required property '"+"quote"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.thresholds === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "thresholds"},message:"must have required property '"+"thresholds"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.assets === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "assets"},message:"must have required property '"+"assets"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.summary === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "summary"},message:"must have required property '"+"summary"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.failure_modes === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "failure_modes"},message:"must have required property '"+"failure_modes"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.source === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.cached === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.request_id === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request_id"},message:"must have required property '"+"request_id"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data.evaluated_at === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "evaluated_at"},message:"must have required property '"+"evaluated_at"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data.latency_ms === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data.verdict !== undefined){
+let data0 = data.verdict;
+if(typeof data0 !== "string"){
+const err14 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!(((data0 === "proceed") || (data0 === "wait")) || (data0 === "block"))){
+const err15 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema14.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.risk !== undefined){
+let data1 = data.risk;
+if(typeof data1 !== "string"){
+const err16 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(!(((data1 === "low") || (data1 === "medium")) || (data1 === "high"))){
+const err17 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema14.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.confidence !== undefined){
+let data2 = data.confidence;
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 1 || isNaN(data2)){
+const err18 = {instancePath:instancePath+"/confidence",schemaPath:"#/properties/confidence/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data2 < 0 || isNaN(data2)){
+const err19 = {instancePath:instancePath+"/confidence",schemaPath:"#/properties/confidence/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/confidence",schemaPath:"#/properties/confidence/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data.expires_in !== undefined){
+let data3 = data.expires_in;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err21 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 0 || isNaN(data3)){
+const err22 = {instancePath:instancePath+"/expires_in",schemaPath:"#/properties/expires_in/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+if(data.quote !== undefined){
+if(typeof data.quote !== "string"){
+const err23 = {instancePath:instancePath+"/quote",schemaPath:"#/properties/quote/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.thresholds !== undefined){
+let data5 = data.thresholds;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.warn_deviation_pct === undefined){
+const err24 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/required",keyword:"required",params:{missingProperty: "warn_deviation_pct"},message:"must have required property '"+"warn_deviation_pct"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data5.block_deviation_pct === undefined){
+const err25 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/required",keyword:"required",params:{missingProperty: "block_deviation_pct"},message:"must have required property '"+"block_deviation_pct"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data5.warn_deviation_pct !== undefined){
+let data6 = data5.warn_deviation_pct;
+if(!((typeof data6 == "number") && (isFinite(data6)))){
+const err26 = {instancePath:instancePath+"/thresholds/warn_deviation_pct",schemaPath:"#/properties/thresholds/properties/warn_deviation_pct/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data5.block_deviation_pct !== undefined){
+let data7 = data5.block_deviation_pct;
+if(!((typeof data7 == "number") && (isFinite(data7)))){
+const err27 = {instancePath:instancePath+"/thresholds/block_deviation_pct",schemaPath:"#/properties/thresholds/properties/block_deviation_pct/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data.assets !== undefined){
+let data8 = data.assets;
+if(Array.isArray(data8)){
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+let data9 = data8[i0];
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.asset_id === undefined){
+const err29 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "asset_id"},message:"must have required property '"+"asset_id"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data9.status === undefined){
+const err30 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data9.price === undefined){
+const err31 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "price"},message:"must have required property '"+"price"+"'"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(data9.deviation_pct === undefined){
+const err32 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "deviation_pct"},message:"must have required property '"+"deviation_pct"+"'"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(data9.last_updated_at === undefined){
+const err33 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "last_updated_at"},message:"must have required property '"+"last_updated_at"+"'"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(data9.age_s === undefined){
+const err34 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "age_s"},message:"must have required property '"+"age_s"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data9.reason === undefined){
+const err35 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data9.message === undefined){
+const err36 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data9.asset_id !== undefined){
+if(typeof data9.asset_id !== "string"){
+const err37 = {instancePath:instancePath+"/assets/" + i0+"/asset_id",schemaPath:"#/properties/assets/items/properties/asset_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data9.status !== undefined){
+let data11 = data9.status;
+if(typeof data11 !== "string"){
+const err38 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(!((((data11 === "pegged") || (data11 === "warning")) || (data11 === "depegged")) || (data11 === "unknown"))){
+const err39 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema14.properties.assets.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data9.price !== undefined){
+let data12 = data9.price;
+if((!((typeof data12 == "number") && (isFinite(data12)))) && (data12 !== null)){
+const err40 = {instancePath:instancePath+"/assets/" + i0+"/price",schemaPath:"#/properties/assets/items/properties/price/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.price.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data9.deviation_pct !== undefined){
+let data13 = data9.deviation_pct;
+if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
+const err41 = {instancePath:instancePath+"/assets/" + i0+"/deviation_pct",schemaPath:"#/properties/assets/items/properties/deviation_pct/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.deviation_pct.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data9.last_updated_at !== undefined){
+let data14 = data9.last_updated_at;
+if((typeof data14 !== "string") && (data14 !== null)){
+const err42 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.last_updated_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(typeof data14 === "string"){
+if(!(formats0.validate(data14))){
+const err43 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+if(data9.age_s !== undefined){
+let data15 = data9.age_s;
+if((!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))) && (data15 !== null)){
+const err44 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.age_s.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 < 0 || isNaN(data15)){
+const err45 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+}
+if(data9.reason !== undefined){
+let data16 = data9.reason;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err46 = {instancePath:instancePath+"/assets/" + i0+"/reason",schemaPath:"#/properties/assets/items/properties/reason/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.reason.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+if(data9.message !== undefined){
+if(typeof data9.message !== "string"){
+const err47 = {instancePath:instancePath+"/assets/" + i0+"/message",schemaPath:"#/properties/assets/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/assets",schemaPath:"#/properties/assets/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data.summary !== undefined){
+let data18 = data.summary;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.worst_asset === undefined){
+const err50 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_asset"},message:"must have required property '"+"worst_asset"+"'"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if(data18.worst_status === undefined){
+const err51 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_status"},message:"must have required property '"+"worst_status"+"'"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data18.worst_deviation_pct === undefined){
+const err52 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_deviation_pct"},message:"must have required property '"+"worst_deviation_pct"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data18.counts === undefined){
+const err53 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "counts"},message:"must have required property '"+"counts"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data18.message === undefined){
+const err54 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data18.worst_asset !== undefined){
+let data19 = data18.worst_asset;
+if((typeof data19 !== "string") && (data19 !== null)){
+const err55 = {instancePath:instancePath+"/summary/worst_asset",schemaPath:"#/properties/summary/properties/worst_asset/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_asset.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+if(data18.worst_status !== undefined){
+let data20 = data18.worst_status;
+if((typeof data20 !== "string") && (data20 !== null)){
+const err56 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_status.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+if(!(((((data20 === "pegged") || (data20 === "warning")) || (data20 === "depegged")) || (data20 === "unknown")) || (data20 === null))){
+const err57 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/enum",keyword:"enum",params:{allowedValues: schema14.properties.summary.properties.worst_status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data18.worst_deviation_pct !== undefined){
+let data21 = data18.worst_deviation_pct;
+if((!((typeof data21 == "number") && (isFinite(data21)))) && (data21 !== null)){
+const err58 = {instancePath:instancePath+"/summary/worst_deviation_pct",schemaPath:"#/properties/summary/properties/worst_deviation_pct/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_deviation_pct.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+if(data18.counts !== undefined){
+let data22 = data18.counts;
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.pegged === undefined){
+const err59 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "pegged"},message:"must have required property '"+"pegged"+"'"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if(data22.warning === undefined){
+const err60 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(data22.depegged === undefined){
+const err61 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "depegged"},message:"must have required property '"+"depegged"+"'"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+if(data22.unknown === undefined){
+const err62 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "unknown"},message:"must have required property '"+"unknown"+"'"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(data22.pegged !== undefined){
+let data23 = data22.pegged;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err63 = {instancePath:instancePath+"/summary/counts/pegged",schemaPath:"#/properties/summary/properties/counts/properties/pegged/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 < 0 || isNaN(data23)){
+const err64 = {instancePath:instancePath+"/summary/counts/pegged",schemaPath:"#/properties/summary/properties/counts/properties/pegged/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+if(data22.warning !== undefined){
+let data24 = data22.warning;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err65 = {instancePath:instancePath+"/summary/counts/warning",schemaPath:"#/properties/summary/properties/counts/properties/warning/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 < 0 || isNaN(data24)){
+const err66 = {instancePath:instancePath+"/summary/counts/warning",schemaPath:"#/properties/summary/properties/counts/properties/warning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+if(data22.depegged !== undefined){
+let data25 = data22.depegged;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err67 = {instancePath:instancePath+"/summary/counts/depegged",schemaPath:"#/properties/summary/properties/counts/properties/depegged/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 < 0 || isNaN(data25)){
+const err68 = {instancePath:instancePath+"/summary/counts/depegged",schemaPath:"#/properties/summary/properties/counts/properties/depegged/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+if(data22.unknown !== undefined){
+let data26 = data22.unknown;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err69 = {instancePath:instancePath+"/summary/counts/unknown",schemaPath:"#/properties/summary/properties/counts/properties/unknown/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 < 0 || isNaN(data26)){
+const err70 = {instancePath:instancePath+"/summary/counts/unknown",schemaPath:"#/properties/summary/properties/counts/properties/unknown/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err71 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+if(data18.message !== undefined){
+if(typeof data18.message !== "string"){
+const err72 = {instancePath:instancePath+"/summary/message",schemaPath:"#/properties/summary/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+}
+else {
+const err73 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+if(data.failure_modes !== undefined){
+let data28 = data.failure_modes;
+if(Array.isArray(data28)){
+const len1 = data28.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data28[i1] !== "string"){
+const err74 = {instancePath:instancePath+"/failure_modes/" + i1,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+if(data.source !== undefined){
+let data30 = data.source;
+if((typeof data30 !== "string") && (data30 !== null)){
+const err76 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: schema14.properties.source.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data.cached !== undefined){
+if(typeof data.cached !== "boolean"){
+const err77 = {instancePath:instancePath+"/cached",schemaPath:"#/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+if(data.request_id !== undefined){
+if(typeof data.request_id !== "string"){
+const err78 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data.evaluated_at !== undefined){
+let data33 = data.evaluated_at;
+if(typeof data33 === "string"){
+if(!(formats0.validate(data33))){
+const err79 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+else {
+const err80 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+if(data.latency_ms !== undefined){
+let data34 = data.latency_ms;
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+const err81 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 < 0 || isNaN(data34)){
+const err82 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err83 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+validate12.errors = vErrors;
+return errors === 0;
+}
+
+export const YieldRoutingResponse = validate13;
+const schema15 = {"$id":"YieldRoutingResponse","title":"YieldRoutingResponse","type":"object","description":"Yield options ranked by apy * (1 - risk_score / 100) after exclusions, with the recommended option.","properties":{"recommended":{"type":["object","null"],"properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"rank":{"type":"integer","minimum":1},"score":{"type":"number"},"preferred_chain":{"type":"boolean"}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","rank","score","preferred_chain"]},"ranked":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"rank":{"type":"integer","minimum":1},"score":{"type":"number","description":"apy * (1 - risk_score / 100)"},"preferred_chain":{"type":"boolean"}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","rank","score","preferred_chain"]}},"excluded":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"reasons":{"type":"array","minItems":1,"items":{"type":"object","properties":{"code":{"type":"string","enum":["liquidity_below_min","liquidity_unknown","risk_above_max","stablecoin_depegged","stablecoin_unknown","stablecoin_unverified"]},"message":{"type":"string"}},"required":["code","message"]}}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","reasons"]}},"criteria":{"type":"object","properties":{"min_liquidity_usd":{"type":"number"},"max_risk_score":{"type":"number"},"prefer_chain":{"type":["string","null"]},"score":{"type":"string"}},"required":["min_liquidity_usd","max_risk_score","prefer_chain","score"]},"stablecoins":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"]},"reason":{"type":["string","null"]},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","reason","message"]}},"summary":{"type":"string"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["recommended","ranked","excluded","criteria","stablecoins","summary","evidence","request_id","evaluated_at","latency_ms"]};
+
+function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="YieldRoutingResponse" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.recommended === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "recommended"},message:"must have required property '"+"recommended"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.ranked === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ranked"},message:"must have required property '"+"ranked"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.excluded === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "excluded"},message:"must have required property '"+"excluded"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.criteria === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "criteria"},message:"must have required property '"+"criteria"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.stablecoins === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "stablecoins"},message:"must have required property '"+"stablecoins"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.summary === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "summary"},message:"must have required property '"+"summary"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.evidence === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "evidence"},message:"must have required property '"+"evidence"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.request_id === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request_id"},message:"must have required property '"+"request_id"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.evaluated_at === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "evaluated_at"},message:"must have required property '"+"evaluated_at"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.latency_ms === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.recommended !== undefined){
+let data0 = data.recommended;
+if((!(data0 && typeof data0 == "object" && !Array.isArray(data0))) && (data0 !== null)){
+const err10 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/type",keyword:"type",params:{type: schema15.properties.recommended.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.name === undefined){
+const err11 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data0.protocol === undefined){
+const err12 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "protocol"},message:"must have required property '"+"protocol"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data0.chain === undefined){
+const err13 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "chain"},message:"must have required property '"+"chain"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data0.apy === undefined){
+const err14 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "apy"},message:"must have required property '"+"apy"+"'"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data0.risk_score === undefined){
+const err15 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "risk_score"},message:"must have required property '"+"risk_score"+"'"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data0.liquidity_usd === undefined){
+const err16 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "liquidity_usd"},message:"must have required property '"+"liquidity_usd"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data0.stablecoin_asset_id === undefined){
+const err17 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "stablecoin_asset_id"},message:"must have required property '"+"stablecoin_asset_id"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data0.stablecoin_status === undefined){
+const err18 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "stablecoin_status"},message:"must have required property '"+"stablecoin_status"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data0.rank === undefined){
+const err19 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "rank"},message:"must have required property '"+"rank"+"'"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data0.score === undefined){
+const err20 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "score"},message:"must have required property '"+"score"+"'"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data0.preferred_chain === undefined){
+const err21 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/required",keyword:"required",params:{missingProperty: "preferred_chain"},message:"must have required property '"+"preferred_chain"+"'"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(data0.name !== undefined){
+if(typeof data0.name !== "string"){
+const err22 = {instancePath:instancePath+"/recommended/name",schemaPath:"#/properties/recommended/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data0.protocol !== undefined){
+let data2 = data0.protocol;
+if((typeof data2 !== "string") && (data2 !== null)){
+const err23 = {instancePath:instancePath+"/recommended/protocol",schemaPath:"#/properties/recommended/properties/protocol/type",keyword:"type",params:{type: schema15.properties.recommended.properties.protocol.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data0.chain !== undefined){
+if(typeof data0.chain !== "string"){
+const err24 = {instancePath:instancePath+"/recommended/chain",schemaPath:"#/properties/recommended/properties/chain/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data0.apy !== undefined){
+let data4 = data0.apy;
+if(!((typeof data4 == "number") && (isFinite(data4)))){
+const err25 = {instancePath:instancePath+"/recommended/apy",schemaPath:"#/properties/recommended/properties/apy/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data0.risk_score !== undefined){
+let data5 = data0.risk_score;
+if(!((typeof data5 == "number") && (isFinite(data5)))){
+const err26 = {instancePath:instancePath+"/recommended/risk_score",schemaPath:"#/properties/recommended/properties/risk_score/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data0.liquidity_usd !== undefined){
+let data6 = data0.liquidity_usd;
+if((!((typeof data6 == "number") && (isFinite(data6)))) && (data6 !== null)){
+const err27 = {instancePath:instancePath+"/recommended/liquidity_usd",schemaPath:"#/properties/recommended/properties/liquidity_usd/type",keyword:"type",params:{type: schema15.properties.recommended.properties.liquidity_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data0.stablecoin_asset_id !== undefined){
+if(typeof data0.stablecoin_asset_id !== "string"){
+const err28 = {instancePath:instancePath+"/recommended/stablecoin_asset_id",schemaPath:"#/properties/recommended/properties/stablecoin_asset_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data0.stablecoin_status !== undefined){
+let data8 = data0.stablecoin_status;
+if(typeof data8 !== "string"){
+const err29 = {instancePath:instancePath+"/recommended/stablecoin_status",schemaPath:"#/properties/recommended/properties/stablecoin_status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(!((((data8 === "pegged") || (data8 === "warning")) || (data8 === "depegged")) || (data8 === "unknown"))){
+const err30 = {instancePath:instancePath+"/recommended/stablecoin_status",schemaPath:"#/properties/recommended/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema15.properties.recommended.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data0.rank !== undefined){
+let data9 = data0.rank;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err31 = {instancePath:instancePath+"/recommended/rank",schemaPath:"#/properties/recommended/properties/rank/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 1 || isNaN(data9)){
+const err32 = {instancePath:instancePath+"/recommended/rank",schemaPath:"#/properties/recommended/properties/rank/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+if(data0.score !== undefined){
+let data10 = data0.score;
+if(!((typeof data10 == "number") && (isFinite(data10)))){
+const err33 = {instancePath:instancePath+"/recommended/score",schemaPath:"#/properties/recommended/properties/score/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data0.preferred_chain !== undefined){
+if(typeof data0.preferred_chain !== "boolean"){
+const err34 = {instancePath:instancePath+"/recommended/preferred_chain",schemaPath:"#/properties/recommended/properties/preferred_chain/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+}
+if(data.ranked !== undefined){
+let data12 = data.ranked;
+if(Array.isArray(data12)){
+const len0 = data12.length;
+for(let i0=0; i0<len0; i0++){
+let data13 = data12[i0];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.name === undefined){
+const err35 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data13.protocol === undefined){
+const err36 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "protocol"},message:"must have required property '"+"protocol"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data13.chain === undefined){
+const err37 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "chain"},message:"must have required property '"+"chain"+"'"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(data13.apy === undefined){
+const err38 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "apy"},message:"must have required property '"+"apy"+"'"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data13.risk_score === undefined){
+const err39 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "risk_score"},message:"must have required property '"+"risk_score"+"'"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(data13.liquidity_usd === undefined){
+const err40 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "liquidity_usd"},message:"must have required property '"+"liquidity_usd"+"'"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(data13.stablecoin_asset_id === undefined){
+const err41 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "stablecoin_asset_id"},message:"must have required property '"+"stablecoin_asset_id"+"'"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(data13.stablecoin_status === undefined){
+const err42 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "stablecoin_status"},message:"must have required property '"+"stablecoin_status"+"'"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(data13.rank === undefined){
+const err43 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "rank"},message:"must have required property '"+"rank"+"'"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+if(data13.score === undefined){
+const err44 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "score"},message:"must have required property '"+"score"+"'"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(data13.preferred_chain === undefined){
+const err45 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/required",keyword:"required",params:{missingProperty: "preferred_chain"},message:"must have required property '"+"preferred_chain"+"'"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data13.name !== undefined){
+if(typeof data13.name !== "string"){
+const err46 = {instancePath:instancePath+"/ranked/" + i0+"/name",schemaPath:"#/properties/ranked/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+if(data13.protocol !== undefined){
+let data15 = data13.protocol;
+if((typeof data15 !== "string") && (data15 !== null)){
+const err47 = {instancePath:instancePath+"/ranked/" + i0+"/protocol",schemaPath:"#/properties/ranked/items/properties/protocol/type",keyword:"type",params:{type: schema15.properties.ranked.items.properties.protocol.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data13.chain !== undefined){
+if(typeof data13.chain !== "string"){
+const err48 = {instancePath:instancePath+"/ranked/" + i0+"/chain",schemaPath:"#/properties/ranked/items/properties/chain/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data13.apy !== undefined){
+let data17 = data13.apy;
+if(!((typeof data17 == "number") && (isFinite(data17)))){
+const err49 = {instancePath:instancePath+"/ranked/" + i0+"/apy",schemaPath:"#/properties/ranked/items/properties/apy/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data13.risk_score !== undefined){
+let data18 = data13.risk_score;
+if(!((typeof data18 == "number") && (isFinite(data18)))){
+const err50 = {instancePath:instancePath+"/ranked/" + i0+"/risk_score",schemaPath:"#/properties/ranked/items/properties/risk_score/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data13.liquidity_usd !== undefined){
+let data19 = data13.liquidity_usd;
+if((!((typeof data19 == "number") && (isFinite(data19)))) && (data19 !== null)){
+const err51 = {instancePath:instancePath+"/ranked/" + i0+"/liquidity_usd",schemaPath:"#/properties/ranked/items/properties/liquidity_usd/type",keyword:"type",params:{type: schema15.properties.ranked.items.properties.liquidity_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+if(data13.stablecoin_asset_id !== undefined){
+if(typeof data13.stablecoin_asset_id !== "string"){
+const err52 = {instancePath:instancePath+"/ranked/" + i0+"/stablecoin_asset_id",schemaPath:"#/properties/ranked/items/properties/stablecoin_asset_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+if(data13.stablecoin_status !== undefined){
+let data21 = data13.stablecoin_status;
+if(typeof data21 !== "string"){
+const err53 = {instancePath:instancePath+"/ranked/" + i0+"/stablecoin_status",schemaPath:"#/properties/ranked/items/properties/stablecoin_status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(!((((data21 === "pegged") || (data21 === "warning")) || (data21 === "depegged")) || (data21 === "unknown"))){
+const err54 = {instancePath:instancePath+"/ranked/" + i0+"/stablecoin_status",schemaPath:"#/properties/ranked/items/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema15.properties.ranked.items.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+if(data13.rank !== undefined){
+let data22 = data13.rank;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err55 = {instancePath:instancePath+"/ranked/" + i0+"/rank",schemaPath:"#/properties/ranked/items/properties/rank/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 < 1 || isNaN(data22)){
+const err56 = {instancePath:instancePath+"/ranked/" + i0+"/rank",schemaPath:"#/properties/ranked/items/properties/rank/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+if(data13.score !== undefined){
+let data23 = data13.score;
+if(!((typeof data23 == "number") && (isFinite(data23)))){
+const err57 = {instancePath:instancePath+"/ranked/" + i0+"/score",schemaPath:"#/properties/ranked/items/properties/score/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data13.preferred_chain !== undefined){
+if(typeof data13.preferred_chain !== "boolean"){
+const err58 = {instancePath:instancePath+"/ranked/" + i0+"/preferred_chain",schemaPath:"#/properties/ranked/items/properties/preferred_chain/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/ranked/" + i0,schemaPath:"#/properties/ranked/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/ranked",schemaPath:"#/properties/ranked/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+if(data.excluded !== undefined){
+let data25 = data.excluded;
+if(Array.isArray(data25)){
+const len1 = data25.length;
+for(let i1=0; i1<len1; i1++){
+let data26 = data25[i1];
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.name === undefined){
+const err61 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+if(data26.protocol === undefined){
+const err62 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "protocol"},message:"must have required property '"+"protocol"+"'"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(data26.chain === undefined){
+const err63 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "chain"},message:"must have required property '"+"chain"+"'"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+if(data26.apy === undefined){
+const err64 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "apy"},message:"must have required property '"+"apy"+"'"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+if(data26.risk_score === undefined){
+const err65 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "risk_score"},message:"must have required property '"+"risk_score"+"'"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+if(data26.liquidity_usd === undefined){
+const err66 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "liquidity_usd"},message:"must have required property '"+"liquidity_usd"+"'"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+if(data26.stablecoin_asset_id === undefined){
+const err67 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "stablecoin_asset_id"},message:"must have required property '"+"stablecoin_asset_id"+"'"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if(data26.stablecoin_status === undefined){
+const err68 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "stablecoin_status"},message:"must have required property '"+"stablecoin_status"+"'"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+if(data26.reasons === undefined){
+const err69 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/required",keyword:"required",params:{missingProperty: "reasons"},message:"must have required property '"+"reasons"+"'"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+if(data26.name !== undefined){
+if(typeof data26.name !== "string"){
+const err70 = {instancePath:instancePath+"/excluded/" + i1+"/name",schemaPath:"#/properties/excluded/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+if(data26.protocol !== undefined){
+let data28 = data26.protocol;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err71 = {instancePath:instancePath+"/excluded/" + i1+"/protocol",schemaPath:"#/properties/excluded/items/properties/protocol/type",keyword:"type",params:{type: schema15.properties.excluded.items.properties.protocol.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+if(data26.chain !== undefined){
+if(typeof data26.chain !== "string"){
+const err72 = {instancePath:instancePath+"/excluded/" + i1+"/chain",schemaPath:"#/properties/excluded/items/properties/chain/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+if(data26.apy !== undefined){
+let data30 = data26.apy;
+if(!((typeof data30 == "number") && (isFinite(data30)))){
+const err73 = {instancePath:instancePath+"/excluded/" + i1+"/apy",schemaPath:"#/properties/excluded/items/properties/apy/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+if(data26.risk_score !== undefined){
+let data31 = data26.risk_score;
+if(!((typeof data31 == "number") && (isFinite(data31)))){
+const err74 = {instancePath:instancePath+"/excluded/" + i1+"/risk_score",schemaPath:"#/properties/excluded/items/properties/risk_score/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data26.liquidity_usd !== undefined){
+let data32 = data26.liquidity_usd;
+if((!((typeof data32 == "number") && (isFinite(data32)))) && (data32 !== null)){
+const err75 = {instancePath:instancePath+"/excluded/" + i1+"/liquidity_usd",schemaPath:"#/properties/excluded/items/properties/liquidity_usd/type",keyword:"type",params:{type: schema15.properties.excluded.items.properties.liquidity_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+if(data26.stablecoin_asset_id !== undefined){
+if(typeof data26.stablecoin_asset_id !== "string"){
+const err76 = {instancePath:instancePath+"/excluded/" + i1+"/stablecoin_asset_id",schemaPath:"#/properties/excluded/items/properties/stablecoin_asset_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data26.stablecoin_status !== undefined){
+let data34 = data26.stablecoin_status;
+if(typeof data34 !== "string"){
+const err77 = {instancePath:instancePath+"/excluded/" + i1+"/stablecoin_status",schemaPath:"#/properties/excluded/items/properties/stablecoin_status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+if(!((((data34 === "pegged") || (data34 === "warning")) || (data34 === "depegged")) || (data34 === "unknown"))){
+const err78 = {instancePath:instancePath+"/excluded/" + i1+"/stablecoin_status",schemaPath:"#/properties/excluded/items/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema15.properties.excluded.items.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data26.reasons !== undefined){
+let data35 = data26.reasons;
+if(Array.isArray(data35)){
+if(data35.length < 1){
+const err79 = {instancePath:instancePath+"/excluded/" + i1+"/reasons",schemaPath:"#/properties/excluded/items/properties/reasons/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+const len2 = data35.length;
+for(let i2=0; i2<len2; i2++){
+let data36 = data35[i2];
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(data36.code === undefined){
+const err80 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2,schemaPath:"#/properties/excluded/items/properties/reasons/items/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if(data36.message === undefined){
+const err81 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2,schemaPath:"#/properties/excluded/items/properties/reasons/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+if(data36.code !== undefined){
+let data37 = data36.code;
+if(typeof data37 !== "string"){
+const err82 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2+"/code",schemaPath:"#/properties/excluded/items/properties/reasons/items/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+if(!((((((data37 === "liquidity_below_min") || (data37 === "liquidity_unknown")) || (data37 === "risk_above_max")) || (data37 === "stablecoin_depegged")) || (data37 === "stablecoin_unknown")) || (data37 === "stablecoin_unverified"))){
+const err83 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2+"/code",schemaPath:"#/properties/excluded/items/properties/reasons/items/properties/code/enum",keyword:"enum",params:{allowedValues: schema15.properties.excluded.items.properties.reasons.items.properties.code.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+}
+if(data36.message !== undefined){
+if(typeof data36.message !== "string"){
+const err84 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2+"/message",schemaPath:"#/properties/excluded/items/properties/reasons/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+}
+else {
+const err85 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2,schemaPath:"#/properties/excluded/items/properties/reasons/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+}
+}
+else {
+const err86 = {instancePath:instancePath+"/excluded/" + i1+"/reasons",schemaPath:"#/properties/excluded/items/properties/reasons/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+}
+}
+else {
+const err87 = {instancePath:instancePath+"/excluded/" + i1,schemaPath:"#/properties/excluded/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+}
+}
+else {
+const err88 = {instancePath:instancePath+"/excluded",schemaPath:"#/properties/excluded/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+if(data.criteria !== undefined){
+let data39 = data.criteria;
+if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
+if(data39.min_liquidity_usd === undefined){
+const err89 = {instancePath:instancePath+"/criteria",schemaPath:"#/properties/criteria/required",keyword:"required",params:{missingProperty: "min_liquidity_usd"},message:"must have required property '"+"min_liquidity_usd"+"'"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+if(data39.max_risk_score === undefined){
+const err90 = {instancePath:instancePath+"/criteria",schemaPath:"#/properties/criteria/required",keyword:"required",params:{missingProperty: "max_risk_score"},message:"must have required property '"+"max_risk_score"+"'"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+if(data39.prefer_chain === undefined){
+const err91 = {instancePath:instancePath+"/criteria",schemaPath:"#/properties/criteria/required",keyword:"required",params:{missingProperty: "prefer_chain"},message:"must have required property '"+"prefer_chain"+"'"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+if(data39.score === undefined){
+const err92 = {instancePath:instancePath+"/criteria",schemaPath:"#/properties/criteria/required",keyword:"required",params:{missingProperty: "score"},message:"must have required property '"+"score"+"'"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+if(data39.min_liquidity_usd !== undefined){
+let data40 = data39.min_liquidity_usd;
+if(!((typeof data40 == "number") && (isFinite(data40)))){
+const err93 = {instancePath:instancePath+"/criteria/min_liquidity_usd",schemaPath:"#/properties/criteria/properties/min_liquidity_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+if(data39.max_risk_score !== undefined){
+let data41 = data39.max_risk_score;
+if(!((typeof data41 == "number") && (isFinite(data41)))){
+const err94 = {instancePath:instancePath+"/criteria/max_risk_score",schemaPath:"#/properties/criteria/properties/max_risk_score/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+if(data39.prefer_chain !== undefined){
+let data42 = data39.prefer_chain;
+if((typeof data42 !== "string") && (data42 !== null)){
+const err95 = {instancePath:instancePath+"/criteria/prefer_chain",schemaPath:"#/properties/criteria/properties/prefer_chain/type",keyword:"type",params:{type: schema15.properties.criteria.properties.prefer_chain.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+if(data39.score !== undefined){
+if(typeof data39.score !== "string"){
+const err96 = {instancePath:instancePath+"/criteria/score",schemaPath:"#/properties/criteria/properties/score/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/criteria",schemaPath:"#/properties/criteria/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+if(data.stablecoins !== undefined){
+let data44 = data.stablecoins;
+if(Array.isArray(data44)){
+const len3 = data44.length;
+for(let i3=0; i3<len3; i3++){
+let data45 = data44[i3];
+if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
+if(data45.asset_id === undefined){
+const err98 = {instancePath:instancePath+"/stablecoins/" + i3,schemaPath:"#/properties/stablecoins/items/required",keyword:"required",params:{missingProperty: "asset_id"},message:"must have required property '"+"asset_id"+"'"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+if(data45.status === undefined){
+const err99 = {instancePath:instancePath+"/stablecoins/" + i3,schemaPath:"#/properties/stablecoins/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+if(data45.price === undefined){
+const err100 = {instancePath:instancePath+"/stablecoins/" + i3,schemaPath:"#/properties/stablecoins/items/required",keyword:"required",params:{missingProperty: "price"},message:"must have required property '"+"price"+"'"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+if(data45.deviation_pct === undefined){
+const err101 = {instancePath:instancePath+"/stablecoins/" + i3,schemaPath:"#/properties/stablecoins/items/required",keyword:"required",params:{missingProperty: "deviation_pct"},message:"must have required property '"+"deviation_pct"+"'"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+if(data45.reason === undefined){
+const err102 = {instancePath:instancePath+"/stablecoins/" + i3,schemaPath:"#/properties/stablecoins/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+if(data45.message === undefined){
+const err103 = {instancePath:instancePath+"/stablecoins/" + i3,schemaPath:"#/properties/stablecoins/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+if(data45.asset_id !== undefined){
+if(typeof data45.asset_id !== "string"){
+const err104 = {instancePath:instancePath+"/stablecoins/" + i3+"/asset_id",schemaPath:"#/properties/stablecoins/items/properties/asset_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+if(data45.status !== undefined){
+let data47 = data45.status;
+if(typeof data47 !== "string"){
+const err105 = {instancePath:instancePath+"/stablecoins/" + i3+"/status",schemaPath:"#/properties/stablecoins/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if(!((((data47 === "pegged") || (data47 === "warning")) || (data47 === "depegged")) || (data47 === "unknown"))){
+const err106 = {instancePath:instancePath+"/stablecoins/" + i3+"/status",schemaPath:"#/properties/stablecoins/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema15.properties.stablecoins.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+}
+if(data45.price !== undefined){
+let data48 = data45.price;
+if((!((typeof data48 == "number") && (isFinite(data48)))) && (data48 !== null)){
+const err107 = {instancePath:instancePath+"/stablecoins/" + i3+"/price",schemaPath:"#/properties/stablecoins/items/properties/price/type",keyword:"type",params:{type: schema15.properties.stablecoins.items.properties.price.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+if(data45.deviation_pct !== undefined){
+let data49 = data45.deviation_pct;
+if((!((typeof data49 == "number") && (isFinite(data49)))) && (data49 !== null)){
+const err108 = {instancePath:instancePath+"/stablecoins/" + i3+"/deviation_pct",schemaPath:"#/properties/stablecoins/items/properties/deviation_pct/type",keyword:"type",params:{type: schema15.properties.stablecoins.items.properties.deviation_pct.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+}
+if(data45.reason !== undefined){
+let data50 = data45.reason;
+if((typeof data50 !== "string") && (data50 !== null)){
+const err109 = {instancePath:instancePath+"/stablecoins/" + i3+"/reason",schemaPath:"#/properties/stablecoins/items/properties/reason/type",keyword:"type",params:{type: schema15.properties.stablecoins.items.properties.reason.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+}
+if(data45.message !== undefined){
+if(typeof data45.message !== "string"){
+const err110 = {instancePath:instancePath+"/stablecoins/" + i3+"/message",schemaPath:"#/properties/stablecoins/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+}
+else {
+const err111 = {instancePath:instancePath+"/stablecoins/" + i3,schemaPath:"#/properties/stablecoins/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+}
+}
+else {
+const err112 = {instancePath:instancePath+"/stablecoins",schemaPath:"#/properties/stablecoins/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+}
+if(data.summary !== undefined){
+if(typeof data.summary !== "string"){
+const err113 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+}
+if(data.evidence !== undefined){
+let data53 = data.evidence;
+if(Array.isArray(data53)){
+const len4 = data53.length;
+for(let i4=0; i4<len4; i4++){
+let data54 = data53[i4];
+if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
+if(data54.name === undefined){
+const err114 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+if(data54.type === undefined){
+const err115 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
+}
+errors++;
+}
+if(data54.status === undefined){
+const err116 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
+}
+errors++;
+}
+if(data54.reason === undefined){
+const err117 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(vErrors === null){
+vErrors = [err117];
+}
+else {
+vErrors.push(err117);
+}
+errors++;
+}
+if(data54.message === undefined){
+const err118 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err118];
+}
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+if(data54.source === undefined){
+const err119 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'"};
+if(vErrors === null){
+vErrors = [err119];
+}
+else {
+vErrors.push(err119);
+}
+errors++;
+}
+if(data54.latency_ms === undefined){
+const err120 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(vErrors === null){
+vErrors = [err120];
+}
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+if(data54.cached === undefined){
+const err121 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
+if(vErrors === null){
+vErrors = [err121];
+}
+else {
+vErrors.push(err121);
+}
+errors++;
+}
+if(data54.age_s === undefined){
+const err122 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "age_s"},message:"must have required property '"+"age_s"+"'"};
+if(vErrors === null){
+vErrors = [err122];
+}
+else {
+vErrors.push(err122);
+}
+errors++;
+}
+if(data54.ttl_s === undefined){
+const err123 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "ttl_s"},message:"must have required property '"+"ttl_s"+"'"};
+if(vErrors === null){
+vErrors = [err123];
+}
+else {
+vErrors.push(err123);
+}
+errors++;
+}
+if(data54.name !== undefined){
+if(typeof data54.name !== "string"){
+const err124 = {instancePath:instancePath+"/evidence/" + i4+"/name",schemaPath:"CheckResult/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err124];
+}
+else {
+vErrors.push(err124);
+}
+errors++;
+}
+}
+if(data54.type !== undefined){
+if(typeof data54.type !== "string"){
+const err125 = {instancePath:instancePath+"/evidence/" + i4+"/type",schemaPath:"CheckResult/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err125];
+}
+else {
+vErrors.push(err125);
+}
+errors++;
+}
+}
+if(data54.status !== undefined){
+let data57 = data54.status;
+if(typeof data57 !== "string"){
+const err126 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
+}
+errors++;
+}
+if(!(((((data57 === "pass") || (data57 === "warn")) || (data57 === "fail")) || (data57 === "error")) || (data57 === "skipped"))){
+const err127 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/enum",keyword:"enum",params:{allowedValues: schema13.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err127];
+}
+else {
+vErrors.push(err127);
+}
+errors++;
+}
+}
+if(data54.reason !== undefined){
+let data58 = data54.reason;
+if((typeof data58 !== "string") && (data58 !== null)){
+const err128 = {instancePath:instancePath+"/evidence/" + i4+"/reason",schemaPath:"CheckResult/properties/reason/type",keyword:"type",params:{type: schema13.properties.reason.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err128];
+}
+else {
+vErrors.push(err128);
+}
+errors++;
+}
+}
+if(data54.message !== undefined){
+if(typeof data54.message !== "string"){
+const err129 = {instancePath:instancePath+"/evidence/" + i4+"/message",schemaPath:"CheckResult/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err129];
+}
+else {
+vErrors.push(err129);
+}
+errors++;
+}
+}
+if(data54.source !== undefined){
+let data60 = data54.source;
+if((typeof data60 !== "string") && (data60 !== null)){
+const err130 = {instancePath:instancePath+"/evidence/" + i4+"/source",schemaPath:"CheckResult/properties/source/type",keyword:"type",params:{type: schema13.properties.source.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err130];
+}
+else {
+vErrors.push(err130);
+}
+errors++;
+}
+}
+if(data54.latency_ms !== undefined){
+let data61 = data54.latency_ms;
+if((typeof data61 == "number") && (isFinite(data61))){
+if(data61 < 0 || isNaN(data61)){
+const err131 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err131];
+}
+else {
+vErrors.push(err131);
+}
+errors++;
+}
+}
+else {
+const err132 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err132];
+}
+else {
+vErrors.push(err132);
+}
+errors++;
+}
+}
+if(data54.cached !== undefined){
+if(typeof data54.cached !== "boolean"){
+const err133 = {instancePath:instancePath+"/evidence/" + i4+"/cached",schemaPath:"CheckResult/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err133];
+}
+else {
+vErrors.push(err133);
+}
+errors++;
+}
+}
+if(data54.age_s !== undefined){
+let data63 = data54.age_s;
+if((typeof data63 == "number") && (isFinite(data63))){
+if(data63 < 0 || isNaN(data63)){
+const err134 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err134];
+}
+else {
+vErrors.push(err134);
+}
+errors++;
+}
+}
+else {
+const err135 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err135];
+}
+else {
+vErrors.push(err135);
+}
+errors++;
+}
+}
+if(data54.ttl_s !== undefined){
+let data64 = data54.ttl_s;
+if((typeof data64 == "number") && (isFinite(data64))){
+if(data64 < 0 || isNaN(data64)){
+const err136 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+}
+}
+else {
+const err137 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+}
+}
+else {
+const err138 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+}
+}
+else {
+const err139 = {instancePath:instancePath+"/evidence",schemaPath:"#/properties/evidence/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+if(data.request_id !== undefined){
+if(typeof data.request_id !== "string"){
+const err140 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+}
+if(data.evaluated_at !== undefined){
+let data66 = data.evaluated_at;
+if(typeof data66 === "string"){
+if(!(formats0.validate(data66))){
+const err141 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+}
+else {
+const err142 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err142];
+}
+else {
+vErrors.push(err142);
+}
+errors++;
+}
+}
+if(data.latency_ms !== undefined){
+let data67 = data.latency_ms;
+if(!(((typeof data67 == "number") && (!(data67 % 1) && !isNaN(data67))) && (isFinite(data67)))){
+const err143 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+if((typeof data67 == "number") && (isFinite(data67))){
+if(data67 < 0 || isNaN(data67)){
+const err144 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err144];
+}
+else {
+vErrors.push(err144);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err145 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err145];
+}
+else {
+vErrors.push(err145);
+}
+errors++;
+}
+validate13.errors = vErrors;
+return errors === 0;
+}
+
+export const ApiKeySignupRequest = validate14;
+const schema17 = {"$id":"ApiKeySignupRequest","title":"ApiKeySignupRequest","type":"object","properties":{"email":{"type":"string","format":"email","maxLength":254},"company":{"type":["string","null"],"maxLength":256},"full_name":{"type":["string","null"],"maxLength":256},"use_case":{"type":["string","null"],"maxLength":2000},"website":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"requested_plan":{"type":["string","null"],"enum":["Basic","DeFi","Execution",null]}},"required":["email"]};
+const formats8 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+const formats10 = require("ajv-formats/dist/formats").fullFormats.uri;
+const func2 = require("ajv/dist/runtime/ucs2length").default;
+
+function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApiKeySignupRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -187,7 +3849,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!(formats0.test(data0))){
+if(!(formats8.test(data0))){
 const err2 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -212,7 +3874,7 @@ errors++;
 if(data.company !== undefined){
 let data1 = data.company;
 if((typeof data1 !== "string") && (data1 !== null)){
-const err4 = {instancePath:instancePath+"/company",schemaPath:"#/properties/company/type",keyword:"type",params:{type: schema12.properties.company.type},message:"must be string,null"};
+const err4 = {instancePath:instancePath+"/company",schemaPath:"#/properties/company/type",keyword:"type",params:{type: schema17.properties.company.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -237,7 +3899,7 @@ errors++;
 if(data.full_name !== undefined){
 let data2 = data.full_name;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err6 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/type",keyword:"type",params:{type: schema12.properties.full_name.type},message:"must be string,null"};
+const err6 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/type",keyword:"type",params:{type: schema17.properties.full_name.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -262,7 +3924,7 @@ errors++;
 if(data.use_case !== undefined){
 let data3 = data.use_case;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/type",keyword:"type",params:{type: schema12.properties.use_case.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/type",keyword:"type",params:{type: schema17.properties.use_case.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -287,7 +3949,7 @@ errors++;
 if(data.website !== undefined){
 let data4 = data.website;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err10 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/type",keyword:"type",params:{type: schema12.properties.website.type},message:"must be string,null"};
+const err10 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/type",keyword:"type",params:{type: schema17.properties.website.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -317,7 +3979,7 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!(formats2(data4))){
+if(!(formats10(data4))){
 const err13 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -332,7 +3994,7 @@ errors++;
 if(data.requested_plan !== undefined){
 let data5 = data.requested_plan;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err14 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/type",keyword:"type",params:{type: schema12.properties.requested_plan.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/type",keyword:"type",params:{type: schema17.properties.requested_plan.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -342,7 +4004,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!((((data5 === "Basic") || (data5 === "DeFi")) || (data5 === "Execution")) || (data5 === null))){
-const err15 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/enum",keyword:"enum",params:{allowedValues: schema12.properties.requested_plan.enum},message:"must be equal to one of the allowed values"};
+const err15 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/enum",keyword:"enum",params:{allowedValues: schema17.properties.requested_plan.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -363,14 +4025,14 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate11.errors = vErrors;
+validate14.errors = vErrors;
 return errors === 0;
 }
 
-export const ApiKeySignupResponse = validate12;
-const schema13 = {"$id":"ApiKeySignupResponse","title":"ApiKeySignupResponse","type":"object","properties":{"ok":{"type":"boolean"},"message":{"type":"string"},"api_key":{"type":["string","null"]},"docs_url":{"type":"string"},"base_url":{"type":"string"}},"required":["ok","message","docs_url","base_url"]};
+export const ApiKeySignupResponse = validate15;
+const schema18 = {"$id":"ApiKeySignupResponse","title":"ApiKeySignupResponse","type":"object","properties":{"ok":{"type":"boolean"},"message":{"type":"string"},"api_key":{"type":["string","null"]},"docs_url":{"type":"string"},"base_url":{"type":"string"}},"required":["ok","message","docs_url","base_url"]};
 
-function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApiKeySignupResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -442,7 +4104,7 @@ errors++;
 if(data.api_key !== undefined){
 let data2 = data.api_key;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err6 = {instancePath:instancePath+"/api_key",schemaPath:"#/properties/api_key/type",keyword:"type",params:{type: schema13.properties.api_key.type},message:"must be string,null"};
+const err6 = {instancePath:instancePath+"/api_key",schemaPath:"#/properties/api_key/type",keyword:"type",params:{type: schema18.properties.api_key.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -487,14 +4149,14 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate12.errors = vErrors;
+validate15.errors = vErrors;
 return errors === 0;
 }
 
-export const BridgeRiskRequest = validate13;
-const schema14 = {"$id":"BridgeRiskRequest","title":"BridgeRiskRequest","type":"object","properties":{"bridge_status_urls":{"type":"array","minItems":1,"maxItems":20,"items":{"type":"string","format":"uri","minLength":1,"maxLength":2048}},"strict_mode":{"type":"boolean","default":true}},"required":["bridge_status_urls"]};
+export const BridgeRiskRequest = validate16;
+const schema19 = {"$id":"BridgeRiskRequest","title":"BridgeRiskRequest","type":"object","properties":{"bridge_status_urls":{"type":"array","minItems":1,"maxItems":20,"items":{"type":"string","format":"uri","minLength":1,"maxLength":2048}},"strict_mode":{"type":"boolean","default":true}},"required":["bridge_status_urls"]};
 
-function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="BridgeRiskRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -559,7 +4221,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(formats2(data1))){
+if(!(formats10(data1))){
 const err5 = {instancePath:instancePath+"/bridge_status_urls/" + i0,schemaPath:"#/properties/bridge_status_urls/items/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -614,14 +4276,13 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate13.errors = vErrors;
+validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const CheckResult = validate14;
-const schema15 = {"$id":"CheckResult","title":"CheckResult","type":"object","description":"One check's outcome; also one evidence item.","properties":{"name":{"type":"string"},"type":{"type":"string"},"status":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"reason":{"type":["string","null"]},"message":{"type":"string"},"observed":{},"expected":{},"source":{"type":["string","null"]},"latency_ms":{"type":"number","minimum":0},"cached":{"type":"boolean"},"age_s":{"type":"number","minimum":0},"ttl_s":{"type":"number","minimum":0}},"required":["name","type","status","reason","message","source","latency_ms","cached","age_s","ttl_s"]};
+export const CheckResult = validate17;
 
-function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="CheckResult" */;
 let vErrors = null;
 let errors = 0;
@@ -763,7 +4424,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((((data2 === "pass") || (data2 === "warn")) || (data2 === "fail")) || (data2 === "error")) || (data2 === "skipped"))){
-const err13 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema15.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema13.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -776,7 +4437,7 @@ errors++;
 if(data.reason !== undefined){
 let data3 = data.reason;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err14 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: schema15.properties.reason.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: schema13.properties.reason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -801,7 +4462,7 @@ errors++;
 if(data.source !== undefined){
 let data5 = data.source;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err16 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: schema15.properties.source.type},message:"must be string,null"};
+const err16 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: schema13.properties.source.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -909,27 +4570,27 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate14.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const Check = validate15;
-const schema16 = {"$id":"Check","title":"Check","description":"One check, discriminated by `type`.","type":"object","discriminator":{"propertyName":"type"},"required":["type"],"oneOf":[{"$ref":"HttpCheck"},{"$ref":"RpcCheck"},{"$ref":"PriceCheck"},{"$ref":"TxCheck"},{"$ref":"DexPriceCheck"},{"$ref":"StablecoinDepegCheck"},{"$ref":"BridgeExploitMonitorCheck"},{"$ref":"RugPullRiskCheck"},{"$ref":"ApprovalAmountCheck"},{"$ref":"ContractVerifiedCheck"}]};
-const schema17 = {"$id":"HttpCheck","title":"HttpCheck","description":"Fetch a URL and compare its status and body.","type":"object","properties":{"type":{"type":"string","const":"http","default":"http","description":"Check variant discriminator."},"url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Target URL (http or https)."},"method":{"type":"string","enum":["GET","HEAD"],"default":"GET"},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"must_contain":{"type":["string","null"],"maxLength":4096,"description":"Text that must appear in the first 1 MiB of the body."},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","url"]};
-const schema18 = {"$id":"RpcCheck","title":"RpcCheck","description":"Call a JSON-RPC method and check its result.","type":"object","properties":{"type":{"type":"string","const":"rpc","default":"rpc","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"method_name":{"type":"string","minLength":1,"maxLength":128,"description":"JSON-RPC method, e.g. eth_blockNumber."},"params":{"type":"array","maxItems":32,"description":"Method params; defaults to []."},"expect_hex_result":{"type":"boolean","default":false},"min_block_number":{"type":["integer","null"],"description":"Fail when the chain head is below this block."}},"required":["type","rpc_url","method_name"]};
-const schema19 = {"$id":"PriceCheck","title":"PriceCheck","description":"Price of an asset within bounds, and fresh.","type":"object","properties":{"type":{"type":"string","const":"price","default":"price","description":"Check variant discriminator."},"source":{"type":"string","const":"price_provider","default":"price_provider"},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id, e.g. ethereum."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"min_price":{"type":["number","null"],"description":"Fail below this price."},"max_price":{"type":["number","null"],"description":"Fail above this price."}},"required":["type","asset_id"]};
-const schema20 = {"$id":"TxCheck","title":"TxCheck","description":"A transaction is mined and succeeded.","type":"object","properties":{"type":{"type":"string","const":"tx","default":"tx","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"tx_hash":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$","description":"32-byte transaction hash, 0x-prefixed."},"require_success":{"type":"boolean","default":true}},"required":["type","rpc_url","tx_hash"]};
-const schema21 = {"$id":"DexPriceCheck","title":"DexPriceCheck","description":"A DEX pair's price, liquidity and volume within bounds.","type":"object","properties":{"type":{"type":"string","const":"dex_price","default":"dex_price","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug (base, ethereum, solana, ...)."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_price_usd":{"type":["number","null"],"description":"Fail below this USD price."},"max_price_usd":{"type":["number","null"],"description":"Fail above this USD price."},"min_liquidity_usd":{"type":["number","null"],"description":"Fail below this pool liquidity."},"min_volume_h24_usd":{"type":["number","null"],"description":"Fail below this 24 h volume."}},"required":["type","chain","pair_address"]};
-const schema22 = {"$id":"StablecoinDepegCheck","title":"StablecoinDepegCheck","description":"A stablecoin holds its peg.","type":"object","properties":{"type":{"type":"string","const":"stablecoin_depeg","default":"stablecoin_depeg","description":"Check variant discriminator."},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id of the stablecoin."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005,"description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02,"description":"Fraction: 0.02 is 2 %."}},"required":["type","asset_id"]};
-const schema23 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonitorCheck","description":"A bridge status page shows no exploit, pause or incident.","type":"object","properties":{"type":{"type":"string","const":"bridge_exploit_monitor","default":"bridge_exploit_monitor","description":"Check variant discriminator."},"status_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Bridge status page or statuspage-style JSON."},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"safe_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"danger_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","status_url"]};
-const schema24 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
-const schema25 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
-const schema26 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
+export const Check = validate18;
+const schema21 = {"$id":"Check","title":"Check","description":"One check, discriminated by `type`.","type":"object","discriminator":{"propertyName":"type"},"required":["type"],"oneOf":[{"$ref":"HttpCheck"},{"$ref":"RpcCheck"},{"$ref":"PriceCheck"},{"$ref":"TxCheck"},{"$ref":"DexPriceCheck"},{"$ref":"StablecoinDepegCheck"},{"$ref":"BridgeExploitMonitorCheck"},{"$ref":"RugPullRiskCheck"},{"$ref":"ApprovalAmountCheck"},{"$ref":"ContractVerifiedCheck"}]};
+const schema22 = {"$id":"HttpCheck","title":"HttpCheck","description":"Fetch a URL and compare its status and body.","type":"object","properties":{"type":{"type":"string","const":"http","default":"http","description":"Check variant discriminator."},"url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Target URL (http or https)."},"method":{"type":"string","enum":["GET","HEAD"],"default":"GET"},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"must_contain":{"type":["string","null"],"maxLength":4096,"description":"Text that must appear in the first 1 MiB of the body."},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","url"]};
+const schema23 = {"$id":"RpcCheck","title":"RpcCheck","description":"Call a JSON-RPC method and check its result.","type":"object","properties":{"type":{"type":"string","const":"rpc","default":"rpc","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"method_name":{"type":"string","minLength":1,"maxLength":128,"description":"JSON-RPC method, e.g. eth_blockNumber."},"params":{"type":"array","maxItems":32,"description":"Method params; defaults to []."},"expect_hex_result":{"type":"boolean","default":false},"min_block_number":{"type":["integer","null"],"description":"Fail when the chain head is below this block."}},"required":["type","rpc_url","method_name"]};
+const schema24 = {"$id":"PriceCheck","title":"PriceCheck","description":"Price of an asset within bounds, and fresh.","type":"object","properties":{"type":{"type":"string","const":"price","default":"price","description":"Check variant discriminator."},"source":{"type":"string","const":"price_provider","default":"price_provider"},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id, e.g. ethereum."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"min_price":{"type":["number","null"],"description":"Fail below this price."},"max_price":{"type":["number","null"],"description":"Fail above this price."}},"required":["type","asset_id"]};
+const schema25 = {"$id":"TxCheck","title":"TxCheck","description":"A transaction is mined and succeeded.","type":"object","properties":{"type":{"type":"string","const":"tx","default":"tx","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"tx_hash":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$","description":"32-byte transaction hash, 0x-prefixed."},"require_success":{"type":"boolean","default":true}},"required":["type","rpc_url","tx_hash"]};
+const schema26 = {"$id":"DexPriceCheck","title":"DexPriceCheck","description":"A DEX pair's price, liquidity and volume within bounds.","type":"object","properties":{"type":{"type":"string","const":"dex_price","default":"dex_price","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug (base, ethereum, solana, ...)."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_price_usd":{"type":["number","null"],"description":"Fail below this USD price."},"max_price_usd":{"type":["number","null"],"description":"Fail above this USD price."},"min_liquidity_usd":{"type":["number","null"],"description":"Fail below this pool liquidity."},"min_volume_h24_usd":{"type":["number","null"],"description":"Fail below this 24 h volume."}},"required":["type","chain","pair_address"]};
+const schema27 = {"$id":"StablecoinDepegCheck","title":"StablecoinDepegCheck","description":"A stablecoin holds its peg.","type":"object","properties":{"type":{"type":"string","const":"stablecoin_depeg","default":"stablecoin_depeg","description":"Check variant discriminator."},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id of the stablecoin."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005,"description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02,"description":"Fraction: 0.02 is 2 %."}},"required":["type","asset_id"]};
+const schema28 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonitorCheck","description":"A bridge status page shows no exploit, pause or incident.","type":"object","properties":{"type":{"type":"string","const":"bridge_exploit_monitor","default":"bridge_exploit_monitor","description":"Check variant discriminator."},"status_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Bridge status page or statuspage-style JSON."},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"safe_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"danger_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","status_url"]};
+const schema29 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
+const schema30 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
+const schema31 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
 const pattern0 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
 const pattern1 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
 const pattern2 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
 
-function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Check" */;
 let vErrors = null;
 let errors = 0;
@@ -1021,7 +4682,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!(formats2(data1))){
+if(!(formats10(data1))){
 const err7 = {instancePath:instancePath+"/url",schemaPath:"HttpCheck/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -1055,7 +4716,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!((data2 === "GET") || (data2 === "HEAD"))){
-const err10 = {instancePath:instancePath+"/method",schemaPath:"HttpCheck/properties/method/enum",keyword:"enum",params:{allowedValues: schema17.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/method",schemaPath:"HttpCheck/properties/method/enum",keyword:"enum",params:{allowedValues: schema22.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1100,7 +4761,7 @@ errors++;
 if(data.must_contain !== undefined){
 let data4 = data.must_contain;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err14 = {instancePath:instancePath+"/must_contain",schemaPath:"HttpCheck/properties/must_contain/type",keyword:"type",params:{type: schema17.properties.must_contain.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/must_contain",schemaPath:"HttpCheck/properties/must_contain/type",keyword:"type",params:{type: schema22.properties.must_contain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1266,7 +4927,7 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(!(formats2(data8))){
+if(!(formats10(data8))){
 const err28 = {instancePath:instancePath+"/rpc_url",schemaPath:"RpcCheck/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err28];
@@ -1361,7 +5022,7 @@ errors++;
 if(data.min_block_number !== undefined){
 let data12 = data.min_block_number;
 if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
-const err36 = {instancePath:instancePath+"/min_block_number",schemaPath:"RpcCheck/properties/min_block_number/type",keyword:"type",params:{type: schema18.properties.min_block_number.type},message:"must be integer,null"};
+const err36 = {instancePath:instancePath+"/min_block_number",schemaPath:"RpcCheck/properties/min_block_number/type",keyword:"type",params:{type: schema23.properties.min_block_number.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1527,7 +5188,7 @@ errors++;
 if(data.min_price !== undefined){
 let data17 = data.min_price;
 if((!((typeof data17 == "number") && (isFinite(data17)))) && (data17 !== null)){
-const err50 = {instancePath:instancePath+"/min_price",schemaPath:"PriceCheck/properties/min_price/type",keyword:"type",params:{type: schema19.properties.min_price.type},message:"must be number,null"};
+const err50 = {instancePath:instancePath+"/min_price",schemaPath:"PriceCheck/properties/min_price/type",keyword:"type",params:{type: schema24.properties.min_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1540,7 +5201,7 @@ errors++;
 if(data.max_price !== undefined){
 let data18 = data.max_price;
 if((!((typeof data18 == "number") && (isFinite(data18)))) && (data18 !== null)){
-const err51 = {instancePath:instancePath+"/max_price",schemaPath:"PriceCheck/properties/max_price/type",keyword:"type",params:{type: schema19.properties.max_price.type},message:"must be number,null"};
+const err51 = {instancePath:instancePath+"/max_price",schemaPath:"PriceCheck/properties/max_price/type",keyword:"type",params:{type: schema24.properties.max_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1644,7 +5305,7 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(!(formats2(data20))){
+if(!(formats10(data20))){
 const err60 = {instancePath:instancePath+"/rpc_url",schemaPath:"TxCheck/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err60];
@@ -1842,7 +5503,7 @@ errors++;
 if(data.min_price_usd !== undefined){
 let data26 = data.min_price_usd;
 if((!((typeof data26 == "number") && (isFinite(data26)))) && (data26 !== null)){
-const err77 = {instancePath:instancePath+"/min_price_usd",schemaPath:"DexPriceCheck/properties/min_price_usd/type",keyword:"type",params:{type: schema21.properties.min_price_usd.type},message:"must be number,null"};
+const err77 = {instancePath:instancePath+"/min_price_usd",schemaPath:"DexPriceCheck/properties/min_price_usd/type",keyword:"type",params:{type: schema26.properties.min_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1855,7 +5516,7 @@ errors++;
 if(data.max_price_usd !== undefined){
 let data27 = data.max_price_usd;
 if((!((typeof data27 == "number") && (isFinite(data27)))) && (data27 !== null)){
-const err78 = {instancePath:instancePath+"/max_price_usd",schemaPath:"DexPriceCheck/properties/max_price_usd/type",keyword:"type",params:{type: schema21.properties.max_price_usd.type},message:"must be number,null"};
+const err78 = {instancePath:instancePath+"/max_price_usd",schemaPath:"DexPriceCheck/properties/max_price_usd/type",keyword:"type",params:{type: schema26.properties.max_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1868,7 +5529,7 @@ errors++;
 if(data.min_liquidity_usd !== undefined){
 let data28 = data.min_liquidity_usd;
 if((!((typeof data28 == "number") && (isFinite(data28)))) && (data28 !== null)){
-const err79 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"DexPriceCheck/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema21.properties.min_liquidity_usd.type},message:"must be number,null"};
+const err79 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"DexPriceCheck/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema26.properties.min_liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1881,7 +5542,7 @@ errors++;
 if(data.min_volume_h24_usd !== undefined){
 let data29 = data.min_volume_h24_usd;
 if((!((typeof data29 == "number") && (isFinite(data29)))) && (data29 !== null)){
-const err80 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"DexPriceCheck/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema21.properties.min_volume_h24_usd.type},message:"must be number,null"};
+const err80 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"DexPriceCheck/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema26.properties.min_volume_h24_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -2176,7 +5837,7 @@ vErrors.push(err104);
 }
 errors++;
 }
-if(!(formats2(data36))){
+if(!(formats10(data36))){
 const err105 = {instancePath:instancePath+"/status_url",schemaPath:"BridgeExploitMonitorCheck/properties/status_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err105];
@@ -2622,7 +6283,7 @@ errors++;
 if(data.min_buys_h24 !== undefined){
 let data50 = data.min_buys_h24;
 if((!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))) && (data50 !== null)){
-const err142 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"RugPullRiskCheck/properties/min_buys_h24/type",keyword:"type",params:{type: schema24.properties.min_buys_h24.type},message:"must be integer,null"};
+const err142 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"RugPullRiskCheck/properties/min_buys_h24/type",keyword:"type",params:{type: schema29.properties.min_buys_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -2635,7 +6296,7 @@ errors++;
 if(data.min_sells_h24 !== undefined){
 let data51 = data.min_sells_h24;
 if((!(((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51))) && (isFinite(data51)))) && (data51 !== null)){
-const err143 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"RugPullRiskCheck/properties/min_sells_h24/type",keyword:"type",params:{type: schema24.properties.min_sells_h24.type},message:"must be integer,null"};
+const err143 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"RugPullRiskCheck/properties/min_sells_h24/type",keyword:"type",params:{type: schema29.properties.min_sells_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -2741,7 +6402,7 @@ errors++;
 if(data.spender !== undefined){
 let data54 = data.spender;
 if((typeof data54 !== "string") && (data54 !== null)){
-const err152 = {instancePath:instancePath+"/spender",schemaPath:"ApprovalAmountCheck/properties/spender/type",keyword:"type",params:{type: schema25.properties.spender.type},message:"must be string,null"};
+const err152 = {instancePath:instancePath+"/spender",schemaPath:"ApprovalAmountCheck/properties/spender/type",keyword:"type",params:{type: schema30.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2895,7 +6556,7 @@ vErrors.push(err164);
 errors++;
 }
 if(!(((((((((data58 === "base") || (data58 === "ethereum")) || (data58 === "optimism")) || (data58 === "arbitrum")) || (data58 === "polygon")) || (data58 === "bsc")) || (data58 === "avalanche")) || (data58 === "base-sepolia")) || (data58 === "sepolia"))){
-const err165 = {instancePath:instancePath+"/chain",schemaPath:"ContractVerifiedCheck/properties/chain/enum",keyword:"enum",params:{allowedValues: schema26.properties.chain.enum},message:"must be equal to one of the allowed values"};
+const err165 = {instancePath:instancePath+"/chain",schemaPath:"ContractVerifiedCheck/properties/chain/enum",keyword:"enum",params:{allowedValues: schema31.properties.chain.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -2974,13 +6635,13 @@ vErrors.push(err171);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const ApprovalAmountCheck = validate16;
+export const ApprovalAmountCheck = validate19;
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApprovalAmountCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -3067,7 +6728,7 @@ errors++;
 if(data.spender !== undefined){
 let data2 = data.spender;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err7 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema25.properties.spender.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema30.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3151,13 +6812,13 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const BridgeExploitMonitorCheck = validate17;
+export const BridgeExploitMonitorCheck = validate20;
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="BridgeExploitMonitorCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -3232,7 +6893,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!(formats2(data1))){
+if(!(formats10(data1))){
 const err6 = {instancePath:instancePath+"/status_url",schemaPath:"#/properties/status_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -3470,13 +7131,13 @@ vErrors.push(err25);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const ContractVerifiedCheck = validate18;
+export const ContractVerifiedCheck = validate21;
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ContractVerifiedCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -3548,7 +7209,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((((((((data1 === "base") || (data1 === "ethereum")) || (data1 === "optimism")) || (data1 === "arbitrum")) || (data1 === "polygon")) || (data1 === "bsc")) || (data1 === "avalanche")) || (data1 === "base-sepolia")) || (data1 === "sepolia"))){
-const err6 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/enum",keyword:"enum",params:{allowedValues: schema26.properties.chain.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/enum",keyword:"enum",params:{allowedValues: schema31.properties.chain.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3594,13 +7255,13 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const DexPriceCheck = validate19;
+export const DexPriceCheck = validate22;
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DexPriceCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -3732,7 +7393,7 @@ errors++;
 if(data.min_price_usd !== undefined){
 let data3 = data.min_price_usd;
 if((!((typeof data3 == "number") && (isFinite(data3)))) && (data3 !== null)){
-const err11 = {instancePath:instancePath+"/min_price_usd",schemaPath:"#/properties/min_price_usd/type",keyword:"type",params:{type: schema21.properties.min_price_usd.type},message:"must be number,null"};
+const err11 = {instancePath:instancePath+"/min_price_usd",schemaPath:"#/properties/min_price_usd/type",keyword:"type",params:{type: schema26.properties.min_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3745,7 +7406,7 @@ errors++;
 if(data.max_price_usd !== undefined){
 let data4 = data.max_price_usd;
 if((!((typeof data4 == "number") && (isFinite(data4)))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/max_price_usd",schemaPath:"#/properties/max_price_usd/type",keyword:"type",params:{type: schema21.properties.max_price_usd.type},message:"must be number,null"};
+const err12 = {instancePath:instancePath+"/max_price_usd",schemaPath:"#/properties/max_price_usd/type",keyword:"type",params:{type: schema26.properties.max_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3758,7 +7419,7 @@ errors++;
 if(data.min_liquidity_usd !== undefined){
 let data5 = data.min_liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"#/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema21.properties.min_liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"#/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema26.properties.min_liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3771,7 +7432,7 @@ errors++;
 if(data.min_volume_h24_usd !== undefined){
 let data6 = data.min_volume_h24_usd;
 if((!((typeof data6 == "number") && (isFinite(data6)))) && (data6 !== null)){
-const err14 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"#/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema21.properties.min_volume_h24_usd.type},message:"must be number,null"};
+const err14 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"#/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema26.properties.min_volume_h24_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3792,13 +7453,13 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const HttpCheck = validate20;
+export const HttpCheck = validate23;
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="HttpCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -3876,7 +7537,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!(formats2(data1))){
+if(!(formats10(data1))){
 const err6 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -3910,7 +7571,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((data2 === "GET") || (data2 === "HEAD"))){
-const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema17.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema22.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3955,7 +7616,7 @@ errors++;
 if(data.must_contain !== undefined){
 let data4 = data.must_contain;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err13 = {instancePath:instancePath+"/must_contain",schemaPath:"#/properties/must_contain/type",keyword:"type",params:{type: schema17.properties.must_contain.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/must_contain",schemaPath:"#/properties/must_contain/type",keyword:"type",params:{type: schema22.properties.must_contain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4038,13 +7699,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const PriceCheck = validate21;
+export const PriceCheck = validate24;
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PriceCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -4191,7 +7852,7 @@ errors++;
 if(data.min_price !== undefined){
 let data4 = data.min_price;
 if((!((typeof data4 == "number") && (isFinite(data4)))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/min_price",schemaPath:"#/properties/min_price/type",keyword:"type",params:{type: schema19.properties.min_price.type},message:"must be number,null"};
+const err12 = {instancePath:instancePath+"/min_price",schemaPath:"#/properties/min_price/type",keyword:"type",params:{type: schema24.properties.min_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4204,7 +7865,7 @@ errors++;
 if(data.max_price !== undefined){
 let data5 = data.max_price;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/max_price",schemaPath:"#/properties/max_price/type",keyword:"type",params:{type: schema19.properties.max_price.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/max_price",schemaPath:"#/properties/max_price/type",keyword:"type",params:{type: schema24.properties.max_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4225,13 +7886,13 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const RpcCheck = validate22;
+export const RpcCheck = validate25;
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="RpcCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -4316,7 +7977,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!(formats2(data1))){
+if(!(formats10(data1))){
 const err7 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -4411,7 +8072,7 @@ errors++;
 if(data.min_block_number !== undefined){
 let data5 = data.min_block_number;
 if((!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))) && (data5 !== null)){
-const err15 = {instancePath:instancePath+"/min_block_number",schemaPath:"#/properties/min_block_number/type",keyword:"type",params:{type: schema18.properties.min_block_number.type},message:"must be integer,null"};
+const err15 = {instancePath:instancePath+"/min_block_number",schemaPath:"#/properties/min_block_number/type",keyword:"type",params:{type: schema23.properties.min_block_number.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -4432,13 +8093,13 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const RugPullRiskCheck = validate23;
+export const RugPullRiskCheck = validate26;
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="RugPullRiskCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -4648,7 +8309,7 @@ errors++;
 if(data.min_buys_h24 !== undefined){
 let data6 = data.min_buys_h24;
 if((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (data6 !== null)){
-const err17 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"#/properties/min_buys_h24/type",keyword:"type",params:{type: schema24.properties.min_buys_h24.type},message:"must be integer,null"};
+const err17 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"#/properties/min_buys_h24/type",keyword:"type",params:{type: schema29.properties.min_buys_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -4661,7 +8322,7 @@ errors++;
 if(data.min_sells_h24 !== undefined){
 let data7 = data.min_sells_h24;
 if((!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))) && (data7 !== null)){
-const err18 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"#/properties/min_sells_h24/type",keyword:"type",params:{type: schema24.properties.min_sells_h24.type},message:"must be integer,null"};
+const err18 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"#/properties/min_sells_h24/type",keyword:"type",params:{type: schema29.properties.min_sells_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -4682,13 +8343,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinDepegCheck = validate24;
+export const StablecoinDepegCheck = validate27;
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinDepegCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -4891,13 +8552,13 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const TxCheck = validate25;
+export const TxCheck = validate28;
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="TxCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -4982,7 +8643,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!(formats2(data1))){
+if(!(formats10(data1))){
 const err7 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -5050,14 +8711,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const DecideRequest = validate26;
-const schema37 = {"$id":"DecideRequest","title":"DecideRequest","type":"object","description":"A goal and the checks to run before acting.","properties":{"goal":{"type":"string","minLength":1,"maxLength":2000,"description":"What decision is needed and why."},"constraints":{"type":"object","description":"Free-form constraints, echoed into the decision."},"checks":{"type":"array","maxItems":20,"items":{"$ref":"Check"}},"allow_decide_on_partial":{"type":"boolean","default":false,"description":"Proceed when some checks error but at least one passed and none failed or warned."},"context":{"type":"object","description":"Free-form. `deadline_ms` (integer, 50 to 10000) raises the request deadline.","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true}},"required":["goal"]};
+export const DecideRequest = validate29;
+const schema42 = {"$id":"DecideRequest","title":"DecideRequest","type":"object","description":"A goal and the checks to run before acting.","properties":{"goal":{"type":"string","minLength":1,"maxLength":2000,"description":"What decision is needed and why."},"constraints":{"type":"object","description":"Free-form constraints, echoed into the decision."},"checks":{"type":"array","maxItems":20,"items":{"$ref":"Check"}},"allow_decide_on_partial":{"type":"boolean","default":false,"description":"Proceed when some checks error but at least one passed and none failed or warned."},"context":{"type":"object","description":"Free-form. `deadline_ms` (integer, 50 to 10000) raises the request deadline.","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true}},"required":["goal"]};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DecideRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -5138,8 +8799,8 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate15(data2[i0], {instancePath:instancePath+"/checks/" + i0,parentData:data2,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+if(!(validate18(data2[i0], {instancePath:instancePath+"/checks/" + i0,parentData:data2,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate18.errors : vErrors.concat(validate18.errors);
 errors = vErrors.length;
 }
 }
@@ -5226,14 +8887,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const DecideResponse = validate28;
-const schema38 = {"$id":"DecideResponse","title":"DecideResponse","type":"object","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"confidence":{"type":"number","minimum":0,"maximum":1},"risk":{"type":"string","enum":["low","medium","high"]},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"decision":{"type":"object"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"failure_modes":{"type":"array","items":{"type":"string"}},"checks":{"type":"object","additionalProperties":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"description":"Guard only: plan entry to status."},"reasoning":{"type":"string","description":"Guard only."},"latency_ms":{"type":"integer","minimum":0,"description":"Guard only."}},"required":["verdict","confidence","risk","expires_in","decision","evidence","failure_modes"]};
+export const DecideResponse = validate31;
+const schema43 = {"$id":"DecideResponse","title":"DecideResponse","type":"object","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"confidence":{"type":"number","minimum":0,"maximum":1},"risk":{"type":"string","enum":["low","medium","high"]},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"decision":{"type":"object"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"failure_modes":{"type":"array","items":{"type":"string"}},"checks":{"type":"object","additionalProperties":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"description":"Guard only: plan entry to status."},"reasoning":{"type":"string","description":"Guard only."},"latency_ms":{"type":"integer","minimum":0,"description":"Guard only."}},"required":["verdict","confidence","risk","expires_in","decision","evidence","failure_modes"]};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DecideResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -5321,7 +8982,7 @@ vErrors.push(err7);
 errors++;
 }
 if(!(((data0 === "proceed") || (data0 === "wait")) || (data0 === "block"))){
-const err8 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema38.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err8 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema43.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5379,7 +9040,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((data2 === "low") || (data2 === "medium")) || (data2 === "high"))){
-const err13 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema38.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema43.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -5571,7 +9232,7 @@ vErrors.push(err29);
 errors++;
 }
 if(!(((((data9 === "pass") || (data9 === "warn")) || (data9 === "fail")) || (data9 === "error")) || (data9 === "skipped"))){
-const err30 = {instancePath:instancePath+"/evidence/" + i0+"/status",schemaPath:"CheckResult/properties/status/enum",keyword:"enum",params:{allowedValues: schema15.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err30 = {instancePath:instancePath+"/evidence/" + i0+"/status",schemaPath:"CheckResult/properties/status/enum",keyword:"enum",params:{allowedValues: schema13.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -5584,7 +9245,7 @@ errors++;
 if(data6.reason !== undefined){
 let data10 = data6.reason;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err31 = {instancePath:instancePath+"/evidence/" + i0+"/reason",schemaPath:"CheckResult/properties/reason/type",keyword:"type",params:{type: schema15.properties.reason.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/evidence/" + i0+"/reason",schemaPath:"CheckResult/properties/reason/type",keyword:"type",params:{type: schema13.properties.reason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -5609,7 +9270,7 @@ errors++;
 if(data6.source !== undefined){
 let data12 = data6.source;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err33 = {instancePath:instancePath+"/evidence/" + i0+"/source",schemaPath:"CheckResult/properties/source/type",keyword:"type",params:{type: schema15.properties.source.type},message:"must be string,null"};
+const err33 = {instancePath:instancePath+"/evidence/" + i0+"/source",schemaPath:"CheckResult/properties/source/type",keyword:"type",params:{type: schema13.properties.source.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -5774,7 +9435,7 @@ vErrors.push(err45);
 errors++;
 }
 if(!(((((data20 === "pass") || (data20 === "warn")) || (data20 === "fail")) || (data20 === "error")) || (data20 === "skipped"))){
-const err46 = {instancePath:instancePath+"/checks/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/checks/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema38.properties.checks.additionalProperties.enum},message:"must be equal to one of the allowed values"};
+const err46 = {instancePath:instancePath+"/checks/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/checks/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema43.properties.checks.additionalProperties.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -5844,14 +9505,14 @@ vErrors.push(err51);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const ErrorResponse = validate29;
-const schema40 = {"$id":"ErrorResponse","title":"ErrorResponse","type":"object","description":"Any non-validation error: 401, 402 note, 404, 405, 413, 429, 500.","properties":{"detail":{"type":"string"}},"required":["detail"]};
+export const ErrorResponse = validate32;
+const schema45 = {"$id":"ErrorResponse","title":"ErrorResponse","type":"object","description":"Any non-validation error: 401, 402 note, 404, 405, 413, 429, 500.","properties":{"detail":{"type":"string"}},"required":["detail"]};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ErrorResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -5889,14 +9550,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const GuardRequest = validate30;
-const schema41 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["action"]};
+export const GuardRequest = validate33;
+const schema46 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["action"]};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="GuardRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -5933,7 +9594,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!((((((((((data0 === "swap") || (data0 === "transfer")) || (data0 === "bridge")) || (data0 === "yield_deposit")) || (data0 === "generic")) || (data0 === "approve")) || (data0 === "mint")) || (data0 === "stake")) || (data0 === "add_liquidity")) || (data0 === "contract_call"))){
-const err2 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema41.properties.action.enum},message:"must be equal to one of the allowed values"};
+const err2 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema46.properties.action.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5945,7 +9606,7 @@ errors++;
 }
 let data1 = data.chain;
 if((typeof data1 !== "string") && (data1 !== null)){
-const err3 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/type",keyword:"type",params:{type: schema41.properties.chain.type},message:"must be string,null"};
+const err3 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/type",keyword:"type",params:{type: schema46.properties.chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5969,7 +9630,7 @@ errors++;
 if(data.pair_address !== undefined){
 let data2 = data.pair_address;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err5 = {instancePath:instancePath+"/pair_address",schemaPath:"#/properties/pair_address/type",keyword:"type",params:{type: schema41.properties.pair_address.type},message:"must be string,null"};
+const err5 = {instancePath:instancePath+"/pair_address",schemaPath:"#/properties/pair_address/type",keyword:"type",params:{type: schema46.properties.pair_address.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -5993,7 +9654,7 @@ errors++;
 }
 let data3 = data.stablecoin_asset_id;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err7 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema41.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema46.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6017,7 +9678,7 @@ errors++;
 if(data.rpc_url !== undefined){
 let data4 = data.rpc_url;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err9 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/type",keyword:"type",params:{type: schema41.properties.rpc_url.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/type",keyword:"type",params:{type: schema46.properties.rpc_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -6047,7 +9708,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(!(formats2(data4))){
+if(!(formats10(data4))){
 const err12 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -6062,7 +9723,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data5 = data.tx_hash;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/type",keyword:"type",params:{type: schema41.properties.tx_hash.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/type",keyword:"type",params:{type: schema46.properties.tx_hash.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -6087,7 +9748,7 @@ errors++;
 if(data.bridge_status_url !== undefined){
 let data6 = data.bridge_status_url;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/type",keyword:"type",params:{type: schema41.properties.bridge_status_url.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/type",keyword:"type",params:{type: schema46.properties.bridge_status_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -6117,7 +9778,7 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(!(formats2(data6))){
+if(!(formats10(data6))){
 const err18 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err18];
@@ -6132,7 +9793,7 @@ errors++;
 if(data.amount_usd !== undefined){
 let data7 = data.amount_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err19 = {instancePath:instancePath+"/amount_usd",schemaPath:"#/properties/amount_usd/type",keyword:"type",params:{type: schema41.properties.amount_usd.type},message:"must be number,null"};
+const err19 = {instancePath:instancePath+"/amount_usd",schemaPath:"#/properties/amount_usd/type",keyword:"type",params:{type: schema46.properties.amount_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -6217,7 +9878,7 @@ errors++;
 if(data.spender !== undefined){
 let data11 = data.spender;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err26 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema41.properties.spender.type},message:"must be string,null"};
+const err26 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema46.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -6242,7 +9903,7 @@ errors++;
 if(data.approval_amount !== undefined){
 let data12 = data.approval_amount;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err28 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/type",keyword:"type",params:{type: schema41.properties.approval_amount.type},message:"must be string,null"};
+const err28 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/type",keyword:"type",params:{type: schema46.properties.approval_amount.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -6277,7 +9938,7 @@ errors++;
 if(data.contract_address !== undefined){
 let data13 = data.contract_address;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err31 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/type",keyword:"type",params:{type: schema41.properties.contract_address.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/type",keyword:"type",params:{type: schema46.properties.contract_address.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -6361,14 +10022,14 @@ vErrors.push(err37);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const HTTPValidationError = validate31;
-const schema42 = {"$id":"HTTPValidationError","title":"HTTPValidationError","type":"object","properties":{"detail":{"type":"array","items":{"type":"object","properties":{"loc":{"type":"array","items":{"type":["string","integer"]}},"msg":{"type":"string"},"type":{"type":"string"}},"required":["loc","msg","type"]}}},"required":["detail"]};
+export const HTTPValidationError = validate34;
+const schema47 = {"$id":"HTTPValidationError","title":"HTTPValidationError","type":"object","properties":{"detail":{"type":"array","items":{"type":"object","properties":{"loc":{"type":"array","items":{"type":["string","integer"]}},"msg":{"type":"string"},"type":{"type":"string"}},"required":["loc","msg","type"]}}},"required":["detail"]};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="HTTPValidationError" */;
 let vErrors = null;
 let errors = 0;
@@ -6427,7 +10088,7 @@ const len1 = data2.length;
 for(let i1=0; i1<len1; i1++){
 let data3 = data2[i1];
 if((typeof data3 !== "string") && (!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3))))){
-const err4 = {instancePath:instancePath+"/detail/" + i0+"/loc/" + i1,schemaPath:"#/properties/detail/items/properties/loc/items/type",keyword:"type",params:{type: schema42.properties.detail.items.properties.loc.items.type},message:"must be string,integer"};
+const err4 = {instancePath:instancePath+"/detail/" + i0+"/loc/" + i1,schemaPath:"#/properties/detail/items/properties/loc/items/type",keyword:"type",params:{type: schema47.properties.detail.items.properties.loc.items.type},message:"must be string,integer"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -6508,14 +10169,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinIntelligenceRequest = validate32;
-const schema43 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+export const StablecoinIntelligenceRequest = validate35;
+const schema48 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -6700,14 +10361,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRouteOption = validate33;
-const schema44 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+export const YieldRouteOption = validate36;
+const schema49 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRouteOption" */;
 let vErrors = null;
 let errors = 0;
@@ -6815,7 +10476,7 @@ errors++;
 if(data.protocol !== undefined){
 let data3 = data.protocol;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema44.properties.protocol.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema49.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -6873,7 +10534,7 @@ errors++;
 if(data.liquidity_usd !== undefined){
 let data5 = data.liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema44.properties.liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema49.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -6897,7 +10558,7 @@ errors++;
 }
 let data6 = data.stablecoin_asset_id;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema44.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema49.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -6929,14 +10590,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingRequest = validate34;
-const schema45 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
+export const YieldRoutingRequest = validate37;
+const schema50 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -7087,7 +10748,7 @@ errors++;
 if(data1.protocol !== undefined){
 let data5 = data1.protocol;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema44.properties.protocol.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema49.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -7145,7 +10806,7 @@ errors++;
 if(data1.liquidity_usd !== undefined){
 let data7 = data1.liquidity_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema44.properties.liquidity_usd.type},message:"must be number,null"};
+const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema49.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -7169,7 +10830,7 @@ errors++;
 }
 let data8 = data1.stablecoin_asset_id;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema44.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema49.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -7273,7 +10934,7 @@ errors++;
 if(data.prefer_chain !== undefined){
 let data11 = data.prefer_chain;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema45.properties.prefer_chain.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema50.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -7306,7 +10967,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
