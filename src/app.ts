@@ -1,0 +1,93 @@
+/**
+ * buildApp(deps): routes and middleware. It never listens: the server, the tests and the
+ * bench bind it themselves. Every POST goes: JSON body → schema validation (422) →
+ * billing (401/402/429) → handler, so a bad body never costs quota or claims a payment.
+ */
+import express, { type RequestHandler } from 'express';
+import { randomUUID } from 'node:crypto';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
+import type { Engine } from './engine/runner.js';
+import { MAX_BODY_BYTES } from './pricing.js';
+import { errorHandler, methodNotAllowed, notFound } from './http/errors.js';
+import { validateBody } from './http/validation.js';
+import { GET_ENDPOINTS, POST_ENDPOINTS, type HandlerKey, type PostEndpoint } from './http/endpoints.js';
+import { metaRouter } from './http/routes/meta.js';
+import { decideHandler } from './http/routes/decide.js';
+
+export interface AppDeps {
+  config: Readonly<Config>;
+  logger: Logger;
+  metrics: Metrics;
+  engine: Engine;
+  /** Credentials and payment for paid endpoints; absent when billing is off. */
+  billing?: ((endpoint: PostEndpoint) => RequestHandler) | null;
+  /** Handlers that live with their own feature modules. */
+  handlers?: Partial<Record<HandlerKey, RequestHandler>>;
+  /** GET /metrics. */
+  metricsHandler?: RequestHandler;
+  /** Set while the server drains: answers carry `Connection: close`. */
+  isDraining?: () => boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function requestContext(deps: AppDeps): RequestHandler {
+  const { logger, metrics, isDraining } = deps;
+  return (req, res, next) => {
+    const start = process.hrtime.bigint();
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    res.locals.requestId = id;
+    res.setHeader('x-request-id', id);
+    if (isDraining?.()) res.setHeader('connection', 'close');
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      const route = (res.locals.route as string | undefined) ?? 'unmatched';
+      metrics.httpRequest(route, req.method, res.statusCode, seconds);
+      logger.info({ reqId: id, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100, auth: res.locals.billing?.kind }, 'request');
+    });
+    next();
+  };
+}
+
+const routeLabel = (path: string): RequestHandler => (_req, res, next) => {
+  res.locals.route = path;
+  next();
+};
+
+export function buildApp(deps: AppDeps): express.Express {
+  const { config, logger } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.set('trust proxy', config.trustProxy);
+  app.use(requestContext(deps));
+
+  const handlers = deps.handlers ?? {};
+  const json = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
+
+  for (const g of GET_ENDPOINTS) app.get(g.path, routeLabel(g.path));
+  app.use(metaRouter(config));
+  if (deps.metricsHandler) app.get('/metrics', deps.metricsHandler);
+
+  for (const e of POST_ENDPOINTS) {
+    const handler = e.handler === 'decide' ? decideHandler(deps, e.path) : handlers[e.handler];
+    if (!handler) continue; // only routes whose behaviour exists are mounted
+    const chain: RequestHandler[] = [routeLabel(e.path), json, validateBody(e.request)];
+    if (e.access !== 'free' && deps.billing) chain.push(deps.billing(e));
+    chain.push(handler);
+    app.post(e.path, ...chain);
+    app.all(e.path, routeLabel(e.path), methodNotAllowed(['POST']));
+  }
+  for (const g of GET_ENDPOINTS) {
+    if (g.path === '/metrics' && !deps.metricsHandler) continue;
+    app.all(g.path, routeLabel(g.path), methodNotAllowed(['GET', 'HEAD']));
+  }
+
+  app.use(notFound);
+  app.use(errorHandler(logger));
+  return app;
+}

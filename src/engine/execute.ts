@@ -1,0 +1,36 @@
+/**
+ * Runs one check module with its own hard timeout. Shared by the worker threads and the
+ * inline executor, so a check behaves the same wherever it runs. Never throws.
+ */
+import type { Config } from '../config.js';
+import type { CheckOutcome } from '../checks/types.js';
+import { registry } from './registry.js';
+
+export interface ExecItem {
+  id: number;
+  type: string;
+  check: Record<string, unknown>;
+}
+
+export interface ExecResult {
+  id: number;
+  outcome: CheckOutcome;
+  latencyMs: number;
+}
+
+export async function executeOne(item: ExecItem, config: Readonly<Config>, hardTimeoutMs: number): Promise<ExecResult> {
+  const started = performance.now();
+  const mod = (registry as Record<string, { run(c: unknown, ctx: unknown): Promise<CheckOutcome> } | undefined>)[item.type];
+  let outcome: CheckOutcome;
+  if (!mod) {
+    outcome = { status: 'error', reason: 'unknown_check_type', message: `No check module for type ${item.type}.`, source: null, ttl_s: 0 };
+  } else {
+    try {
+      outcome = await mod.run(item.check, { config, signal: AbortSignal.timeout(hardTimeoutMs), timeoutMs: hardTimeoutMs });
+    } catch (err) {
+      // A module bug, not a target failure: still an answer, never a crash.
+      outcome = { status: 'error', reason: 'internal_error', message: `The ${item.type} check failed internally: ${(err as Error)?.message ?? String(err)}`, source: null, ttl_s: 0 };
+    }
+  }
+  return { id: item.id, outcome, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+}

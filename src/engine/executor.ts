@@ -1,0 +1,102 @@
+/**
+ * Where checks run: a Piscina pool of worker threads tuned for I/O (many concurrent tasks per
+ * thread, bounded queue), or inline on the main thread (POOL_THREADS=0). A request's cold checks
+ * go to the pool as ONE task; each check's result streams back on a MessagePort as soon as it is
+ * ready, so a slow check never holds back a fast one.
+ */
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import type { Config } from '../config.js';
+import { executeOne, type ExecItem, type ExecResult } from './execute.js';
+
+export interface PoolStats {
+  queueSize: number;
+  utilization: number;
+  threads: number;
+}
+
+export interface Executor {
+  readonly kind: 'pool' | 'inline';
+  /** Calls `onResult` once per item; rejects items still open when the worker dies. */
+  execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void>;
+  stats(): PoolStats;
+  close(): Promise<void>;
+  /** The pool itself, for operators and fault tests; null inline. */
+  readonly pool: Piscina | null;
+}
+
+class InlineExecutor implements Executor {
+  readonly kind = 'inline' as const;
+  readonly pool = null;
+  constructor(private readonly config: Readonly<Config>) {}
+  async execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {
+    await Promise.all(items.map(async (it) => onResult(await executeOne(it, this.config, hardTimeoutMs))));
+  }
+  stats(): PoolStats {
+    return { queueSize: 0, utilization: 0, threads: 0 };
+  }
+  async close(): Promise<void> {}
+}
+
+class PoolExecutor implements Executor {
+  readonly kind = 'pool' as const;
+  readonly pool: Piscina;
+  constructor(config: Readonly<Config>) {
+    this.pool = new Piscina({
+      filename: new URL('../../workers/check-worker.js', import.meta.url).href,
+      minThreads: config.poolThreads,
+      maxThreads: config.poolThreads,
+      concurrentTasksPerWorker: config.poolConcurrency,
+      maxQueue: config.poolMaxQueue,
+      idleTimeout: 60_000,
+      workerData: { config },
+    });
+    // A dying worker is replaced by piscina; its tasks are rejected and answered as errors.
+    this.pool.on('error', () => {});
+  }
+
+  execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const open = new Set(items.map((i) => i.id));
+      const { port1, port2 } = new MessageChannel();
+      const finish = () => {
+        port1.close();
+        resolve();
+      };
+      port1.on('message', (r: ExecResult) => {
+        if (!open.delete(r.id)) return;
+        onResult(r);
+        if (open.size === 0) finish();
+      });
+      this.pool.run({ items, hardTimeoutMs, port: port2 }, { transferList: [port2] }).catch((err: Error) => {
+        // Let results already posted by the worker arrive, then answer the rest as errors.
+        setImmediate(() => {
+          const saturated = /queue/i.test(err?.message ?? '');
+          for (const id of open) {
+            onResult({
+              id,
+              latencyMs: 0,
+              outcome: saturated
+                ? { status: 'error', reason: 'pool_saturated', message: 'The check queue is full; retry shortly.', source: null, ttl_s: 0, retry_after_s: 1 }
+                : { status: 'error', reason: 'worker_crashed', message: `The worker running this check stopped: ${err?.message ?? 'unknown cause'}.`, source: null, ttl_s: 0, retry_after_s: 1 },
+            });
+          }
+          open.clear();
+          finish();
+        });
+      });
+    });
+  }
+
+  stats(): PoolStats {
+    return { queueSize: this.pool.queueSize, utilization: this.pool.utilization, threads: this.pool.threads.length };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+}
+
+export function createExecutor(config: Readonly<Config>): Executor {
+  return config.poolThreads === 0 ? new InlineExecutor(config) : new PoolExecutor(config);
+}

@@ -1,0 +1,147 @@
+/**
+ * Runs a request's checks: cache first (a hit never goes to the pool), identical checks in
+ * flight share one call, the rest go to the executor as one batch, and the request answers
+ * at its deadline whatever is still out. A late answer still lands in the cache, so the
+ * caller's retry is served from it.
+ */
+import type { Config } from '../config.js';
+import type { CheckOutcome, CheckResult } from '../checks/types.js';
+import type { Metrics } from '../metrics.js';
+import { ResultCache, type CacheEntry } from './cache.js';
+import { canonical } from './canonical.js';
+import type { Executor } from './executor.js';
+import type { ExecItem, ExecResult } from './execute.js';
+
+export interface PlannedCheck {
+  /** Stable evidence name: `price`, `http[2]`, `rpc_health`. */
+  name: string;
+  check: { type: string; [k: string]: unknown };
+}
+
+export interface RunOptions {
+  deadlineMs: number;
+  requestId: string;
+}
+
+export interface Engine {
+  run(planned: PlannedCheck[], opts: RunOptions): Promise<CheckResult[]>;
+  readonly cache: ResultCache;
+  readonly executor: Executor;
+  close(): Promise<void>;
+}
+
+const UPSTREAM_BY_SOURCE = new Set(['price_provider', 'dex_provider', 'sourcify', 'etherscan']);
+const UPSTREAM_BY_TYPE: Record<string, string> = { http: 'http_target', bridge_exploit_monitor: 'bridge_status', rpc: 'rpc', tx: 'rpc', rpc_health: 'rpc' };
+
+/** A bounded label for the upstream metric: never a URL or host. */
+function upstreamLabel(type: string, outcome: CheckOutcome): string {
+  if (outcome.source && UPSTREAM_BY_SOURCE.has(outcome.source)) return outcome.source;
+  return UPSTREAM_BY_TYPE[type] ?? 'other';
+}
+
+function result(name: string, type: string, outcome: CheckOutcome, latencyMs: number, cached: boolean, ageS: number): CheckResult {
+  return {
+    name,
+    type,
+    status: outcome.status,
+    reason: outcome.reason,
+    message: outcome.message,
+    observed: outcome.observed,
+    expected: outcome.expected,
+    source: outcome.source,
+    latency_ms: latencyMs,
+    cached,
+    age_s: ageS,
+    ttl_s: outcome.ttl_s,
+    ...(outcome.retry_after_s !== undefined ? { retry_after_s: outcome.retry_after_s } : {}),
+  };
+}
+
+function deadlineOutcome(deadlineMs: number): CheckOutcome {
+  return {
+    status: 'error',
+    reason: 'deadline_exceeded',
+    message: `No answer within the ${deadlineMs} ms deadline; the answer is cached when it arrives, so retry in 1 s.`,
+    source: null,
+    ttl_s: 0,
+    retry_after_s: 1,
+  };
+}
+
+export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics; executor: Executor }): Engine {
+  const { config, metrics, executor } = deps;
+  const cache = new ResultCache(config.cacheMaxEntries);
+  let nextId = 0;
+
+  async function run(planned: PlannedCheck[], opts: RunOptions): Promise<CheckResult[]> {
+    const started = performance.now();
+    const out = new Array<CheckResult>(planned.length);
+    const pending: Array<Promise<void>> = [];
+    const batch: ExecItem[] = [];
+    const waiters = new Map<number, (e: CacheEntry) => void>();
+
+    planned.forEach((p, i) => {
+      const type = p.check.type;
+      const key = `${type}:${canonical(p.check)}`;
+      const hit = cache.get(key);
+      if (hit) {
+        const ageS = Math.floor((Date.now() - hit.storedAt) / 1000);
+        out[i] = result(p.name, type, hit.outcome, 0, true, ageS);
+        metrics.cacheEvent('hit');
+        metrics.check(type, hit.outcome.status, 'hit', 0);
+        return;
+      }
+      const { promise, joined } = cache.flight(key, () => new Promise<CacheEntry>((resolve) => {
+        const id = nextId++;
+        batch.push({ id, type, check: p.check });
+        waiters.set(id, (entry) => {
+          if (entry.outcome.status !== 'error') cache.set(key, entry);
+          metrics.upstream(upstreamLabel(type, entry.outcome), entry.outcome.status === 'error' ? entry.outcome.reason ?? 'error' : 'ok');
+          resolve(entry);
+        });
+      }));
+      const mode = joined ? 'join' : 'miss';
+      metrics.cacheEvent(mode);
+      pending.push(
+        promise.then((entry) => {
+          if (out[i]) return; // answered at the deadline already; the cache still got the value
+          const waited = Math.round(performance.now() - started);
+          out[i] = result(p.name, type, entry.outcome, joined ? waited : entry.latencyMs, false, 0);
+          metrics.check(type, entry.outcome.status, mode, (joined ? waited : entry.latencyMs) / 1000);
+        }),
+      );
+    });
+
+    if (batch.length > 0) {
+      const taskStart = performance.now();
+      void executor
+        .execute(batch, config.checkHardTimeoutMs, (r: ExecResult) => {
+          waiters.get(r.id)?.({ outcome: r.outcome, storedAt: Date.now(), latencyMs: r.latencyMs });
+          waiters.delete(r.id);
+        })
+        .finally(() => metrics.poolTask((performance.now() - taskStart) / 1000));
+    }
+
+    if (pending.length > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, opts.deadlineMs - (performance.now() - started)));
+      });
+      await Promise.race([Promise.all(pending), deadline]);
+      clearTimeout(timer);
+      planned.forEach((p, i) => {
+        if (out[i]) return;
+        out[i] = result(p.name, p.check.type, deadlineOutcome(opts.deadlineMs), Math.round(performance.now() - started), false, 0);
+        metrics.check(p.check.type, 'error', 'miss', opts.deadlineMs / 1000);
+      });
+    }
+    return out;
+  }
+
+  return {
+    run,
+    cache,
+    executor,
+    close: () => executor.close(),
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * One error catalogue, one error middleware. Every error body is JSON with a `detail`;
+ * validation errors carry the FastAPI-style array, everything else a sentence.
+ */
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from '../log.js';
+
+export interface ValidationDetail {
+  loc: Array<string | number>;
+  msg: string;
+  type: string;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string | ValidationDetail[],
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(typeof detail === 'string' ? detail : 'validation failed');
+  }
+}
+
+export const notFound: RequestHandler = () => {
+  throw new HttpError(404, 'Not Found');
+};
+
+export function methodNotAllowed(allowed: string[]): RequestHandler {
+  return () => {
+    throw new HttpError(405, 'Method Not Allowed', {}, { allow: allowed.join(', ') });
+  };
+}
+
+/** body-parser's errors, mapped to the catalogue. */
+function fromBodyParser(err: { type?: string; status?: number; message?: string; body?: string }): HttpError | null {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return new HttpError(422, [{ loc: ['body', 0], msg: `JSON decode error: ${err.message ?? 'invalid JSON'}`, type: 'json_invalid' }]);
+    case 'entity.too.large':
+      return new HttpError(413, 'Request body too large: the limit is 256 KiB');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new HttpError(415, `Unsupported body encoding: ${err.message ?? ''}`.trim());
+    case 'request.aborted':
+      return new HttpError(400, 'Request aborted before the body was read');
+    case 'request.size.invalid':
+      return new HttpError(400, 'Request body size did not match Content-Length');
+    default:
+      return null;
+  }
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const known = err instanceof HttpError ? err : fromBodyParser(err ?? {});
+    if (!known) {
+      logger.error({ err, reqId: res.locals.requestId, method: req.method, url: req.originalUrl }, 'unhandled error');
+    }
+    const e = known ?? new HttpError(500, 'Internal Server Error');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);
+    res.status(e.status).json({ detail: e.detail, ...e.extra });
+  };
+}

@@ -1,0 +1,27 @@
+/** POST /v1/decide and the endpoints that share it: a goal plus explicit checks. */
+import type { RequestHandler } from 'express';
+import type { Config } from '../../config.js';
+import type { DecideRequest } from '../../generated/types.js';
+import type { Metrics } from '../../metrics.js';
+import type { Engine } from '../../engine/runner.js';
+import { buildDecideResponse, resolveDeadline } from '../../engine/respond.js';
+import { checkNames } from '../../engine/names.js';
+
+export function decideHandler(deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics }, endpoint: string): RequestHandler {
+  const { config, engine, metrics } = deps;
+  return async (req, res) => {
+    const body = req.body as DecideRequest;
+    const checks = body.checks ?? [];
+    const names = checkNames(checks);
+    const deadlineMs = resolveDeadline(config, body.context);
+    const requestId = res.locals.requestId as string;
+    const results = await engine.run(checks.map((check, i) => ({ name: names[i], check })), { deadlineMs, requestId });
+    const response = buildDecideResponse(
+      results,
+      { allowPartial: body.allow_decide_on_partial, warnVerdict: 'wait' },
+      { requestId, deadlineMs, judged: { goal: body.goal, ...(body.constraints ? { constraints: body.constraints } : {}) } },
+    );
+    metrics.verdict(endpoint, response.verdict);
+    res.json(response);
+  };
+}

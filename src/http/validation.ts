@@ -1,0 +1,122 @@
+/**
+ * Request validation with the precompiled validators, answering FastAPI-style 422 bodies:
+ * one `detail` entry per problem, `loc` from "body" to the field, a sentence, a stable type code.
+ */
+import type { RequestHandler } from 'express';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import * as validators from '../generated/validators.js';
+import { HttpError, type ValidationDetail } from './errors.js';
+import { CHECK_TYPES } from '../schema-info.js';
+
+export type SchemaId = keyof typeof validators;
+
+const TYPE_CODES: Record<string, [string, string]> = {
+  string: ['string_type', 'Input should be a valid string'],
+  integer: ['int_type', 'Input should be a valid integer'],
+  number: ['float_type', 'Input should be a valid number'],
+  boolean: ['bool_type', 'Input should be a valid boolean'],
+  array: ['list_type', 'Input should be a valid list'],
+  object: ['dict_type', 'Input should be a valid dictionary'],
+};
+
+/** Friendlier sentences for pattern-checked fields, by field name. */
+const PATTERN_MESSAGES: Record<string, string> = {
+  amount: 'Input should be a decimal integer string (e.g. "1000000") or a 0x-prefixed hex integer string',
+  approval_amount: 'Input should be a decimal integer string (e.g. "1000000") or a 0x-prefixed hex integer string',
+  tx_hash: 'Input should be a 0x-prefixed 32-byte hex transaction hash',
+  contract_address: 'Input should be a 0x-prefixed 20-byte hex address',
+};
+
+function quoteList(values: unknown[]): string {
+  const q = values.filter((v) => v !== null).map((v) => `'${String(v)}'`);
+  return q.length <= 1 ? q.join('') : `${q.slice(0, -1).join(', ')} or ${q[q.length - 1]}`;
+}
+
+function pointerToLoc(pointer: string): Array<string | number> {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^(0|[1-9]\d*)$/.test(s) ? Number(s) : s));
+}
+
+function one(e: ErrorObject): ValidationDetail {
+  const loc: Array<string | number> = ['body', ...pointerToLoc(e.instancePath)];
+  const p = e.params as Record<string, any>;
+  const field = loc[loc.length - 1];
+  switch (e.keyword) {
+    case 'required':
+      return { loc: [...loc, p.missingProperty], msg: 'Field required', type: 'missing' };
+    case 'type': {
+      const first = String(p.type).split(',')[0];
+      if (loc.length === 1) return { loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' };
+      const [type, msg] = TYPE_CODES[first] ?? ['type_error', `Input should be of type ${p.type}`];
+      return { loc, msg, type };
+    }
+    case 'enum':
+      return { loc, msg: `Input should be ${quoteList(p.allowedValues)}`, type: 'enum' };
+    case 'const':
+      return { loc, msg: `Input should be '${String(p.allowedValue)}'`, type: 'literal_error' };
+    case 'format':
+      if (p.format === 'uri') return { loc, msg: 'Input should be a valid absolute URL, such as https://example.com/status', type: 'url_parsing' };
+      if (p.format === 'email') return { loc, msg: 'value is not a valid email address', type: 'value_error' };
+      return { loc, msg: `Input should be a valid ${p.format}`, type: 'value_error' };
+    case 'minLength':
+      return { loc, msg: `String should have at least ${p.limit} character${p.limit === 1 ? '' : 's'}`, type: 'string_too_short' };
+    case 'maxLength':
+      return { loc, msg: `String should have at most ${p.limit} characters`, type: 'string_too_long' };
+    case 'pattern':
+      return { loc, msg: PATTERN_MESSAGES[String(field)] ?? `String should match pattern '${p.pattern}'`, type: 'string_pattern_mismatch' };
+    case 'minItems':
+      return { loc, msg: `List should have at least ${p.limit} item${p.limit === 1 ? '' : 's'}`, type: 'too_short' };
+    case 'maxItems':
+      return { loc, msg: `List should have at most ${p.limit} items`, type: 'too_long' };
+    case 'maxProperties':
+      return { loc, msg: `Object should have at most ${p.limit} entries`, type: 'too_long' };
+    case 'minimum':
+      return { loc, msg: `Input should be greater than or equal to ${p.limit}`, type: 'greater_than_equal' };
+    case 'maximum':
+      return { loc, msg: `Input should be less than or equal to ${p.limit}`, type: 'less_than_equal' };
+    case 'discriminator': {
+      const allowed = CHECK_TYPES.map((t) => `'${t}'`).join(', ');
+      if (p.error === 'mapping') {
+        return { loc, msg: `Input tag '${String(p.tagValue)}' found using 'type' does not match any of the expected tags: ${allowed}`, type: 'union_tag_invalid' };
+      }
+      return { loc, msg: `Unable to extract tag using discriminator 'type': it must be one of ${allowed}`, type: 'union_tag_not_found' };
+    }
+    default:
+      return { loc, msg: e.message ?? 'Invalid value', type: e.keyword };
+  }
+}
+
+export function toValidationDetail(errors: ErrorObject[]): ValidationDetail[] {
+  const seen = new Set<string>();
+  const out: ValidationDetail[] = [];
+  for (const e of errors) {
+    // A failed `oneOf` wrapper repeats what its branch already said.
+    if (e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    const d = one(e);
+    const key = JSON.stringify([d.loc, d.type]);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(d);
+  }
+  return out;
+}
+
+export function validator(id: SchemaId): ValidateFunction {
+  return validators[id] as unknown as ValidateFunction;
+}
+
+/** Validates `req.body` in place (defaults applied) or throws a 422. */
+export function validateBody(id: SchemaId): RequestHandler {
+  const fn = validator(id);
+  return (req, _res, next) => {
+    if (req.body === undefined) {
+      throw new HttpError(422, [{ loc: ['body'], msg: 'Field required', type: 'missing' }]);
+    }
+    if (!fn(req.body)) throw new HttpError(422, toValidationDetail(fn.errors ?? []));
+    next();
+  };
+}

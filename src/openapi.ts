@@ -1,0 +1,90 @@
+/** The OpenAPI 3.1 document, generated from schemas/ and the endpoint table. */
+import { schemas } from './generated/schemas.js';
+import { GET_ENDPOINTS, POST_ENDPOINTS } from './http/endpoints.js';
+import { VERSION } from './version.js';
+
+type Json = Record<string, any>;
+
+/** Schema ids become component refs; `$id` is dropped (components are named by key). */
+function toComponent(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(toComponent);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node as Json)) {
+    if (k === '$id') continue;
+    out[k] = k === '$ref' && typeof v === 'string' ? `#/components/schemas/${v}` : toComponent(v);
+  }
+  // OpenAPI's discriminator needs the mapping-free form to name refs that exist; it does.
+  return out;
+}
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
+
+export function buildOpenApi(serverUrl: string | null): Json {
+  const components: Json = {};
+  for (const [id, s] of Object.entries(schemas)) components[id] = toComponent(s);
+  const errorBody = ref('ErrorResponse');
+  const paths: Json = {};
+
+  for (const e of GET_ENDPOINTS) {
+    const schema = e.response ? (e.array ? { type: 'array', items: ref(e.response) } : ref(e.response)) : { type: 'object' };
+    const ok = e.path === '/metrics'
+      ? { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }
+      : json(schema, 'OK');
+    paths[e.path] = { get: { operationId: `get${e.path.replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}` || 'getRoot', summary: e.summary, tags: [e.tag], responses: { 200: ok } } };
+  }
+
+  for (const e of POST_ENDPOINTS) {
+    const responses: Json = {
+      200: json(ref(e.response), 'The answer'),
+      413: json(errorBody, 'Body larger than 256 KiB'),
+      422: json(ref('HTTPValidationError'), 'The body does not match the schema'),
+    };
+    const security: Json[] = [];
+    if (e.access !== 'free') {
+      responses[402] = { description: 'Payment required: the x402 challenge (v2 in the PAYMENT-REQUIRED header, v1 as the body)', headers: { 'PAYMENT-REQUIRED': { schema: { type: 'string' }, description: 'base64 JSON of the x402 v2 PaymentRequired' } }, content: { 'application/json': { schema: { type: 'object' } } } };
+      responses[400] = json(errorBody, 'Malformed payment header');
+    }
+    if (e.access === 'paid') {
+      responses[401] = json(errorBody, 'Unknown or revoked API key, or no credentials when payments are not configured');
+      responses[429] = json(errorBody, 'Monthly quota used up (with limit, used, resets_at) or too many signups');
+      security.push({ ApiKey: [] }, { BearerKey: [] }, { X402Payment: [] }, { X402PaymentV1: [] });
+    } else if (e.access === 'payment_only') {
+      security.push({ X402Payment: [] }, { X402PaymentV1: [] });
+    } else {
+      responses[429] = json(errorBody, 'Too many signups from this address');
+    }
+    paths[e.path] = {
+      post: {
+        operationId: e.path.replace(/^\/v1\//, '').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : '')),
+        summary: e.summary,
+        tags: [e.tag],
+        requestBody: { required: true, content: { 'application/json': { schema: ref(e.request) } } },
+        responses,
+        ...(security.length ? { security } : {}),
+      },
+    };
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Pre-execution verification service',
+      version: VERSION,
+      description: 'Checks an on-chain action against live data before an agent executes it, and answers proceed, wait or block with confidence, risk, expiry and evidence.',
+    },
+    servers: [{ url: serverUrl ?? '/' }],
+    tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS].map((e) => e.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: components,
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+        BearerKey: { type: 'http', scheme: 'bearer', description: 'The API key as a Bearer token' },
+        X402Payment: { type: 'apiKey', in: 'header', name: 'PAYMENT-SIGNATURE', description: 'x402 v2 payment payload, base64 JSON' },
+        X402PaymentV1: { type: 'apiKey', in: 'header', name: 'X-PAYMENT', description: 'x402 v1 payment payload, base64 JSON' },
+      },
+    },
+  };
+}

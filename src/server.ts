@@ -1,0 +1,121 @@
+/**
+ * Process entry: configuration, worker pool, store, payments, listen, and a graceful close.
+ * The first SIGTERM or SIGINT drains: stop accepting, answer everything in flight (bounded by
+ * SHUTDOWN_GRACE_MS), close the pool and the store, exit 0. Further SIGTERMs are ignored while
+ * draining; a second SIGINT forces the exit.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { createMetrics } from './metrics.js';
+import { createExecutor } from './engine/executor.js';
+import { createEngine } from './engine/runner.js';
+import { buildApp } from './app.js';
+import { VERSION } from './version.js';
+
+export interface RunningServer {
+  server: http.Server;
+  url: string;
+  shutdown(reason: string): Promise<void>;
+}
+
+export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
+  const metrics = createMetrics();
+  const executor = createExecutor(config);
+  metrics.setPoolSource(() => executor.stats());
+  const engine = createEngine({ config, metrics, executor });
+
+  let draining = false;
+  const app = buildApp({ config, logger, metrics, engine, isDraining: () => draining });
+  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, app);
+
+  let inflight = 0;
+  let idle: (() => void) | null = null;
+  server.on('request', (_req, res) => {
+    inflight++;
+    res.on('close', () => {
+      inflight--;
+      if (inflight === 0 && idle) idle();
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
+  logger.info({ port: addr.port, host: config.host, version: VERSION, pool: executor.kind, threads: config.poolThreads }, 'listening');
+
+  async function shutdown(reason: string): Promise<void> {
+    if (draining) return;
+    draining = true;
+    logger.info({ reason, inflight }, 'draining');
+    server.close();
+    server.closeIdleConnections();
+    if (inflight > 0) {
+      await new Promise<void>((resolve) => {
+        idle = resolve;
+        setTimeout(resolve, config.shutdownGraceMs).unref();
+      });
+    }
+    server.closeAllConnections();
+    await engine.close();
+    logger.info({ unanswered: inflight }, 'stopped');
+  }
+
+  return { server, url, shutdown };
+}
+
+async function main(): Promise<void> {
+  let config: Readonly<Config>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let running: RunningServer;
+  try {
+    running = await startServer(config, logger);
+  } catch (err) {
+    logger.fatal({ err }, 'start-up failed');
+    logger.flush();
+    process.stderr.write(`start-up failed: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      if (signal === 'SIGINT') {
+        logger.warn('second SIGINT: exiting now');
+        logger.flush();
+        process.exit(130);
+      }
+      return;
+    }
+    stopping = true;
+    running.shutdown(signal).then(
+      () => {
+        logger.flush();
+        process.exit(0);
+      },
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        logger.flush();
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+const isMain = process.argv[1] && import.meta.url === new URL(process.argv[1], 'file://').href;
+if (isMain) void main();

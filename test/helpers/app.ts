@@ -1,0 +1,80 @@
+/**
+ * Builds the real app on an ephemeral loopback port with a config from env-style overrides,
+ * for HTTP-level tests. Everything is closed in teardown.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger, type Logger } from '../../src/log.js';
+import { createMetrics, type Metrics } from '../../src/metrics.js';
+import { createExecutor } from '../../src/engine/executor.js';
+import { createEngine, type Engine } from '../../src/engine/runner.js';
+import { buildApp, type AppDeps } from '../../src/app.js';
+
+export interface TestApp {
+  url: string;
+  config: Readonly<Config>;
+  engine: Engine;
+  metrics: Metrics;
+  logger: Logger;
+  /** Every log line written so far, parsed. */
+  logs: Array<Record<string, unknown>>;
+  server: http.Server;
+  close(): Promise<void>;
+}
+
+export function captureLogger(level = 'info'): { logger: Logger; logs: Array<Record<string, unknown>> } {
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line));
+      cb();
+    },
+  });
+  return { logger: createLogger(level, sink), logs };
+}
+
+export async function startTestApp(env: Record<string, string> = {}, extra: Partial<AppDeps> = {}): Promise<TestApp> {
+  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', LOG_LEVEL: 'info', ...env });
+  const { logger, logs } = captureLogger(config.logLevel);
+  const metrics = createMetrics();
+  const executor = createExecutor(config);
+  metrics.setPoolSource(() => executor.stats());
+  const engine = createEngine({ config, metrics, executor });
+  const app = buildApp({ config, logger, metrics, engine, ...extra });
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    config,
+    engine,
+    metrics,
+    logger,
+    logs,
+    server,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await engine.close();
+    },
+  };
+}
+
+/** POST JSON (or a raw string) and read the JSON answer. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON: the raw text is returned */
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}

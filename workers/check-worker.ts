@@ -1,0 +1,21 @@
+/**
+ * Piscina worker: receives plain data (a request's cold checks), runs them concurrently, and
+ * posts each result on the task's port as soon as it is ready. Never throws for a check.
+ */
+import { workerData } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
+import type { Config } from '../src/config.js';
+import { executeOne, type ExecItem } from '../src/engine/execute.js';
+
+const config = (workerData as { config: Readonly<Config> }).config;
+
+export default async function run(task: { items: ExecItem[]; hardTimeoutMs: number; port: MessagePort }): Promise<number> {
+  await Promise.all(
+    task.items.map(async (item) => {
+      const result = await executeOne(item, config, task.hardTimeoutMs);
+      task.port.postMessage(result);
+    }),
+  );
+  task.port.close();
+  return task.items.length;
+}
