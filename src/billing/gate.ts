@@ -2,7 +2,14 @@
  * The billing gate: runs after body validation and before the handler, and decides who pays for
  * the call. Order (semantics §7): credentials (401), then quota (429) or payment (402).
  */
-import type { Request, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Config } from '../config.js';
+import { HttpError } from '../http/errors.js';
+import type { Logger } from '../log.js';
+import { PRICE_DISPLAY } from '../pricing.js';
+import type { Plan, Store } from '../store/types.js';
+import { KeyResolver, presentedKey } from './keys.js';
+import { planLimit, quotaView, setQuotaHeaders, usagePeriod } from './quota.js';
 
 /**
  * The x402 side of the gate, implemented by the payment engine.
@@ -22,4 +29,165 @@ export interface PaymentGate {
   hasPayment(req: Request): boolean;
   challenge(req: Request, res: Response, note?: string): void;
   handle(req: Request, res: Response): Promise<{ ok: true; onServed(): void } | { ok: false }>;
+}
+
+export interface BillingInfo {
+  kind: 'key' | 'payment' | 'free';
+  keyId?: string;
+  plan?: Plan;
+}
+
+/** What the gate needs of an endpoint; the route table's entries fit. */
+export interface GatedEndpoint {
+  path: string;
+  access: 'free' | 'paid' | 'payment_only';
+  /** Request schema name, used to point at the equivalent keyed or pay-per-call path. */
+  request?: string;
+}
+
+export interface BillingGateDeps {
+  config: Readonly<Config>;
+  store: Store;
+  logger: Logger;
+  payments?: PaymentGate;
+  /** Key lookups; by default a 5 s, 10,000-entry cache in front of the store. */
+  keys?: KeyResolver;
+  now?: () => Date;
+}
+
+export const SIGNUP_PATH = '/v1/api-keys/signup';
+const BEARER_REALM = 'Bearer realm="preflight"';
+
+/** The x402 path serving the same request shape, for pointers in 429 and 401 answers. */
+function payPerCallPath(e: GatedEndpoint): string {
+  if (e.request === 'DecideRequest') return '/v1/x402/decide';
+  if (e.request === 'GuardRequest') return '/v1/x402/guard';
+  return e.path;
+}
+
+function keyedPath(e: GatedEndpoint): string | null {
+  if (e.request === 'DecideRequest') return '/v1/decide';
+  if (e.request === 'GuardRequest') return '/v1/guard';
+  return null;
+}
+
+const isoSeconds = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/**
+ * `createBillingGate(deps)(endpoint)` is the middleware for one endpoint.
+ *
+ * Decisions where the docs were silent:
+ * - A request presenting a key takes the key path even when it also carries a payment; the
+ *   payment is then left untouched (not claimed, so the authorization stays unspent). Only when
+ *   the key's quota is used up and a payment is attached does the payment pay for the call.
+ * - An unknown or revoked key is a 401 even when a payment is attached: the caller asked to be
+ *   billed to that key.
+ * - `payment_only` endpoints ignore keys. When x402 is not configured they answer 401 pointing at
+ *   the keyed path for the same request.
+ * - A counted call whose response ends with a 5xx is refunded; a payment's `onServed` is then not
+ *   called.
+ */
+export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoint) => RequestHandler {
+  const { config, store } = deps;
+  const payments = deps.payments?.configured ? deps.payments : undefined;
+  const keys = deps.keys ?? new KeyResolver(store);
+  const now = deps.now ?? (() => new Date());
+  const log = deps.logger.child({ component: 'billing' });
+
+  function storeDown(err: unknown, what: string): HttpError {
+    log.error({ err, what }, 'billing store unavailable');
+    return new HttpError(503, 'The billing store is unavailable right now; nothing was counted. Retry shortly.', {}, { 'Retry-After': '5' });
+  }
+
+  async function viaPayment(req: Request, res: Response, next: NextFunction, note?: string): Promise<void> {
+    if (!payments) throw new Error('viaPayment without configured payments');
+    if (!payments.hasPayment(req)) {
+      payments.challenge(req, res, note);
+      return;
+    }
+    const out = await payments.handle(req, res);
+    if (!out.ok) return;
+    res.locals.billing = { kind: 'payment' } satisfies BillingInfo;
+    res.once('finish', () => {
+      if (res.statusCode < 500) out.onServed();
+    });
+    next();
+  }
+
+  function noCredentials(): HttpError {
+    return new HttpError(
+      401,
+      `An API key is required: get a free one with POST ${SIGNUP_PATH}, then send it as the x-api-key header or as Authorization: Bearer <key>.`,
+      { signup: SIGNUP_PATH },
+      { 'WWW-Authenticate': BEARER_REALM },
+    );
+  }
+
+  function paymentsOff(e: GatedEndpoint): HttpError {
+    const alt = keyedPath(e);
+    const tail = alt ? ` Use ${alt} with an API key instead (free key: POST ${SIGNUP_PATH}).` : ` Use an API key on the keyed endpoints (free key: POST ${SIGNUP_PATH}).`;
+    return new HttpError(401, `${e.path} is paid per call with x402, which this server has not configured.${tail}`, { signup: SIGNUP_PATH }, { 'WWW-Authenticate': BEARER_REALM });
+  }
+
+  async function viaKey(e: GatedEndpoint, raw: string, req: Request, res: Response, next: NextFunction): Promise<void> {
+    let record;
+    try {
+      record = await keys.resolve(raw);
+    } catch (err) {
+      throw storeDown(err, 'key lookup');
+    }
+    if (!record || record.revokedAt !== null) {
+      throw new HttpError(401, `Unknown or revoked API key. Get a new one with POST ${SIGNUP_PATH}.`, { signup: SIGNUP_PATH }, { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` });
+    }
+    const at = now();
+    const period = usagePeriod(at);
+    const limit = planLimit(config, record.plan);
+    let usage;
+    try {
+      usage = await store.consumeQuota(record.id, period, limit);
+    } catch (err) {
+      throw storeDown(err, 'quota');
+    }
+    const view = quotaView(limit, usage.used, at);
+    setQuotaHeaders(res, view);
+    if (!usage.allowed) {
+      if (payments?.hasPayment(req)) return viaPayment(req, res, next);
+      const resetsAt = isoSeconds(view.resetsAt);
+      throw new HttpError(
+        429,
+        `The monthly quota of this API key (${record.plan} plan, ${limit} calls) is used up; it resets at ${resetsAt}.` +
+          (payments ? ` Meanwhile each call can be paid with x402 at ${payPerCallPath(e)} (${PRICE_DISPLAY}).` : ''),
+        { limit, used: usage.used, resets_at: resetsAt, plan: record.plan, pay_per_call: payments ? { endpoint: payPerCallPath(e), price: PRICE_DISPLAY } : null },
+        { 'Retry-After': String(view.resetSeconds) },
+      );
+    }
+    const keyId = record.id;
+    res.locals.billing = { kind: 'key', keyId, plan: record.plan } satisfies BillingInfo;
+    res.once('finish', () => {
+      if (res.statusCode < 500) return;
+      store.refundQuota(keyId, period).catch((err: unknown) => log.error({ err, keyId }, 'quota refund failed'));
+    });
+    next();
+  }
+
+  return (e) => {
+    if (!config.billing || e.access === 'free') {
+      return (_req, res, next) => {
+        res.locals.billing = { kind: 'free' } satisfies BillingInfo;
+        next();
+      };
+    }
+    if (e.access === 'payment_only') {
+      return async (req, res, next) => {
+        if (!payments) throw paymentsOff(e);
+        await viaPayment(req, res, next);
+      };
+    }
+    return async (req, res, next) => {
+      const raw = presentedKey(req);
+      if (raw !== null) return viaKey(e, raw, req, res, next);
+      if (!payments) throw noCredentials();
+      await viaPayment(req, res, next, `An API key also works here: get a free one with POST ${SIGNUP_PATH} and send it as x-api-key.`);
+    };
+  };
 }
