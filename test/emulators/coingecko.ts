@@ -1,0 +1,63 @@
+/**
+ * CoinGecko emulator: /simple/price and /ping in the provider's shapes
+ * (shared/fixtures/upstreams/coingecko). Unknown ids are left out of the answer, as upstream.
+ */
+import { Emulator } from './core.js';
+
+/** Bodies copied from the fixtures, for `cg.fault = { status, body }`. */
+export const CG_RATE_LIMIT_BODY = JSON.stringify({
+  status: { error_code: 429, error_message: "You've exceeded the Rate Limit. Please visit https://www.coingecko.com/en/api/pricing to subscribe to our API plans for higher rate limits." },
+});
+export const CG_PRO_KEY_ON_PUBLIC_HOST_BODY = JSON.stringify({
+  status: { error_code: 10010, error_message: 'If you are using Pro API key, please change your root URL from api.coingecko.com to pro-api.coingecko.com' },
+});
+
+interface Quote {
+  price: number | string | null;
+  lastUpdatedAt: number | null;
+}
+
+export class CoinGeckoEmulator extends Emulator {
+  private readonly assets = new Map<string, Map<string, Quote>>();
+
+  /** Price of `id` in `quote`; a string price is sent as a JSON string, null as null. */
+  setPrice(id: string, quote: string, price: number | string | null, lastUpdatedAt: number | null = Math.floor(Date.now() / 1000)): this {
+    let quotes = this.assets.get(id);
+    if (!quotes) this.assets.set(id, (quotes = new Map()));
+    quotes.set(quote.toLowerCase(), { price, lastUpdatedAt });
+    return this;
+  }
+
+  removeAsset(id: string): this {
+    this.assets.delete(id);
+    return this;
+  }
+
+  constructor() {
+    super();
+    this.route('GET', '/ping', () => ({ body: { gecko_says: '(V3) To the Moon!' } }));
+    this.route('GET', '/simple/price', (req) => {
+      const ids = (req.query.get('ids') ?? '').split(',').filter(Boolean);
+      const vs = (req.query.get('vs_currencies') ?? '').toLowerCase().split(',').filter(Boolean);
+      const withTime = req.query.get('include_last_updated_at') === 'true';
+      const out: Record<string, Record<string, unknown>> = {};
+      for (const id of ids) {
+        const quotes = this.assets.get(id);
+        if (!quotes) continue;
+        const entry: Record<string, unknown> = {};
+        for (const v of vs) {
+          const q = quotes.get(v);
+          if (!q) continue;
+          entry[v] = q.price;
+          if (withTime) entry.last_updated_at = q.lastUpdatedAt;
+        }
+        out[id] = entry;
+      }
+      return { body: out };
+    });
+  }
+}
+
+export async function startCoinGecko(): Promise<CoinGeckoEmulator> {
+  return new CoinGeckoEmulator().listen();
+}
