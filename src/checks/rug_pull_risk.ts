@@ -1,0 +1,101 @@
+/**
+ * rug_pull_risk: heuristic signals read from one DEX pair. Only thin liquidity and blocked
+ * sells fail on their own; the other signals warn, and two or more warns together fail
+ * `rug_risk_high`. The parameters set the thresholds (semantics §2 and §7).
+ */
+import type { RugPullRiskCheck } from '../generated/types.js';
+import type { CheckModule, CheckOutcome } from './types.js';
+import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
+import { fmtNum, fmtUsd } from './format.js';
+import { getDexPair } from '../upstreams/dex.js';
+import type { DexPairView } from './dex_price.js';
+
+export const RUG_TTL_S = 60;
+/** The FDV/liquidity signal misfires on old blue chips traded in many pools, so it is kept to young pairs. */
+export const FDV_SIGNAL_MAX_AGE_MINUTES = 30 * 24 * 60;
+/** At least this many buys with no sell in 24 h looks like a honeypot. */
+export const SELLS_BLOCKED_MIN_BUYS = 20;
+/** Risk score points per signal, summed and capped at 100: one warn is 30, two reach 60. */
+export const RISK_POINTS: Readonly<Record<string, number>> = Object.freeze({
+  liquidity_below_min: 70,
+  sells_blocked: 80,
+  pair_too_young: 30,
+  fdv_liquidity_ratio_high: 30,
+  buys_below_min: 30,
+  sells_below_min: 30,
+});
+const FAILS_ALONE = ['liquidity_below_min', 'sells_blocked'];
+
+interface Signal { reason: string; text: string }
+
+export function evaluateRug(check: RugPullRiskCheck, pair: DexPairView | null, nowMs: number, source = 'dex_provider'): CheckOutcome {
+  const expected = {
+    min_liquidity_usd: check.min_liquidity_usd,
+    min_pair_age_minutes: check.min_pair_age_minutes,
+    max_fdv_to_liquidity_ratio: check.max_fdv_to_liquidity_ratio,
+    min_buys_h24: check.min_buys_h24 ?? null,
+    min_sells_h24: check.min_sells_h24 ?? null,
+  };
+  const base = { source, ttl_s: RUG_TTL_S, expected };
+  const where = `${check.chain}/${check.pair_address}`;
+  if (pair === null) {
+    return { ...base, status: 'fail', reason: 'pair_not_found', message: `The DEX provider knows no pair ${where}.`, observed: { pair: null } };
+  }
+  const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
+  const liq = pair.liquidityUsd;
+  if (liq === null || !Number.isFinite(liq)) {
+    return checkError('field_missing', `The DEX provider gave no liquidity for ${label}; rug-pull risk cannot be judged without it.`, source, { observed: { missing: ['liquidity_usd'] }, expected });
+  }
+  const ageMin = pair.pairCreatedAt === null ? null : Math.max(0, Math.floor((nowMs - pair.pairCreatedAt) / 60000));
+  const ratio = pair.fdv === null || liq <= 0 ? null : pair.fdv / liq;
+  const { buysH24: buys, sellsH24: sells } = pair;
+  const signals: Signal[] = [];
+  const skipped: string[] = [];
+
+  if (liq < check.min_liquidity_usd) signals.push({ reason: 'liquidity_below_min', text: `liquidity ${fmtUsd(liq)} is below ${fmtUsd(check.min_liquidity_usd)}` });
+  if (buys !== null && sells !== null) {
+    if (buys >= SELLS_BLOCKED_MIN_BUYS && sells === 0) signals.push({ reason: 'sells_blocked', text: `${buys} buys and no sells in 24 h` });
+  } else skipped.push('sells_blocked');
+  if (ageMin === null) skipped.push('pair_too_young');
+  else if (ageMin < check.min_pair_age_minutes) signals.push({ reason: 'pair_too_young', text: `the pair is ${ageMin} min old (minimum ${check.min_pair_age_minutes})` });
+  if (ageMin === null || ageMin >= FDV_SIGNAL_MAX_AGE_MINUTES || ratio === null) skipped.push('fdv_liquidity_ratio_high');
+  else if (ratio > check.max_fdv_to_liquidity_ratio) signals.push({ reason: 'fdv_liquidity_ratio_high', text: `FDV is ${fmtNum(ratio, 4)}x the liquidity (maximum ${fmtNum(check.max_fdv_to_liquidity_ratio)}x)` });
+  if (check.min_buys_h24 != null) {
+    if (buys === null) skipped.push('buys_below_min');
+    else if (buys < check.min_buys_h24) signals.push({ reason: 'buys_below_min', text: `${buys} buys in 24 h (minimum ${check.min_buys_h24})` });
+  }
+  if (check.min_sells_h24 != null) {
+    if (sells === null) skipped.push('sells_below_min');
+    else if (sells < check.min_sells_h24) signals.push({ reason: 'sells_below_min', text: `${sells} sells in 24 h (minimum ${check.min_sells_h24})` });
+  }
+
+  const score = Math.min(100, signals.reduce((s, x) => s + (RISK_POINTS[x.reason] ?? 0), 0));
+  const observed = {
+    risk_score: score,
+    signals: signals.map((s) => s.reason),
+    skipped_signals: skipped,
+    liquidity_usd: liq,
+    pair_age_minutes: ageMin,
+    fdv_to_liquidity_ratio: ratio === null ? null : Math.round(ratio * 100) / 100,
+    buys_h24: buys,
+    sells_h24: sells,
+    pair: label,
+  };
+  const out = { ...base, observed };
+  const detail = signals.map((s) => s.text).join('; ');
+  const hard = signals.find((s) => FAILS_ALONE.includes(s.reason));
+  if (hard) return { ...out, status: 'fail', reason: hard.reason, message: `${label} risk ${score}/100: ${detail}.` };
+  if (signals.length >= 2) return { ...out, status: 'fail', reason: 'rug_risk_high', message: `${label} risk ${score}/100 from ${signals.length} signals: ${detail}.` };
+  if (signals.length === 1) return { ...out, status: 'warn', reason: signals[0].reason, message: `${label} risk ${score}/100: ${detail}.` };
+  const age = ageMin === null ? 'age unknown' : `${ageMin} min old`;
+  return { ...out, status: 'pass', reason: null, message: `${label} risk ${score}/100: liquidity ${fmtUsd(liq)}, ${age}, no rug signal.` };
+}
+
+export const rugPullRisk: CheckModule<RugPullRiskCheck> = {
+  type: 'rug_pull_risk',
+  run: neverThrow(async (check, ctx) => {
+    const res = await getDexPair(ctx.config, check.chain, check.pair_address, ctx.signal);
+    if (!res.ok) return fromUpstreamFail(res, RUG_TTL_S);
+    return evaluateRug(check, res.data, Date.now(), res.source);
+  }),
+};
