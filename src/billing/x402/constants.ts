@@ -1,0 +1,43 @@
+/**
+ * The one payment this service takes: 0.01 USDC on Base, exact scheme, EIP-3009. The EIP-712
+ * domain is ours, never the client's: a signature made for any other domain recovers to some
+ * other address and is rejected.
+ */
+export const NETWORK_V1 = 'base';
+export const NETWORK_V2 = 'eip155:8453';
+export const CHAIN_ID = 8453;
+export const USDC_BASE = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+/** 0.01 USD in USDC atomic units (6 decimals). Integers only: money never touches a float. */
+export const PRICE_ATOMIC = '10000';
+export const SCHEME = 'exact';
+export const MIME_TYPE = 'application/json';
+export const API_KEY_SIGNUP_PATH = '/v1/api-keys/signup';
+
+export const EIP712_DOMAIN = Object.freeze({
+  name: 'USD Coin',
+  version: '2',
+  chainId: CHAIN_ID,
+  verifyingContract: USDC_BASE,
+});
+
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = Object.freeze({
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+});
+
+/** An authorization must stay valid this long after we accept it, so settlement can still land. */
+export const MIN_VALIDITY_SECONDS = 6;
+/** Clock skew allowed beyond maxTimeoutSeconds before a validBefore counts as absurdly far away. */
+export const VALID_BEFORE_SLACK_SECONDS = 30;
+
+export const HEADER_V1 = 'x-payment';
+export const HEADER_V2 = 'payment-signature';
+export const RECEIPT_V1 = 'X-PAYMENT-RESPONSE';
+export const RECEIPT_V2 = 'PAYMENT-RESPONSE';
+export const CHALLENGE_V2 = 'PAYMENT-REQUIRED';

@@ -1,0 +1,192 @@
+/**
+ * The x402 payment engine behind the billing gate. A paid request carries PAYMENT-SIGNATURE (v2)
+ * or X-PAYMENT (v1); it is decoded, checked against our own offer and domain, checked on chain
+ * when an RPC is configured, then claimed in the ledger by (asset, payer, nonce) so one signed
+ * authorization buys exactly one answer. Settlement runs after the answer (or before it, with
+ * X402_SETTLE_BEFORE_RESPONSE) and is retried from the ledger until it lands or gives up.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../../metrics.js';
+import type { Store } from '../../store/types.js';
+import type { PaymentGate } from '../gate.js';
+import { UsdcChain, createProvider } from './chain.js';
+import { buildOffers, sendChallenge, setReceipt } from './challenge.js';
+import { PRICE_ATOMIC, USDC_BASE } from './constants.js';
+import { errorText } from './errors.js';
+import { hasPaymentHeader, readPaymentHeader } from './header.js';
+import { FacilitatorClient } from './settle-facilitator.js';
+import { LocalSender, type SettlementSender } from './settle-local.js';
+import { Settler, type AttemptOutcome, type RetryPolicy } from './settler.js';
+import type { Offers, Rejection, StoredPayment } from './types.js';
+import { checkPayment } from './verify.js';
+
+export interface X402Deps {
+  config: Readonly<Config>;
+  store: Store;
+  logger: Logger;
+  metrics?: Pick<Metrics, 'payment'>;
+  /** Settlement retry tuning; defaults suit production (5 attempts, 2 s doubling, 1 s poll). */
+  retry?: Partial<RetryPolicy>;
+  /** How often to poll the chain for a settlement's receipt (default 1000 ms). */
+  receiptPollMs?: number;
+}
+
+export interface X402 extends PaymentGate {
+  start(): void;
+  stop(): Promise<void>;
+  /** One settlement attempt for a ledger entry, now. */
+  settleNow(id: string): Promise<AttemptOutcome>;
+  /** One round of the settler loop, now. */
+  settlePending(): Promise<void>;
+}
+
+type HandleResult = { ok: true; onServed(): void } | { ok: false };
+
+export function createX402(deps: X402Deps): X402 {
+  const { config, store } = deps;
+  const log = deps.logger.child({ component: 'x402' });
+  const count = (outcome: string) => deps.metrics?.payment(outcome);
+  if (config.x402PayTo === null) return unconfigured();
+
+  const payTo = config.x402PayTo;
+  const chain = config.x402RpcUrl !== null ? new UsdcChain(createProvider(config.x402RpcUrl, { pollingMs: deps.receiptPollMs }), USDC_BASE) : null;
+  let sender: SettlementSender;
+  let facilitator: FacilitatorClient | null = null;
+  if (config.x402Settlement === 'facilitator') {
+    if (config.x402FacilitatorUrl === null) throw new Error('X402_SETTLEMENT=facilitator needs X402_FACILITATOR_URL');
+    facilitator = new FacilitatorClient(config.x402FacilitatorUrl);
+    sender = facilitator;
+  } else {
+    if (config.x402SettlerKey === null || chain === null) throw new Error('X402_SETTLEMENT=local needs X402_SETTLER_KEY and X402_RPC_URL');
+    sender = new LocalSender(chain, config.x402SettlerKey);
+  }
+  const policy: RetryPolicy = {
+    maxAttempts: 5, baseDelayMs: 2000, maxDelayMs: 60_000, pollMs: 1000,
+    verifiedGraceMs: config.maxDeadlineMs + 5000,
+    ...deps.retry,
+  };
+  const settler = new Settler(store, sender, chain, log, policy, count);
+
+  function refuse(res: Response, offers: Offers, version: 1 | 2, r: Rejection): { ok: false } {
+    log.info({ reason: r.reason, payer: r.payer, x402Version: version }, 'x402 payment refused');
+    count(r.reason);
+    setReceipt(res, version, { success: false, errorReason: r.reason, transaction: '', payer: r.payer });
+    sendChallenge(res, offers, { error: r.reason, detail: r.detail });
+    return { ok: false };
+  }
+
+  function unavailable(res: Response, version: 1 | 2, payer: string, what: string, err: string): { ok: false } {
+    log.error({ err, payer }, `x402 ${what} unavailable`);
+    count('unavailable');
+    setReceipt(res, version, { success: false, errorReason: 'unexpected_verify_error', transaction: '', payer });
+    res.status(503).setHeader('Cache-Control', 'no-store').setHeader('Retry-After', '5');
+    res.json({ detail: `Payment verification is unavailable right now (${what}); the payment was not used, retry shortly.` });
+    return { ok: false };
+  }
+
+  async function handle(req: Request, res: Response): Promise<HandleResult> {
+    const h = readPaymentHeader(req.headers);
+    const offers = buildOffers(config, req);
+    if (h.kind === 'none') {
+      sendChallenge(res, offers);
+      return { ok: false };
+    }
+    if (h.kind === 'malformed') {
+      count('malformed');
+      res.status(400).setHeader('Cache-Control', 'no-store').json({ detail: h.detail });
+      return { ok: false };
+    }
+    if (h.kind === 'rejected') return refuse(res, offers, h.version, h.rejection);
+    const p = h.payment;
+    const a = p.payload.authorization;
+    const rejection = checkPayment(p, offers, Math.floor(Date.now() / 1000));
+    if (rejection !== null) return refuse(res, offers, p.version, rejection);
+    const reject = (reason: Rejection['reason'], detail: string) => refuse(res, offers, p.version, { reason, detail, payer: a.from });
+
+    if (chain !== null) {
+      let state;
+      try {
+        state = await chain.payerState(a.from, a.nonce);
+      } catch (err) {
+        return unavailable(res, p.version, a.from, 'chain RPC', errorText(err));
+      }
+      if (state.nonceUsed) return reject('duplicate_settlement', 'This authorization nonce was already used on chain.');
+      if (state.balance < BigInt(PRICE_ATOMIC)) return reject('insufficient_funds', 'The payer holds less USDC than the price.');
+    }
+    const stored: StoredPayment = {
+      x402Version: p.version, paymentPayload: p.raw, paymentRequirements: p.version === 2 ? offers.v2 : offers.v1, payload: p.payload,
+    };
+    if (facilitator !== null) {
+      const verdict = await facilitator.verify(stored);
+      if (verdict.kind === 'unavailable') return unavailable(res, p.version, a.from, 'facilitator', verdict.error);
+      if (verdict.kind === 'invalid') return reject(verdict.reason as Rejection['reason'], 'The facilitator refused this payment.');
+    }
+
+    const id = randomUUID();
+    const claimed = await store.claimPayment({
+      id, asset: USDC_BASE.toLowerCase(), payer: a.from.toLowerCase(), nonce: a.nonce.toLowerCase(), payTo: payTo.toLowerCase(),
+      value: a.value, network: 'eip155:8453', x402Version: p.version, payload: JSON.stringify(stored),
+      validBefore: Number(a.validBefore), resource: offers.resource.url,
+    });
+    if (!claimed) return reject('duplicate_settlement', 'This payment was already used: one authorization buys one answer.');
+    count('verified');
+    log.info({ paymentId: id, payer: a.from, x402Version: p.version }, 'x402 payment verified and claimed');
+
+    if (config.x402SettleBeforeResponse) {
+      const out = await settler.settle(id, { final: true });
+      if (out.state !== 'settled') {
+        return reject('invalid_transaction_state', `Settlement failed: ${out.state === 'skipped' ? 'the payment is no longer pending' : out.error}`);
+      }
+      setReceipt(res, p.version, { success: true, transaction: out.txHash, payer: a.from });
+      return { ok: true, onServed: () => undefined };
+    }
+    setReceipt(res, p.version, { success: true, transaction: '', payer: a.from });
+    let served = false;
+    // The gate calls onServed on 'finish' below 500; 'close' always comes after, so a response
+    // that ends without onServed was not served and its payment is released, never settled.
+    res.once('close', () => {
+      if (served) return;
+      void store.updatePayment(id, ['verified'], 'failed', { lastError: `not served (status ${res.statusCode})` })
+        .then(() => { log.info({ paymentId: id, status: res.statusCode }, 'x402 payment released: request not served'); count('not_served'); })
+        .catch((err) => log.error({ paymentId: id, err: errorText(err) }, 'x402 could not release an unserved payment'));
+    });
+    return {
+      ok: true,
+      onServed() {
+        if (served) return;
+        served = true;
+        void settler.settle(id).catch((err) => log.error({ paymentId: id, err: errorText(err) }, 'x402 settlement crashed'));
+      },
+    };
+  }
+
+  return {
+    configured: true,
+    hasPayment: (req) => hasPaymentHeader(req.headers),
+    challenge: (req, res, note) => sendChallenge(res, buildOffers(config, req), note === undefined ? {} : { note }),
+    handle,
+    start: () => settler.start(),
+    stop: () => settler.stop(),
+    settleNow: (id) => settler.settle(id),
+    settlePending: () => settler.poll(),
+  };
+}
+
+function unconfigured(): X402 {
+  const off = (): never => {
+    throw new Error('x402 payments are off: X402_PAY_TO is not set');
+  };
+  return {
+    configured: false,
+    hasPayment: (req) => hasPaymentHeader(req.headers),
+    challenge: off,
+    handle: off,
+    start: () => undefined,
+    stop: async () => undefined,
+    settleNow: off,
+    settlePending: async () => undefined,
+  };
+}

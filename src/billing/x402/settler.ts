@@ -1,0 +1,136 @@
+/**
+ * Drives each payment through the ledger: verified → settling → settled | failed. A failed attempt
+ * stays `settling` with its error and is retried with exponential backoff by a loop that polls the
+ * store, so settlements left unfinished by a restart (or by another process) are picked up again.
+ * Before every attempt the chain is asked whether the authorization was already spent, which keeps
+ * a retry from paying twice for a transfer that did land.
+ */
+import type { Logger } from '../../log.js';
+import type { PaymentRecord, Store } from '../../store/types.js';
+import type { UsdcChain } from './chain.js';
+import { errorText } from './errors.js';
+import type { SendResult, SettlementSender } from './settle-local.js';
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  pollMs: number;
+  /** A `verified` payment younger than this belongs to a request still being served. */
+  verifiedGraceMs: number;
+}
+
+export type AttemptOutcome = { state: 'settled'; txHash: string } | { state: 'failed' | 'retry'; error: string } | { state: 'skipped' };
+
+type Attempt = SendResult & { final?: boolean };
+
+export class Settler {
+  private readonly inFlight = new Map<string, Promise<AttemptOutcome>>();
+  private timer: NodeJS.Timeout | null = null;
+  private polling: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly sender: SettlementSender,
+    private readonly chain: UsdcChain | null,
+    private readonly log: Logger,
+    private readonly policy: RetryPolicy,
+    private readonly onOutcome: (outcome: string) => void = () => undefined,
+  ) {}
+
+  backoffMs(attempts: number): number {
+    return Math.min(this.policy.maxDelayMs, this.policy.baseDelayMs * 2 ** Math.max(0, attempts - 1));
+  }
+
+  /** One attempt for one payment; concurrent calls for the same id share it. */
+  settle(id: string, opts: { final?: boolean } = {}): Promise<AttemptOutcome> {
+    const running = this.inFlight.get(id);
+    if (running !== undefined) return running;
+    const p = this.run(id, opts.final === true).finally(() => this.inFlight.delete(id));
+    this.inFlight.set(id, p);
+    return p;
+  }
+
+  private async run(id: string, lastChance: boolean): Promise<AttemptOutcome> {
+    const rec = await this.store.getPayment(id);
+    if (rec === null || (rec.state !== 'verified' && rec.state !== 'settling')) return { state: 'skipped' };
+    if (!(await this.store.updatePayment(id, [rec.state], 'settling', { incrementAttempts: true }))) return { state: 'skipped' };
+    const attempts = rec.attempts + 1;
+    let result: Attempt;
+    try {
+      result = await this.attempt(rec);
+    } catch (err) {
+      result = { ok: false, error: errorText(err) };
+    }
+    const fields = { payer: rec.payer, nonce: rec.nonce, paymentId: id, attempts };
+    if (result.ok) {
+      await this.store.updatePayment(id, ['settling'], 'settled', { txHash: result.txHash, lastError: null });
+      this.log.info({ ...fields, txHash: result.txHash }, 'x402 payment settled');
+      this.onOutcome('settled');
+      return { state: 'settled', txHash: result.txHash };
+    }
+    const txHash = result.txHash ?? rec.txHash;
+    if (result.final === true || lastChance || attempts >= this.policy.maxAttempts) {
+      await this.store.updatePayment(id, ['settling'], 'failed', { lastError: result.error, txHash });
+      this.log.error({ ...fields, txHash, err: result.error }, 'x402 settlement failed for good');
+      this.onOutcome('settle_failed');
+      return { state: 'failed', error: result.error };
+    }
+    await this.store.updatePayment(id, ['settling'], 'settling', { lastError: result.error, txHash });
+    this.log.warn({ ...fields, txHash, err: result.error, retryInMs: this.backoffMs(attempts) }, 'x402 settlement attempt failed, will retry');
+    return { state: 'retry', error: result.error };
+  }
+
+  private async attempt(rec: PaymentRecord): Promise<Attempt> {
+    if (this.chain !== null) {
+      if (rec.txHash !== null) {
+        const receipt = await this.chain.receipt(rec.txHash);
+        if (receipt !== null && receipt.status === 1) return { ok: true, txHash: rec.txHash };
+      }
+      if (await this.chain.authorizationUsed(rec.payer, rec.nonce)) {
+        const tx = await this.chain.findSpendingTx(rec.payer, rec.nonce);
+        if (tx !== null) return { ok: true, txHash: tx };
+        return { ok: false, final: true, error: 'the authorization was spent or canceled on chain by another transaction' };
+      }
+    }
+    if (Math.floor(Date.now() / 1000) >= rec.validBefore) {
+      return { ok: false, final: true, error: 'the authorization expired before it could be settled' };
+    }
+    return this.sender.send(rec, async (txHash) => {
+      await this.store.updatePayment(rec.id, ['settling'], 'settling', { txHash });
+    });
+  }
+
+  /** Settles every unsettled payment that is due; returns when this round is done. */
+  async poll(): Promise<void> {
+    const minAge = Math.min(this.policy.baseDelayMs, this.policy.verifiedGraceMs);
+    const due = await this.store.listUnsettledPayments(minAge, 50);
+    const now = Date.now();
+    const work = due.filter((rec) => {
+      const age = now - rec.updatedAt.getTime();
+      return rec.state === 'verified' ? age >= this.policy.verifiedGraceMs : age >= this.backoffMs(rec.attempts);
+    });
+    await Promise.all(work.map((rec) => this.settle(rec.id)));
+  }
+
+  start(): void {
+    if (this.timer !== null) return;
+    const tick = () => {
+      this.polling = this.poll()
+        .catch((err) => this.log.error({ err: errorText(err) }, 'x402 settler poll failed'))
+        .finally(() => {
+          this.polling = null;
+          if (this.timer !== null) this.timer = setTimeout(tick, this.policy.pollMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, this.policy.pollMs).unref();
+  }
+
+  /** Stops polling and waits for attempts already under way (their outcome is recorded). */
+  async stop(): Promise<void> {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    await this.polling;
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+}
