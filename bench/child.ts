@@ -1,0 +1,64 @@
+/**
+ * Child processes of the bench: servers that report their URL over IPC once listening, and the
+ * load generator that takes one job and answers with its figures. Every wait is bounded.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { LoadJob, LoadResult } from './load.js';
+
+export interface Child {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
+
+function waitForMessage<T>(proc: ChildProcess, what: string, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`${what}: no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    proc.once('message', (m) => {
+      clearTimeout(timer);
+      resolve(m as T);
+    });
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what}: exited (${code ?? signal}) before answering`));
+    });
+  });
+}
+
+/** Stops a child with SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+function stopper(proc: ChildProcess, graceMs = 5000): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      proc.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      proc.kill('SIGTERM');
+    });
+}
+
+/** Forks a server script (compiled, next to this file) that sends `{url}` once it listens. */
+export async function startServerChild(script: string, env: Record<string, string>, stdio: 'ignore' | 'inherit' = 'ignore'): Promise<Child> {
+  const proc = fork(here(script), [], { env: { ...process.env, ...env }, stdio: [stdio === 'inherit' ? 'inherit' : 'ignore', stdio, 'inherit', 'ipc'] });
+  const m = await waitForMessage<{ url?: string; error?: string }>(proc, script, 30_000);
+  if (m.url === undefined) throw new Error(`${script}: ${m.error ?? 'no url'}`);
+  return { url: m.url, proc, stop: stopper(proc) };
+}
+
+/** Runs one load job in a fresh process, so autocannon never shares an event loop with a server. */
+export async function runLoadInChild(job: LoadJob): Promise<LoadResult> {
+  const proc = fork(here('./load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const answer = waitForMessage<{ result?: LoadResult; error?: string }>(proc, 'load', (job.warmupSec + job.durationSec) * 1000 + 30_000);
+  proc.send(job);
+  const m = await answer;
+  if (m.result === undefined) throw new Error(`load: ${m.error ?? 'no result'}`);
+  return m.result;
+}

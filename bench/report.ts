@@ -1,0 +1,38 @@
+/** The bench's console output: the scenario table, the targets, the pool comparison. */
+import type { Row } from './session.js';
+import type { Verdict } from './targets.js';
+import type { PoolRow } from './pool-mode.js';
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+const cells = (r: Row): string[] =>
+  r.result === null
+    ? [r.name, r.load, '-', '-', '-', 'not run']
+    : [r.name, r.load, String(r.result.rps), String(r.result.p50), String(r.result.p99), String(r.result.errors)];
+
+export function printTable(rows: Row[], latencyMs: number): void {
+  process.stdout.write(`\nScenarios (upstream latency ${latencyMs} ms; latencies in ms)\n`);
+  process.stdout.write(table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors'], rows.map(cells)) + '\n');
+  for (const r of rows) {
+    if (r.note) process.stdout.write(`  ${r.name}: ${r.note}\n`);
+    else if (r.result && Object.keys(r.result.unexpectedStatus).length > 0) process.stdout.write(`  ${r.name}: unexpected statuses ${JSON.stringify(r.result.unexpectedStatus)}\n`);
+  }
+}
+
+export function printVerdicts(verdicts: Verdict[]): void {
+  process.stdout.write('\nTargets\n');
+  for (const v of verdicts) process.stdout.write(`  ${v.ok ? 'ok  ' : 'MISS'}  ${v.target}: ${v.detail}\n`);
+  const missed = verdicts.filter((v) => !v.ok).length;
+  process.stdout.write(missed === 0 ? '  all targets met\n' : `  ${missed} target(s) missed\n`);
+}
+
+export function printPool(pool: PoolRow[]): void {
+  process.stdout.write('\nWorker pool vs inline (latencies in ms)\n');
+  const rows = pool.flatMap((p) => p.rows.map((r) => [p.setting.name, ...cells(r)]));
+  process.stdout.write(table(['setting', 'scenario', 'load', 'req/s', 'p50', 'p99', 'errors'], rows) + '\n');
+  for (const p of pool) for (const r of p.rows) if (r.note) process.stdout.write(`  ${p.setting.name} ${r.name}: ${r.note}\n`);
+}

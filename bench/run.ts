@@ -1,0 +1,114 @@
+/**
+ * `npm run bench`: emulated upstreams in this process, the service and a bare reference server
+ * each in a child process, and autocannon in yet another, all on loopback. Prints a table, writes
+ * bench/results/latest.json and exits non-zero when a target is missed.
+ *
+ *   --mode=all (default) | targets | pool    which part to run
+ *   --quick                                  3 s per scenario instead of 10 (a smoke run)
+ *   --latency=50                             upstream answer delay in ms
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { cpus } from 'node:os';
+import { startUpstreams, type Upstreams } from './upstreams.js';
+import { startPaymentRig, type PaymentRig } from './payments.js';
+import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
+import { judge, type Measured, type Verdict } from './targets.js';
+import { startServerChild, type Child } from './child.js';
+import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
+import { comparePool, type PoolRow } from './pool-mode.js';
+import { printPool, printTable, printVerdicts } from './report.js';
+
+interface Options { mode: 'all' | 'targets' | 'pool'; quick: boolean; latencyMs: number }
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { mode: 'all', quick: false, latencyMs: 50 };
+  for (const a of argv) {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    if (k === 'mode' && (v === 'all' || v === 'targets' || v === 'pool')) opts.mode = v;
+    else if (k === 'quick') opts.quick = true;
+    else if (k === 'latency' && /^\d+$/.test(v ?? '')) opts.latencyMs = Number(v);
+    else throw new Error(`unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS)`);
+  }
+  return opts;
+}
+
+const COLD_KEYS = 60_000;
+/** Every scenario's run is bounded; the whole bench aborts past this. */
+const HARD_LIMIT_MS = 9 * 60_000;
+
+async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig | null): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
+  const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
+  const scenarios = SCENARIOS.map(scale);
+  const rows: Row[] = [];
+
+  const reference = await startServerChild('./reference.js', {});
+  try {
+    const run = scenarioRunner({ url: reference.url, apiKey: null, upstreams, rig });
+    for (const s of scenarios.filter((x) => x.server === 'reference')) rows.push(await run(s, 0));
+  } finally {
+    await reference.stop();
+  }
+
+  const service: Child = await startServerChild('./service.js', serviceEnv(upstreams, rig, {}));
+  try {
+    const apiKey = await signup(service.url);
+    const run = scenarioRunner({ url: service.url, apiKey, upstreams, rig });
+    for (const s of scenarios.filter((x) => x.server === 'service')) rows.push(await run(s, 0));
+  } finally {
+    await service.stop();
+  }
+
+  const measured = new Map<string, Measured | null>(rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]));
+  return { rows, verdicts: judge(measured, opts.latencyMs) };
+}
+
+async function main(): Promise<number> {
+  const opts = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  const upstreams = await startUpstreams(opts.latencyMs, COLD_KEYS);
+  let rig: PaymentRig | null = null;
+  try {
+    if (opts.mode !== 'pool') rig = await startPaymentRig(PAID_RATE * 20);
+    const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
+    const pool: PoolRow[] | null = opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick);
+
+    if (targets) {
+      printTable(targets.rows, opts.latencyMs);
+      printVerdicts(targets.verdicts);
+    }
+    if (pool) printPool(pool);
+    const out = {
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', node: process.version },
+      options: opts,
+      upstreamLatencyMs: opts.latencyMs,
+      scenarios: targets?.rows ?? null,
+      targets: targets?.verdicts ?? null,
+      pool,
+      elapsedSec: Math.round((Date.now() - started) / 1000),
+    };
+    const dir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}latest.json`, JSON.stringify(out, null, 2) + '\n');
+    process.stdout.write(`\nwrote bench/results/latest.json (${out.elapsedSec} s)\n`);
+    return targets && targets.verdicts.some((v) => !v.ok) ? 1 : 0;
+  } finally {
+    await rig?.close();
+    await upstreams.close();
+  }
+}
+
+const guard = setTimeout(() => {
+  process.stderr.write(`bench: over ${HARD_LIMIT_MS / 60_000} minutes, aborting\n`);
+  process.exit(2);
+}, HARD_LIMIT_MS);
+guard.unref();
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err.message}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,62 @@
+/**
+ * What the bench sends, and at what load. Bodies are JSON strings; the cold ones carry `{{n}}`
+ * placeholders that the load process fills with a per-request number, so every request asks
+ * about assets, pairs and contracts the cache has never seen (the emulators know them all).
+ */
+import { CONTRACT, PAIR } from './upstreams.js';
+
+export type Auth = 'none' | 'key' | 'x402';
+
+export interface Scenario {
+  name: string;
+  /** What it measures, for the table. */
+  about: string;
+  server: 'reference' | 'service';
+  path: string;
+  body: string;
+  auth: Auth;
+  expectStatus: number;
+  connections: number;
+  durationSec: number;
+  warmupSec: number;
+  /** Requests per second across all connections; unset drives as fast as answers come. */
+  overallRate?: number;
+}
+
+const decideBody = (checks: unknown[]): string => JSON.stringify({ goal: 'Swap 1 ETH for USDC on Base if the market is sane', checks });
+
+export const CACHED_DECIDE = decideBody([
+  { type: 'price', asset_id: 'ethereum', min_price: 1000, max_price: 10000 },
+  { type: 'dex_price', chain: 'base', pair_address: PAIR, min_liquidity_usd: 100000 },
+  { type: 'contract_verified', chain: 'base', contract_address: CONTRACT },
+  { type: 'stablecoin_depeg', asset_id: 'usd-coin' },
+]);
+
+/** Four checks on four fresh keys per request; `coldAddress(n)` in upstreams.ts builds the same address. */
+export const COLD_DECIDE = decideBody([
+  { type: 'price', asset_id: 'bench-{{n}}', min_price: 1 },
+  { type: 'dex_price', chain: 'base', pair_address: '0xpair{{n}}', min_liquidity_usd: 100000 },
+  { type: 'contract_verified', chain: 'base', contract_address: `0x${'be'.padEnd(32, '0')}{{n:8}}` },
+  { type: 'stablecoin_depeg', asset_id: 'benchusd-{{n}}' },
+]);
+
+export const GUARD_SWAP = JSON.stringify({ action: 'swap', chain: 'base', pair_address: PAIR, amount_usd: 5000, stablecoin_asset_id: 'usd-coin' });
+
+/** A price check without its asset: a 422 before any billing or engine work. */
+export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
+
+/** The request rate at which the keyed and the paid decide are compared. */
+export const PAID_RATE = 100;
+export const COLD_RATE = 150;
+
+const std = { durationSec: 10, warmupSec: 2 };
+
+export const SCENARIOS: readonly Scenario[] = [
+  { name: 'reference', about: 'bare express 5 + Ajv, same body, fixed answer', server: 'reference', path: '/v1/decide', body: CACHED_DECIDE, auth: 'none', expectStatus: 200, connections: 50, ...std },
+  { name: 'decide-cached', about: 'API key, 4 checks all cached', server: 'service', path: '/v1/decide', body: CACHED_DECIDE, auth: 'key', expectStatus: 200, connections: 50, ...std },
+  { name: 'decide-cold', about: `API key, 4 fresh checks per request, upstreams answer in LATENCY ms, ${COLD_RATE} req/s`, server: 'service', path: '/v1/decide', body: COLD_DECIDE, auth: 'key', expectStatus: 200, connections: 32, overallRate: COLD_RATE, ...std },
+  { name: 'guard-swap', about: 'API key, guard for a swap (rpc health, peg, depth, rug signals)', server: 'service', path: '/v1/guard', body: GUARD_SWAP, auth: 'key', expectStatus: 200, connections: 50, ...std },
+  { name: 'invalid-body', about: 'schema violation, answered 422', server: 'service', path: '/v1/decide', body: INVALID_DECIDE, auth: 'none', expectStatus: 422, connections: 50, ...std },
+  { name: 'decide-keyed', about: `API key, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/decide', body: CACHED_DECIDE, auth: 'key', expectStatus: 200, connections: 10, overallRate: PAID_RATE, ...std },
+  { name: 'decide-paid', about: `x402 payment per request, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/x402/decide', body: CACHED_DECIDE, auth: 'x402', expectStatus: 200, connections: 10, overallRate: PAID_RATE, ...std },
+];

@@ -1,0 +1,97 @@
+/**
+ * One scenario against one running server: a probe request that must get the expected status
+ * (so a miswired scenario is reported as such, not measured), then the load in its own process,
+ * with the upstream calls it caused counted on the side.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Upstreams } from './upstreams.js';
+import type { PaymentRig } from './payments.js';
+import type { Scenario } from './scenarios.js';
+import type { LoadJob, LoadResult } from './load.js';
+import { runLoadInChild } from './child.js';
+
+export interface Row {
+  name: string;
+  about: string;
+  load: string;
+  result: LoadResult | null;
+  note?: string;
+  upstreamCalls: Record<string, number>;
+}
+
+const root = mkdtempSync(join(tmpdir(), 'preflight-bench-'));
+process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+let dbs = 0;
+
+/** The service's environment: loopback only, emulated upstreams, a fresh SQLite file, billing on. */
+export function serviceEnv(upstreams: Upstreams, rig: PaymentRig | null, overrides: Record<string, string>): Record<string, string> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: `sqlite:${join(root, `service-${dbs++}.db`)}`,
+    BILLING: 'true',
+    // One key carries the whole run; the free tier's monthly quota must not end it early.
+    FREE_TIER_MONTHLY_LIMIT: '1000000000',
+    SIGNUPS_PER_HOUR: '1000',
+    X402_MAX_TIMEOUT_SECONDS: '60',
+    ...upstreams.env,
+    ...(rig?.env ?? {}),
+    ...overrides,
+  };
+}
+
+/** A free API key from the service's own signup endpoint, or null when it has none. */
+export async function signup(url: string): Promise<string | null> {
+  const res = await fetch(`${url}/v1/api-keys/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'bench@example.com', full_name: 'Bench', use_case: 'load test' }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const body = (await res.json().catch(() => null)) as { api_key?: string } | null;
+  return res.ok && typeof body?.api_key === 'string' ? body.api_key : null;
+}
+
+export function describeLoad(s: Scenario): string {
+  return `${s.connections} conn, ${s.overallRate === undefined ? 'max rate' : `${s.overallRate} req/s`}, ${s.durationSec} s`;
+}
+
+/** Fills the body template the way the load process does, for the probe. */
+const fill = (body: string, n: number): string => body.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) => String(n).padStart(Number(w ?? 0), '0'));
+
+interface Ctx { url: string; apiKey: string | null; upstreams: Upstreams; rig: PaymentRig | null }
+
+export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promise<Row> {
+  return async (s, nStart) => {
+    const row: Row = { name: s.name, about: s.about.replace('LATENCY', String(ctx.upstreams.latencyMs)), load: describeLoad(s), result: null, upstreamCalls: {} };
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    let headerPool: LoadJob['headerPool'];
+    if (s.auth === 'key') {
+      if (ctx.apiKey === null) return { ...row, note: 'no API key: the service has no working signup' };
+      headers['x-api-key'] = ctx.apiKey;
+    }
+    let probeHeaders = headers;
+    if (s.auth === 'x402') {
+      if (ctx.rig === null) return { ...row, note: 'no payment rig' };
+      const rate = s.overallRate ?? 200;
+      const values = await ctx.rig.headers(Math.ceil(rate * (s.durationSec + s.warmupSec) * 1.1) + 1, 80);
+      probeHeaders = { ...headers, 'x-payment': values.pop()! };
+      headerPool = { name: 'x-payment', values };
+    }
+    // The probe uses a key far from the load's range so it never warms the cache for it.
+    const probe = await fetch(`${ctx.url}${s.path}`, { method: 'POST', headers: probeHeaders, body: fill(s.body, nStart + 50_000), signal: AbortSignal.timeout(10_000) });
+    const text = await probe.text();
+    if (probe.status !== s.expectStatus) return { ...row, note: `probe answered ${probe.status}, expected ${s.expectStatus}: ${text.slice(0, 200)}` };
+
+    ctx.upstreams.reset();
+    row.result = await runLoadInChild({
+      url: ctx.url, path: s.path, method: 'POST', headers, body: s.body, headerPool, nStart,
+      expectStatus: s.expectStatus, connections: s.connections, durationSec: s.durationSec, warmupSec: s.warmupSec, overallRate: s.overallRate,
+    });
+    row.upstreamCalls = ctx.upstreams.counts();
+    return row;
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The bench's pass/fail rules, as data over the measured figures (pure, no I/O):
+ * p99 under 300 ms and no errors for every scenario at its stated load; the cached decide at least
+ * 0.8 × the reference's throughput in the same run; the cold decide's p50 within 15 ms of the
+ * slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed decide's p99.
+ */
+export interface Measured {
+  name: string;
+  requests: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+export interface Verdict {
+  target: string;
+  ok: boolean;
+  detail: string;
+}
+
+export const LIMITS = Object.freeze({
+  p99Ms: 300,
+  cachedVsReference: 0.8,
+  coldP50OverUpstreamMs: 15,
+  paidP99OverKeyedMs: 20,
+});
+
+export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
+  const out: Verdict[] = [];
+  const get = (name: string): Measured | null => results.get(name) ?? null;
+  for (const [name, m] of results) {
+    if (m === null) {
+      out.push({ target: `${name} ran`, ok: false, detail: 'scenario could not run' });
+      continue;
+    }
+    out.push({ target: `${name} p99 < ${LIMITS.p99Ms} ms`, ok: m.p99 < LIMITS.p99Ms, detail: `p99 ${m.p99} ms` });
+    out.push({ target: `${name} without errors`, ok: m.errors === 0 && m.requests > 0, detail: `${m.errors} errors in ${m.requests} requests` });
+  }
+  const ref = get('reference');
+  const cached = get('decide-cached');
+  if (ref && cached) {
+    const ratio = ref.rps > 0 ? cached.rps / ref.rps : 0;
+    out.push({ target: `decide-cached >= ${LIMITS.cachedVsReference} x reference req/s`, ok: ratio >= LIMITS.cachedVsReference, detail: `${cached.rps} vs ${ref.rps} req/s = ${ratio.toFixed(2)}` });
+  }
+  const cold = get('decide-cold');
+  if (cold) {
+    const limit = upstreamLatencyMs + LIMITS.coldP50OverUpstreamMs;
+    out.push({ target: `decide-cold p50 <= upstream ${upstreamLatencyMs} + ${LIMITS.coldP50OverUpstreamMs} ms`, ok: cold.p50 <= limit, detail: `p50 ${cold.p50} ms (limit ${limit})` });
+  }
+  const keyed = get('decide-keyed');
+  const paid = get('decide-paid');
+  if (keyed && paid) {
+    const limit = keyed.p99 + LIMITS.paidP99OverKeyedMs;
+    out.push({ target: `decide-paid p99 <= decide-keyed p99 + ${LIMITS.paidP99OverKeyedMs} ms`, ok: paid.p99 <= limit, detail: `p99 ${paid.p99} vs ${keyed.p99} ms (limit ${limit})` });
+  }
+  return out;
+}

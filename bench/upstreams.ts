@@ -1,0 +1,72 @@
+/**
+ * The emulated upstreams the bench points the service at (test/emulators, on loopback), seeded
+ * with enough distinct assets, pairs and contracts that a cold scenario can use a fresh cache key
+ * on every request and still get a passing answer. Each answer waits `latencyMs`, like a real API.
+ */
+import { startCoinGecko, type CoinGeckoEmulator } from '../test/emulators/coingecko.js';
+import { startDexScreener, type DexScreenerEmulator } from '../test/emulators/dexscreener.js';
+import { startSourcify, type SourcifyEmulator } from '../test/emulators/sourcify.js';
+import { startJsonRpc, type JsonRpcEmulator } from '../test/emulators/jsonrpc.js';
+
+/** Fixed identities the cached and guard scenarios use. */
+export const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
+export const CONTRACT = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
+/** Cold scenarios use asset `bench-<n>`, stable `benchusd-<n>`, pair `0xpair<n>`, contract `coldAddress(n)`. */
+export const coldAddress = (n: number): string => `0x${'be'.padEnd(32, '0')}${String(n).padStart(8, '0')}`;
+
+export interface Upstreams {
+  env: Record<string, string>;
+  /** The configured delay of every upstream answer. */
+  latencyMs: number;
+  setLatency(ms: number): void;
+  /** Upstream calls received since the last reset, by emulator. */
+  counts(): Record<string, number>;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+function seed(cg: CoinGeckoEmulator, dex: DexScreenerEmulator, src: SourcifyEmulator, rpc: JsonRpcEmulator, coldKeys: number): void {
+  cg.setPrice('ethereum', 'usd', 3120.55).setPrice('usd-coin', 'usd', 0.9999);
+  dex.setPair('base', PAIR);
+  src.setVerified(8453, CONTRACT);
+  for (let n = 0; n < coldKeys; n++) {
+    cg.setPrice(`bench-${n}`, 'usd', 100 + (n % 50));
+    cg.setPrice(`benchusd-${n}`, 'usd', 1.0001);
+    dex.setPair('base', `0xpair${n}`);
+    src.setVerified(8453, coldAddress(n));
+  }
+  // Price timestamps and the chain head are read live so nothing turns stale during a long run.
+  rpc.setResult('eth_getCode', '0x6080604052');
+  rpc.setHandler('eth_getBlockByNumber', () => ({ result: { number: `0x${rpc.blockNumber.toString(16)}`, timestamp: `0x${Math.floor(Date.now() / 1000).toString(16)}` } }));
+}
+
+export async function startUpstreams(latencyMs: number, coldKeys: number): Promise<Upstreams> {
+  const [cg, dex, src, rpc] = await Promise.all([startCoinGecko(), startDexScreener(), startSourcify(), startJsonRpc()]);
+  seed(cg, dex, src, rpc, coldKeys);
+  const all = { price_provider: cg, dex_provider: dex, sourcify: src, rpc } as const;
+  const u: Upstreams = {
+    env: {
+      PRICE_API_URL: cg.url,
+      DEX_API_URL: dex.url,
+      SOURCIFY_URL: src.url,
+      RPC_URLS: `base=${rpc.url}`,
+    },
+    latencyMs,
+    setLatency(ms) {
+      u.latencyMs = ms;
+      for (const em of Object.values(all)) em.fault = ms > 0 ? { delayMs: ms } : null;
+    },
+    counts() {
+      return Object.fromEntries(Object.entries(all).map(([k, em]) => [k, em.stats.requests]));
+    },
+    reset() {
+      for (const em of Object.values(all)) em.resetStats();
+      rpc.calls = [];
+    },
+    async close() {
+      await Promise.all(Object.values(all).map((em) => em.close()));
+    },
+  };
+  u.setLatency(latencyMs);
+  return u;
+}
