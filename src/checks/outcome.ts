@@ -22,16 +22,17 @@ const FAIL_REASONS: ReadonlySet<string> = new Set(['target_forbidden', 'too_many
  * which stay cached for their retry-after so a burst does not hammer a provider that said stop.
  */
 export function fromUpstreamFail(fail: UpstreamFail, failTtlS: number, observed: Record<string, unknown> = {}): CheckOutcome {
+  const message = /[.!?]$/.test(fail.message) ? fail.message : `${fail.message}.`;
   const obs = fail.status === undefined ? observed : { ...observed, http_status: fail.status };
   const withObserved = Object.keys(obs).length > 0 ? { observed: obs } : {};
   if (FAIL_REASONS.has(fail.reason)) {
-    return { status: 'fail', reason: fail.reason, message: fail.message, source: fail.source, ttl_s: failTtlS, ...withObserved };
+    return { status: 'fail', reason: fail.reason, message, source: fail.source, ttl_s: failTtlS, ...withObserved };
   }
   const retryAfter = fail.retryAfterS ?? RETRY_AFTER_S[fail.reason] ?? DEFAULT_RETRY_AFTER_S;
   return {
     status: 'error',
     reason: fail.reason,
-    message: fail.message,
+    message,
     source: fail.source,
     ttl_s: fail.reason in RETRY_AFTER_S ? retryAfter : 0,
     retry_after_s: retryAfter,

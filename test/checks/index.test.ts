@@ -1,0 +1,57 @@
+import t from 'tap';
+import { canonicalKey, checkName, checks, moduleFor } from '../../src/checks/index.js';
+import { schemas } from '../../src/generated/schemas.js';
+import type { Check } from '../../src/generated/types.js';
+
+/** Raw request-shaped checks, before validation fills the defaults. */
+const raw = (x: object): Check => x as unknown as Check;
+
+t.test('the registry holds exactly the schema\'s check types', async (t) => {
+  const types = (schemas.Check as unknown as { oneOf: Array<{ $ref: string }> }).oneOf.map((r) => (schemas as unknown as Record<string, { properties: { type: { const: string } } }>)[r.$ref].properties.type.const);
+  t.same(Object.keys(checks).sort(), [...types].sort());
+  for (const [type, mod] of Object.entries(checks)) t.equal(mod.type, type, `${type} module says its type`);
+  t.equal(moduleFor({ type: 'approval_amount', amount: '1' }).type, 'approval_amount');
+});
+
+t.test('checkName', async (t) => {
+  const all = [
+    { type: 'stablecoin_depeg', asset_id: 'usd-coin' },
+    { type: 'stablecoin_depeg', asset_id: 'tether' },
+    { type: 'http', url: 'https://a.example/' },
+    { type: 'http', url: 'https://b.example/' },
+    { type: 'price', asset_id: 'ethereum' },
+    { type: 'price', asset_id: 'ethereum', min_price: 1 },
+    { type: 'approval_amount', amount: '1' },
+  ] as unknown as Check[];
+  t.same(all.map((c, i) => checkName(c, i, all)), [
+    'stablecoin_depeg[usd-coin]',
+    'stablecoin_depeg[tether]',
+    'http[2]',
+    'http[3]',
+    'price[4]',
+    'price[5]',
+    'approval_amount',
+  ]);
+});
+
+t.test('canonicalKey', async (t) => {
+  const bare = canonicalKey(raw({ type: 'http', url: 'https://a.example/' }));
+  const full = canonicalKey(raw({ url: 'https://a.example/', must_contain: null, expect_status: 200, method: 'GET', type: 'http' }));
+  t.equal(bare, full, 'defaults applied, nulls dropped, key order ignored');
+  t.equal(bare, '{"expect_status":200,"method":"GET","type":"http","url":"https://a.example/"}');
+  t.not(canonicalKey(raw({ type: 'http', url: 'https://a.example/', headers: { authorization: 'a' } })), bare, 'headers change the key');
+  t.equal(
+    canonicalKey(raw({ type: 'http', url: 'https://a.example/', headers: { b: '1', a: '2' } })),
+    canonicalKey(raw({ type: 'http', url: 'https://a.example/', headers: { a: '2', b: '1' } })),
+    'header order does not',
+  );
+  t.equal(canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_chainId' })), canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_chainId', params: [] })));
+  t.not(canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1', null] })), canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1'] })), 'nulls inside params count');
+  t.equal(
+    canonicalKey(raw({ type: 'stablecoin_depeg', asset_id: 'usd-coin' })),
+    '{"asset_id":"usd-coin","block_deviation_pct":0.02,"quote":"usd","type":"stablecoin_depeg","warn_deviation_pct":0.005}',
+  );
+  const original = raw({ type: 'price', asset_id: 'ethereum' });
+  canonicalKey(original);
+  t.same(original, { type: 'price', asset_id: 'ethereum' }, 'the caller\'s object is not modified');
+});
