@@ -1,0 +1,38 @@
+/**
+ * POST /v1/guard and the endpoints that share it (execution-guard, x402, ACP): the validated
+ * GuardRequest is planned, run through the engine within the request's deadline, and judged.
+ */
+import type { RequestHandler } from 'express';
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config.js';
+import type { GuardRequest } from '../generated/types.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Engine } from '../engine/runner.js';
+import { resolveDeadline } from '../engine/respond.js';
+import { planGuard } from './plan.js';
+import { guardResponse } from './respond.js';
+
+export interface GuardDeps {
+  config: Readonly<Config>;
+  engine: Engine;
+  logger: Logger;
+  metrics?: Metrics;
+}
+
+export function guardHandler(deps: GuardDeps): RequestHandler {
+  const { config, engine, logger, metrics } = deps;
+  return async (req, res) => {
+    const started = performance.now();
+    const body = req.body as GuardRequest;
+    const requestId = (res.locals.requestId as string | undefined) ?? randomUUID();
+    const deadlineMs = resolveDeadline(config, body.context);
+    const plan = planGuard(body, config);
+    const planned = plan.planned.map(({ name, check }) => ({ name, check }));
+    const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
+    const response = guardResponse(body, plan, results, { requestId, deadlineMs, latencyMs: performance.now() - started });
+    metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/guard', response.verdict);
+    logger.debug({ reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks }, 'guard judged');
+    res.json(response);
+  };
+}
