@@ -5,8 +5,9 @@
  */
 import type { YieldRouteOption, YieldRoutingRequest, YieldRoutingResponse } from '../generated/types.js';
 import { fmtNum, fmtUsd } from '../checks/format.js';
+import { normaliseAssetId, type PegStatus } from './peg.js';
 
-export type PegStatus = 'pegged' | 'warning' | 'depegged' | 'unknown';
+export type { PegStatus };
 type Ranked = YieldRoutingResponse['ranked'][number];
 type Excluded = YieldRoutingResponse['excluded'][number];
 type Reason = Excluded['reasons'][number];
@@ -29,7 +30,8 @@ export function score(apy: number, riskScore: number): number {
 }
 
 export function stablecoinOf(o: YieldRouteOption): string {
-  return typeof o.stablecoin_asset_id === 'string' && o.stablecoin_asset_id !== '' ? o.stablecoin_asset_id : DEFAULT_STABLECOIN;
+  const id = typeof o.stablecoin_asset_id === 'string' ? normaliseAssetId(o.stablecoin_asset_id) : '';
+  return id !== '' ? id : DEFAULT_STABLECOIN;
 }
 
 /** Each exclusion rule as data: the code, when it applies, and its sentence. */

@@ -69,6 +69,11 @@ export const schemas = {
         "minimum": 0,
         "description": "Seconds."
       },
+      "retry_after_s": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "On wait: seconds until a retry makes sense."
+      },
       "strict_mode": {
         "type": "boolean"
       },
@@ -220,6 +225,11 @@ export const schemas = {
         "type": "integer",
         "minimum": 0,
         "description": "Seconds."
+      },
+      "retry_after_s": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "On wait: seconds until a retry makes sense."
       },
       "quote": {
         "type": "string",

@@ -14,6 +14,8 @@ export type BridgeRiskResponse = {
   confidence: number;
   /** Seconds. */
   expires_in: number;
+  /** On wait: seconds until a retry makes sense. */
+  retry_after_s?: number;
   strict_mode: boolean;
   bridges: Array<{
     status_url: string;
@@ -44,6 +46,8 @@ export type StablecoinIntelligenceResponse = {
   confidence: number;
   /** Seconds. */
   expires_in: number;
+  /** On wait: seconds until a retry makes sense. */
+  retry_after_s?: number;
   /** The peg currency: each asset is judged against 1 unit of it. */
   quote: string;
   thresholds: {

@@ -154,7 +154,7 @@ return errors === 0;
 }
 
 export const BridgeRiskResponse = validate11;
-const schema12 = {"$id":"BridgeRiskResponse","title":"BridgeRiskResponse","type":"object","description":"One result per bridge status URL and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"strict_mode":{"type":"boolean"},"bridges":{"type":"array","items":{"type":"object","properties":{"status_url":{"type":"string"},"status":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"reason":{"type":["string","null"]},"message":{"type":"string"},"http_status":{"type":["integer","null"]},"indicator":{"type":["string","null"],"description":"statuspage-style status.indicator when the page is JSON: none, minor, major, critical."},"keywords_found":{"type":"array","items":{"type":"string"},"description":"Danger keywords found (in unresolved incidents for a statuspage body)."},"safe_keywords_found":{"type":"array","items":{"type":"string"}},"latency_ms":{"type":"number","minimum":0},"cached":{"type":"boolean"}},"required":["status_url","status","reason","message","http_status","indicator","keywords_found","safe_keywords_found","latency_ms","cached"]}},"summary":{"type":"string"},"failure_modes":{"type":"array","items":{"type":"string"}},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","strict_mode","bridges","summary","failure_modes","evidence","request_id","evaluated_at","latency_ms"]};
+const schema12 = {"$id":"BridgeRiskResponse","title":"BridgeRiskResponse","type":"object","description":"One result per bridge status URL and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"retry_after_s":{"type":"integer","minimum":1,"description":"On wait: seconds until a retry makes sense."},"strict_mode":{"type":"boolean"},"bridges":{"type":"array","items":{"type":"object","properties":{"status_url":{"type":"string"},"status":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"reason":{"type":["string","null"]},"message":{"type":"string"},"http_status":{"type":["integer","null"]},"indicator":{"type":["string","null"],"description":"statuspage-style status.indicator when the page is JSON: none, minor, major, critical."},"keywords_found":{"type":"array","items":{"type":"string"},"description":"Danger keywords found (in unresolved incidents for a statuspage body)."},"safe_keywords_found":{"type":"array","items":{"type":"string"}},"latency_ms":{"type":"number","minimum":0},"cached":{"type":"boolean"}},"required":["status_url","status","reason","message","http_status","indicator","keywords_found","safe_keywords_found","latency_ms","cached"]}},"summary":{"type":"string"},"failure_modes":{"type":"array","items":{"type":"string"}},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","strict_mode","bridges","summary","failure_modes","evidence","request_id","evaluated_at","latency_ms"]};
 const schema13 = {"$id":"CheckResult","title":"CheckResult","type":"object","description":"One check's outcome; also one evidence item.","properties":{"name":{"type":"string"},"type":{"type":"string"},"status":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"reason":{"type":["string","null"]},"message":{"type":"string"},"observed":{},"expected":{},"source":{"type":["string","null"]},"latency_ms":{"type":"number","minimum":0},"cached":{"type":"boolean"},"age_s":{"type":"number","minimum":0},"ttl_s":{"type":"number","minimum":0}},"required":["name","type","status","reason","message","source","latency_ms","cached","age_s","ttl_s"]};
 const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
@@ -389,9 +389,10 @@ errors++;
 }
 }
 }
-if(data.strict_mode !== undefined){
-if(typeof data.strict_mode !== "boolean"){
-const err21 = {instancePath:instancePath+"/strict_mode",schemaPath:"#/properties/strict_mode/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.retry_after_s !== undefined){
+let data4 = data.retry_after_s;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err21 = {instancePath:instancePath+"/retry_after_s",schemaPath:"#/properties/retry_after_s/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -400,16 +401,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-if(data.bridges !== undefined){
-let data5 = data.bridges;
-if(Array.isArray(data5)){
-const len0 = data5.length;
-for(let i0=0; i0<len0; i0++){
-let data6 = data5[i0];
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.status_url === undefined){
-const err22 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "status_url"},message:"must have required property '"+"status_url"+"'"};
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 < 1 || isNaN(data4)){
+const err22 = {instancePath:instancePath+"/retry_after_s",schemaPath:"#/properties/retry_after_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -418,8 +412,11 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(data6.status === undefined){
-const err23 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+}
+if(data.strict_mode !== undefined){
+if(typeof data.strict_mode !== "boolean"){
+const err23 = {instancePath:instancePath+"/strict_mode",schemaPath:"#/properties/strict_mode/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -428,8 +425,16 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data6.reason === undefined){
-const err24 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+}
+if(data.bridges !== undefined){
+let data6 = data.bridges;
+if(Array.isArray(data6)){
+const len0 = data6.length;
+for(let i0=0; i0<len0; i0++){
+let data7 = data6[i0];
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.status_url === undefined){
+const err24 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "status_url"},message:"must have required property '"+"status_url"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -438,8 +443,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data6.message === undefined){
-const err25 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(data7.status === undefined){
+const err25 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -448,8 +453,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data6.http_status === undefined){
-const err26 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "http_status"},message:"must have required property '"+"http_status"+"'"};
+if(data7.reason === undefined){
+const err26 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -458,8 +463,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data6.indicator === undefined){
-const err27 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "indicator"},message:"must have required property '"+"indicator"+"'"};
+if(data7.message === undefined){
+const err27 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -468,8 +473,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data6.keywords_found === undefined){
-const err28 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "keywords_found"},message:"must have required property '"+"keywords_found"+"'"};
+if(data7.http_status === undefined){
+const err28 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "http_status"},message:"must have required property '"+"http_status"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -478,8 +483,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data6.safe_keywords_found === undefined){
-const err29 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "safe_keywords_found"},message:"must have required property '"+"safe_keywords_found"+"'"};
+if(data7.indicator === undefined){
+const err29 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "indicator"},message:"must have required property '"+"indicator"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -488,8 +493,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data6.latency_ms === undefined){
-const err30 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(data7.keywords_found === undefined){
+const err30 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "keywords_found"},message:"must have required property '"+"keywords_found"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -498,8 +503,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data6.cached === undefined){
-const err31 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
+if(data7.safe_keywords_found === undefined){
+const err31 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "safe_keywords_found"},message:"must have required property '"+"safe_keywords_found"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -508,9 +513,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data6.status_url !== undefined){
-if(typeof data6.status_url !== "string"){
-const err32 = {instancePath:instancePath+"/bridges/" + i0+"/status_url",schemaPath:"#/properties/bridges/items/properties/status_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.latency_ms === undefined){
+const err32 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -519,11 +523,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-if(data6.status !== undefined){
-let data8 = data6.status;
-if(typeof data8 !== "string"){
-const err33 = {instancePath:instancePath+"/bridges/" + i0+"/status",schemaPath:"#/properties/bridges/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.cached === undefined){
+const err33 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -532,8 +533,9 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(!(((((data8 === "pass") || (data8 === "warn")) || (data8 === "fail")) || (data8 === "error")) || (data8 === "skipped"))){
-const err34 = {instancePath:instancePath+"/bridges/" + i0+"/status",schemaPath:"#/properties/bridges/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema12.properties.bridges.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(data7.status_url !== undefined){
+if(typeof data7.status_url !== "string"){
+const err34 = {instancePath:instancePath+"/bridges/" + i0+"/status_url",schemaPath:"#/properties/bridges/items/properties/status_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -543,10 +545,10 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data6.reason !== undefined){
-let data9 = data6.reason;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err35 = {instancePath:instancePath+"/bridges/" + i0+"/reason",schemaPath:"#/properties/bridges/items/properties/reason/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.reason.type},message:"must be string,null"};
+if(data7.status !== undefined){
+let data9 = data7.status;
+if(typeof data9 !== "string"){
+const err35 = {instancePath:instancePath+"/bridges/" + i0+"/status",schemaPath:"#/properties/bridges/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -555,10 +557,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-if(data6.message !== undefined){
-if(typeof data6.message !== "string"){
-const err36 = {instancePath:instancePath+"/bridges/" + i0+"/message",schemaPath:"#/properties/bridges/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((((data9 === "pass") || (data9 === "warn")) || (data9 === "fail")) || (data9 === "error")) || (data9 === "skipped"))){
+const err36 = {instancePath:instancePath+"/bridges/" + i0+"/status",schemaPath:"#/properties/bridges/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema12.properties.bridges.items.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -568,10 +568,10 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data6.http_status !== undefined){
-let data11 = data6.http_status;
-if((!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))) && (data11 !== null)){
-const err37 = {instancePath:instancePath+"/bridges/" + i0+"/http_status",schemaPath:"#/properties/bridges/items/properties/http_status/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.http_status.type},message:"must be integer,null"};
+if(data7.reason !== undefined){
+let data10 = data7.reason;
+if((typeof data10 !== "string") && (data10 !== null)){
+const err37 = {instancePath:instancePath+"/bridges/" + i0+"/reason",schemaPath:"#/properties/bridges/items/properties/reason/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.reason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -581,10 +581,9 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data6.indicator !== undefined){
-let data12 = data6.indicator;
-if((typeof data12 !== "string") && (data12 !== null)){
-const err38 = {instancePath:instancePath+"/bridges/" + i0+"/indicator",schemaPath:"#/properties/bridges/items/properties/indicator/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.indicator.type},message:"must be string,null"};
+if(data7.message !== undefined){
+if(typeof data7.message !== "string"){
+const err38 = {instancePath:instancePath+"/bridges/" + i0+"/message",schemaPath:"#/properties/bridges/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -594,13 +593,10 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data6.keywords_found !== undefined){
-let data13 = data6.keywords_found;
-if(Array.isArray(data13)){
-const len1 = data13.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data13[i1] !== "string"){
-const err39 = {instancePath:instancePath+"/bridges/" + i0+"/keywords_found/" + i1,schemaPath:"#/properties/bridges/items/properties/keywords_found/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.http_status !== undefined){
+let data12 = data7.http_status;
+if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
+const err39 = {instancePath:instancePath+"/bridges/" + i0+"/http_status",schemaPath:"#/properties/bridges/items/properties/http_status/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.http_status.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -610,9 +606,10 @@ vErrors.push(err39);
 errors++;
 }
 }
-}
-else {
-const err40 = {instancePath:instancePath+"/bridges/" + i0+"/keywords_found",schemaPath:"#/properties/bridges/items/properties/keywords_found/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data7.indicator !== undefined){
+let data13 = data7.indicator;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err40 = {instancePath:instancePath+"/bridges/" + i0+"/indicator",schemaPath:"#/properties/bridges/items/properties/indicator/type",keyword:"type",params:{type: schema12.properties.bridges.items.properties.indicator.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -622,13 +619,13 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data6.safe_keywords_found !== undefined){
-let data15 = data6.safe_keywords_found;
-if(Array.isArray(data15)){
-const len2 = data15.length;
-for(let i2=0; i2<len2; i2++){
-if(typeof data15[i2] !== "string"){
-const err41 = {instancePath:instancePath+"/bridges/" + i0+"/safe_keywords_found/" + i2,schemaPath:"#/properties/bridges/items/properties/safe_keywords_found/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.keywords_found !== undefined){
+let data14 = data7.keywords_found;
+if(Array.isArray(data14)){
+const len1 = data14.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data14[i1] !== "string"){
+const err41 = {instancePath:instancePath+"/bridges/" + i0+"/keywords_found/" + i1,schemaPath:"#/properties/bridges/items/properties/keywords_found/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -640,7 +637,7 @@ errors++;
 }
 }
 else {
-const err42 = {instancePath:instancePath+"/bridges/" + i0+"/safe_keywords_found",schemaPath:"#/properties/bridges/items/properties/safe_keywords_found/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err42 = {instancePath:instancePath+"/bridges/" + i0+"/keywords_found",schemaPath:"#/properties/bridges/items/properties/keywords_found/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -650,11 +647,13 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data6.latency_ms !== undefined){
-let data17 = data6.latency_ms;
-if((typeof data17 == "number") && (isFinite(data17))){
-if(data17 < 0 || isNaN(data17)){
-const err43 = {instancePath:instancePath+"/bridges/" + i0+"/latency_ms",schemaPath:"#/properties/bridges/items/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data7.safe_keywords_found !== undefined){
+let data16 = data7.safe_keywords_found;
+if(Array.isArray(data16)){
+const len2 = data16.length;
+for(let i2=0; i2<len2; i2++){
+if(typeof data16[i2] !== "string"){
+const err43 = {instancePath:instancePath+"/bridges/" + i0+"/safe_keywords_found/" + i2,schemaPath:"#/properties/bridges/items/properties/safe_keywords_found/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -664,8 +663,9 @@ vErrors.push(err43);
 errors++;
 }
 }
+}
 else {
-const err44 = {instancePath:instancePath+"/bridges/" + i0+"/latency_ms",schemaPath:"#/properties/bridges/items/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err44 = {instancePath:instancePath+"/bridges/" + i0+"/safe_keywords_found",schemaPath:"#/properties/bridges/items/properties/safe_keywords_found/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -675,9 +675,11 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data6.cached !== undefined){
-if(typeof data6.cached !== "boolean"){
-const err45 = {instancePath:instancePath+"/bridges/" + i0+"/cached",schemaPath:"#/properties/bridges/items/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data7.latency_ms !== undefined){
+let data18 = data7.latency_ms;
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 < 0 || isNaN(data18)){
+const err45 = {instancePath:instancePath+"/bridges/" + i0+"/latency_ms",schemaPath:"#/properties/bridges/items/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -687,9 +689,8 @@ vErrors.push(err45);
 errors++;
 }
 }
-}
 else {
-const err46 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err46 = {instancePath:instancePath+"/bridges/" + i0+"/latency_ms",schemaPath:"#/properties/bridges/items/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -699,9 +700,9 @@ vErrors.push(err46);
 errors++;
 }
 }
-}
-else {
-const err47 = {instancePath:instancePath+"/bridges",schemaPath:"#/properties/bridges/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data7.cached !== undefined){
+if(typeof data7.cached !== "boolean"){
+const err47 = {instancePath:instancePath+"/bridges/" + i0+"/cached",schemaPath:"#/properties/bridges/items/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -711,9 +712,9 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data.summary !== undefined){
-if(typeof data.summary !== "string"){
-const err48 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err48 = {instancePath:instancePath+"/bridges/" + i0,schemaPath:"#/properties/bridges/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -723,13 +724,9 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data.failure_modes !== undefined){
-let data20 = data.failure_modes;
-if(Array.isArray(data20)){
-const len3 = data20.length;
-for(let i3=0; i3<len3; i3++){
-if(typeof data20[i3] !== "string"){
-const err49 = {instancePath:instancePath+"/failure_modes/" + i3,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err49 = {instancePath:instancePath+"/bridges",schemaPath:"#/properties/bridges/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -739,9 +736,9 @@ vErrors.push(err49);
 errors++;
 }
 }
-}
-else {
-const err50 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.summary !== undefined){
+if(typeof data.summary !== "string"){
+const err50 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -751,15 +748,13 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data.evidence !== undefined){
-let data22 = data.evidence;
-if(Array.isArray(data22)){
-const len4 = data22.length;
-for(let i4=0; i4<len4; i4++){
-let data23 = data22[i4];
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-if(data23.name === undefined){
-const err51 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data.failure_modes !== undefined){
+let data21 = data.failure_modes;
+if(Array.isArray(data21)){
+const len3 = data21.length;
+for(let i3=0; i3<len3; i3++){
+if(typeof data21[i3] !== "string"){
+const err51 = {instancePath:instancePath+"/failure_modes/" + i3,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -768,8 +763,10 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data23.type === undefined){
-const err52 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+}
+}
+else {
+const err52 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -778,8 +775,16 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(data23.status === undefined){
-const err53 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+if(data.evidence !== undefined){
+let data23 = data.evidence;
+if(Array.isArray(data23)){
+const len4 = data23.length;
+for(let i4=0; i4<len4; i4++){
+let data24 = data23[i4];
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+if(data24.name === undefined){
+const err53 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -788,8 +793,8 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(data23.reason === undefined){
-const err54 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(data24.type === undefined){
+const err54 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -798,8 +803,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data23.message === undefined){
-const err55 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(data24.status === undefined){
+const err55 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -808,8 +813,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(data23.source === undefined){
-const err56 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'"};
+if(data24.reason === undefined){
+const err56 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -818,8 +823,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(data23.latency_ms === undefined){
-const err57 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
+if(data24.message === undefined){
+const err57 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -828,8 +833,8 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(data23.cached === undefined){
-const err58 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
+if(data24.source === undefined){
+const err58 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -838,8 +843,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-if(data23.age_s === undefined){
-const err59 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "age_s"},message:"must have required property '"+"age_s"+"'"};
+if(data24.latency_ms === undefined){
+const err59 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "latency_ms"},message:"must have required property '"+"latency_ms"+"'"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -848,8 +853,8 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data23.ttl_s === undefined){
-const err60 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "ttl_s"},message:"must have required property '"+"ttl_s"+"'"};
+if(data24.cached === undefined){
+const err60 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "cached"},message:"must have required property '"+"cached"+"'"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -858,9 +863,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data23.name !== undefined){
-if(typeof data23.name !== "string"){
-const err61 = {instancePath:instancePath+"/evidence/" + i4+"/name",schemaPath:"CheckResult/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24.age_s === undefined){
+const err61 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "age_s"},message:"must have required property '"+"age_s"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -869,10 +873,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-}
-if(data23.type !== undefined){
-if(typeof data23.type !== "string"){
-const err62 = {instancePath:instancePath+"/evidence/" + i4+"/type",schemaPath:"CheckResult/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24.ttl_s === undefined){
+const err62 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/required",keyword:"required",params:{missingProperty: "ttl_s"},message:"must have required property '"+"ttl_s"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -881,11 +883,9 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data23.status !== undefined){
-let data26 = data23.status;
-if(typeof data26 !== "string"){
-const err63 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24.name !== undefined){
+if(typeof data24.name !== "string"){
+const err63 = {instancePath:instancePath+"/evidence/" + i4+"/name",schemaPath:"CheckResult/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -894,8 +894,10 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(!(((((data26 === "pass") || (data26 === "warn")) || (data26 === "fail")) || (data26 === "error")) || (data26 === "skipped"))){
-const err64 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/enum",keyword:"enum",params:{allowedValues: schema13.properties.status.enum},message:"must be equal to one of the allowed values"};
+}
+if(data24.type !== undefined){
+if(typeof data24.type !== "string"){
+const err64 = {instancePath:instancePath+"/evidence/" + i4+"/type",schemaPath:"CheckResult/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -905,10 +907,10 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data23.reason !== undefined){
-let data27 = data23.reason;
-if((typeof data27 !== "string") && (data27 !== null)){
-const err65 = {instancePath:instancePath+"/evidence/" + i4+"/reason",schemaPath:"CheckResult/properties/reason/type",keyword:"type",params:{type: schema13.properties.reason.type},message:"must be string,null"};
+if(data24.status !== undefined){
+let data27 = data24.status;
+if(typeof data27 !== "string"){
+const err65 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -917,10 +919,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-if(data23.message !== undefined){
-if(typeof data23.message !== "string"){
-const err66 = {instancePath:instancePath+"/evidence/" + i4+"/message",schemaPath:"CheckResult/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((((data27 === "pass") || (data27 === "warn")) || (data27 === "fail")) || (data27 === "error")) || (data27 === "skipped"))){
+const err66 = {instancePath:instancePath+"/evidence/" + i4+"/status",schemaPath:"CheckResult/properties/status/enum",keyword:"enum",params:{allowedValues: schema13.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -930,10 +930,10 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data23.source !== undefined){
-let data29 = data23.source;
-if((typeof data29 !== "string") && (data29 !== null)){
-const err67 = {instancePath:instancePath+"/evidence/" + i4+"/source",schemaPath:"CheckResult/properties/source/type",keyword:"type",params:{type: schema13.properties.source.type},message:"must be string,null"};
+if(data24.reason !== undefined){
+let data28 = data24.reason;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err67 = {instancePath:instancePath+"/evidence/" + i4+"/reason",schemaPath:"CheckResult/properties/reason/type",keyword:"type",params:{type: schema13.properties.reason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -943,11 +943,9 @@ vErrors.push(err67);
 errors++;
 }
 }
-if(data23.latency_ms !== undefined){
-let data30 = data23.latency_ms;
-if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 < 0 || isNaN(data30)){
-const err68 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data24.message !== undefined){
+if(typeof data24.message !== "string"){
+const err68 = {instancePath:instancePath+"/evidence/" + i4+"/message",schemaPath:"CheckResult/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -957,8 +955,10 @@ vErrors.push(err68);
 errors++;
 }
 }
-else {
-const err69 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data24.source !== undefined){
+let data30 = data24.source;
+if((typeof data30 !== "string") && (data30 !== null)){
+const err69 = {instancePath:instancePath+"/evidence/" + i4+"/source",schemaPath:"CheckResult/properties/source/type",keyword:"type",params:{type: schema13.properties.source.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -968,9 +968,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data23.cached !== undefined){
-if(typeof data23.cached !== "boolean"){
-const err70 = {instancePath:instancePath+"/evidence/" + i4+"/cached",schemaPath:"CheckResult/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data24.latency_ms !== undefined){
+let data31 = data24.latency_ms;
+if((typeof data31 == "number") && (isFinite(data31))){
+if(data31 < 0 || isNaN(data31)){
+const err70 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -980,11 +982,8 @@ vErrors.push(err70);
 errors++;
 }
 }
-if(data23.age_s !== undefined){
-let data32 = data23.age_s;
-if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 < 0 || isNaN(data32)){
-const err71 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err71 = {instancePath:instancePath+"/evidence/" + i4+"/latency_ms",schemaPath:"CheckResult/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -994,8 +993,9 @@ vErrors.push(err71);
 errors++;
 }
 }
-else {
-const err72 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data24.cached !== undefined){
+if(typeof data24.cached !== "boolean"){
+const err72 = {instancePath:instancePath+"/evidence/" + i4+"/cached",schemaPath:"CheckResult/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1005,11 +1005,11 @@ vErrors.push(err72);
 errors++;
 }
 }
-if(data23.ttl_s !== undefined){
-let data33 = data23.ttl_s;
+if(data24.age_s !== undefined){
+let data33 = data24.age_s;
 if((typeof data33 == "number") && (isFinite(data33))){
 if(data33 < 0 || isNaN(data33)){
-const err73 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err73 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -1020,7 +1020,7 @@ errors++;
 }
 }
 else {
-const err74 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err74 = {instancePath:instancePath+"/evidence/" + i4+"/age_s",schemaPath:"CheckResult/properties/age_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1030,9 +1030,11 @@ vErrors.push(err74);
 errors++;
 }
 }
-}
-else {
-const err75 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data24.ttl_s !== undefined){
+let data34 = data24.ttl_s;
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 < 0 || isNaN(data34)){
+const err75 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1042,9 +1044,8 @@ vErrors.push(err75);
 errors++;
 }
 }
-}
 else {
-const err76 = {instancePath:instancePath+"/evidence",schemaPath:"#/properties/evidence/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err76 = {instancePath:instancePath+"/evidence/" + i4+"/ttl_s",schemaPath:"CheckResult/properties/ttl_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1054,9 +1055,9 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data.request_id !== undefined){
-if(typeof data.request_id !== "string"){
-const err77 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err77 = {instancePath:instancePath+"/evidence/" + i4,schemaPath:"CheckResult/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1066,11 +1067,9 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data.evaluated_at !== undefined){
-let data35 = data.evaluated_at;
-if(typeof data35 === "string"){
-if(!(formats0.validate(data35))){
-const err78 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+}
+else {
+const err78 = {instancePath:instancePath+"/evidence",schemaPath:"#/properties/evidence/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1080,8 +1079,9 @@ vErrors.push(err78);
 errors++;
 }
 }
-else {
-const err79 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.request_id !== undefined){
+if(typeof data.request_id !== "string"){
+const err79 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1091,10 +1091,11 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data.latency_ms !== undefined){
-let data36 = data.latency_ms;
-if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
-const err80 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.evaluated_at !== undefined){
+let data36 = data.evaluated_at;
+if(typeof data36 === "string"){
+if(!(formats0.validate(data36))){
+const err80 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1103,9 +1104,9 @@ vErrors.push(err80);
 }
 errors++;
 }
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 < 0 || isNaN(data36)){
-const err81 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+else {
+const err81 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1115,10 +1116,10 @@ vErrors.push(err81);
 errors++;
 }
 }
-}
-}
-else {
-const err82 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.latency_ms !== undefined){
+let data37 = data.latency_ms;
+if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
+const err82 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1127,12 +1128,36 @@ vErrors.push(err82);
 }
 errors++;
 }
+if((typeof data37 == "number") && (isFinite(data37))){
+if(data37 < 0 || isNaN(data37)){
+const err83 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err84 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
 validate11.errors = vErrors;
 return errors === 0;
 }
 
 export const StablecoinIntelligenceResponse = validate12;
-const schema14 = {"$id":"StablecoinIntelligenceResponse","title":"StablecoinIntelligenceResponse","type":"object","description":"Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"quote":{"type":"string","description":"The peg currency: each asset is judged against 1 unit of it."},"thresholds":{"type":"object","properties":{"warn_deviation_pct":{"type":"number","description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","description":"Fraction: 0.02 is 2 %."}},"required":["warn_deviation_pct","block_deviation_pct"]},"assets":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"],"description":"abs(price - 1) as a fraction."},"last_updated_at":{"type":["string","null"],"format":"date-time","description":"The provider's last update of this price."},"age_s":{"type":["integer","null"],"minimum":0},"reason":{"type":["string","null"],"description":"Machine code when not pegged: depeg_warning, depegged, unknown_asset, upstream_timeout, ..."},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","last_updated_at","age_s","reason","message"]}},"summary":{"type":"object","properties":{"worst_asset":{"type":["string","null"]},"worst_status":{"type":["string","null"],"enum":["pegged","warning","depegged","unknown",null]},"worst_deviation_pct":{"type":["number","null"]},"counts":{"type":"object","properties":{"pegged":{"type":"integer","minimum":0},"warning":{"type":"integer","minimum":0},"depegged":{"type":"integer","minimum":0},"unknown":{"type":"integer","minimum":0}},"required":["pegged","warning","depegged","unknown"]},"message":{"type":"string"}},"required":["worst_asset","worst_status","worst_deviation_pct","counts","message"]},"failure_modes":{"type":"array","items":{"type":"string"}},"source":{"type":["string","null"]},"cached":{"type":"boolean","description":"The prices came from a snapshot taken within their 30 s lifetime."},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","quote","thresholds","assets","summary","failure_modes","source","cached","request_id","evaluated_at","latency_ms"]};
+const schema14 = {"$id":"StablecoinIntelligenceResponse","title":"StablecoinIntelligenceResponse","type":"object","description":"Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"retry_after_s":{"type":"integer","minimum":1,"description":"On wait: seconds until a retry makes sense."},"quote":{"type":"string","description":"The peg currency: each asset is judged against 1 unit of it."},"thresholds":{"type":"object","properties":{"warn_deviation_pct":{"type":"number","description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","description":"Fraction: 0.02 is 2 %."}},"required":["warn_deviation_pct","block_deviation_pct"]},"assets":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"],"description":"abs(price - 1) as a fraction."},"last_updated_at":{"type":["string","null"],"format":"date-time","description":"The provider's last update of this price."},"age_s":{"type":["integer","null"],"minimum":0},"reason":{"type":["string","null"],"description":"Machine code when not pegged: depeg_warning, depegged, unknown_asset, upstream_timeout, ..."},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","last_updated_at","age_s","reason","message"]}},"summary":{"type":"object","properties":{"worst_asset":{"type":["string","null"]},"worst_status":{"type":["string","null"],"enum":["pegged","warning","depegged","unknown",null]},"worst_deviation_pct":{"type":["number","null"]},"counts":{"type":"object","properties":{"pegged":{"type":"integer","minimum":0},"warning":{"type":"integer","minimum":0},"depegged":{"type":"integer","minimum":0},"unknown":{"type":"integer","minimum":0}},"required":["pegged","warning","depegged","unknown"]},"message":{"type":"string"}},"required":["worst_asset","worst_status","worst_deviation_pct","counts","message"]},"failure_modes":{"type":"array","items":{"type":"string"}},"source":{"type":["string","null"]},"cached":{"type":"boolean","description":"The prices came from a snapshot taken within their 30 s lifetime."},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","quote","thresholds","assets","summary","failure_modes","source","cached","request_id","evaluated_at","latency_ms"]};
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceResponse" */;
@@ -1385,9 +1410,10 @@ errors++;
 }
 }
 }
-if(data.quote !== undefined){
-if(typeof data.quote !== "string"){
-const err23 = {instancePath:instancePath+"/quote",schemaPath:"#/properties/quote/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.retry_after_s !== undefined){
+let data4 = data.retry_after_s;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err23 = {instancePath:instancePath+"/retry_after_s",schemaPath:"#/properties/retry_after_s/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1396,12 +1422,9 @@ vErrors.push(err23);
 }
 errors++;
 }
-}
-if(data.thresholds !== undefined){
-let data5 = data.thresholds;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-if(data5.warn_deviation_pct === undefined){
-const err24 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/required",keyword:"required",params:{missingProperty: "warn_deviation_pct"},message:"must have required property '"+"warn_deviation_pct"+"'"};
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 < 1 || isNaN(data4)){
+const err24 = {instancePath:instancePath+"/retry_after_s",schemaPath:"#/properties/retry_after_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1410,8 +1433,11 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data5.block_deviation_pct === undefined){
-const err25 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/required",keyword:"required",params:{missingProperty: "block_deviation_pct"},message:"must have required property '"+"block_deviation_pct"+"'"};
+}
+}
+if(data.quote !== undefined){
+if(typeof data.quote !== "string"){
+const err25 = {instancePath:instancePath+"/quote",schemaPath:"#/properties/quote/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1420,10 +1446,12 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data5.warn_deviation_pct !== undefined){
-let data6 = data5.warn_deviation_pct;
-if(!((typeof data6 == "number") && (isFinite(data6)))){
-const err26 = {instancePath:instancePath+"/thresholds/warn_deviation_pct",schemaPath:"#/properties/thresholds/properties/warn_deviation_pct/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if(data.thresholds !== undefined){
+let data6 = data.thresholds;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.warn_deviation_pct === undefined){
+const err26 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/required",keyword:"required",params:{missingProperty: "warn_deviation_pct"},message:"must have required property '"+"warn_deviation_pct"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1432,11 +1460,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
-if(data5.block_deviation_pct !== undefined){
-let data7 = data5.block_deviation_pct;
-if(!((typeof data7 == "number") && (isFinite(data7)))){
-const err27 = {instancePath:instancePath+"/thresholds/block_deviation_pct",schemaPath:"#/properties/thresholds/properties/block_deviation_pct/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data6.block_deviation_pct === undefined){
+const err27 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/required",keyword:"required",params:{missingProperty: "block_deviation_pct"},message:"must have required property '"+"block_deviation_pct"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1445,10 +1470,10 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-}
-else {
-const err28 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data6.warn_deviation_pct !== undefined){
+let data7 = data6.warn_deviation_pct;
+if(!((typeof data7 == "number") && (isFinite(data7)))){
+const err28 = {instancePath:instancePath+"/thresholds/warn_deviation_pct",schemaPath:"#/properties/thresholds/properties/warn_deviation_pct/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1458,15 +1483,10 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data.assets !== undefined){
-let data8 = data.assets;
-if(Array.isArray(data8)){
-const len0 = data8.length;
-for(let i0=0; i0<len0; i0++){
-let data9 = data8[i0];
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-if(data9.asset_id === undefined){
-const err29 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "asset_id"},message:"must have required property '"+"asset_id"+"'"};
+if(data6.block_deviation_pct !== undefined){
+let data8 = data6.block_deviation_pct;
+if(!((typeof data8 == "number") && (isFinite(data8)))){
+const err29 = {instancePath:instancePath+"/thresholds/block_deviation_pct",schemaPath:"#/properties/thresholds/properties/block_deviation_pct/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1475,8 +1495,10 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data9.status === undefined){
-const err30 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/thresholds",schemaPath:"#/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1485,8 +1507,16 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data9.price === undefined){
-const err31 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "price"},message:"must have required property '"+"price"+"'"};
+}
+if(data.assets !== undefined){
+let data9 = data.assets;
+if(Array.isArray(data9)){
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+let data10 = data9[i0];
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.asset_id === undefined){
+const err31 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "asset_id"},message:"must have required property '"+"asset_id"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1495,8 +1525,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data9.deviation_pct === undefined){
-const err32 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "deviation_pct"},message:"must have required property '"+"deviation_pct"+"'"};
+if(data10.status === undefined){
+const err32 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1505,8 +1535,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data9.last_updated_at === undefined){
-const err33 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "last_updated_at"},message:"must have required property '"+"last_updated_at"+"'"};
+if(data10.price === undefined){
+const err33 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "price"},message:"must have required property '"+"price"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1515,8 +1545,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data9.age_s === undefined){
-const err34 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "age_s"},message:"must have required property '"+"age_s"+"'"};
+if(data10.deviation_pct === undefined){
+const err34 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "deviation_pct"},message:"must have required property '"+"deviation_pct"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1525,8 +1555,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data9.reason === undefined){
-const err35 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
+if(data10.last_updated_at === undefined){
+const err35 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "last_updated_at"},message:"must have required property '"+"last_updated_at"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1535,8 +1565,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data9.message === undefined){
-const err36 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(data10.age_s === undefined){
+const err36 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "age_s"},message:"must have required property '"+"age_s"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1545,9 +1575,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data9.asset_id !== undefined){
-if(typeof data9.asset_id !== "string"){
-const err37 = {instancePath:instancePath+"/assets/" + i0+"/asset_id",schemaPath:"#/properties/assets/items/properties/asset_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data10.reason === undefined){
+const err37 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1556,11 +1585,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-if(data9.status !== undefined){
-let data11 = data9.status;
-if(typeof data11 !== "string"){
-const err38 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data10.message === undefined){
+const err38 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1569,8 +1595,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((((data11 === "pegged") || (data11 === "warning")) || (data11 === "depegged")) || (data11 === "unknown"))){
-const err39 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema14.properties.assets.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(data10.asset_id !== undefined){
+if(typeof data10.asset_id !== "string"){
+const err39 = {instancePath:instancePath+"/assets/" + i0+"/asset_id",schemaPath:"#/properties/assets/items/properties/asset_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1580,10 +1607,10 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data9.price !== undefined){
-let data12 = data9.price;
-if((!((typeof data12 == "number") && (isFinite(data12)))) && (data12 !== null)){
-const err40 = {instancePath:instancePath+"/assets/" + i0+"/price",schemaPath:"#/properties/assets/items/properties/price/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.price.type},message:"must be number,null"};
+if(data10.status !== undefined){
+let data12 = data10.status;
+if(typeof data12 !== "string"){
+const err40 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1592,11 +1619,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-}
-if(data9.deviation_pct !== undefined){
-let data13 = data9.deviation_pct;
-if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
-const err41 = {instancePath:instancePath+"/assets/" + i0+"/deviation_pct",schemaPath:"#/properties/assets/items/properties/deviation_pct/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.deviation_pct.type},message:"must be number,null"};
+if(!((((data12 === "pegged") || (data12 === "warning")) || (data12 === "depegged")) || (data12 === "unknown"))){
+const err41 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema14.properties.assets.items.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1606,10 +1630,10 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data9.last_updated_at !== undefined){
-let data14 = data9.last_updated_at;
-if((typeof data14 !== "string") && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.last_updated_at.type},message:"must be string,null"};
+if(data10.price !== undefined){
+let data13 = data10.price;
+if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
+const err42 = {instancePath:instancePath+"/assets/" + i0+"/price",schemaPath:"#/properties/assets/items/properties/price/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1618,9 +1642,11 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(typeof data14 === "string"){
-if(!(formats0.validate(data14))){
-const err43 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+}
+if(data10.deviation_pct !== undefined){
+let data14 = data10.deviation_pct;
+if((!((typeof data14 == "number") && (isFinite(data14)))) && (data14 !== null)){
+const err43 = {instancePath:instancePath+"/assets/" + i0+"/deviation_pct",schemaPath:"#/properties/assets/items/properties/deviation_pct/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.deviation_pct.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1630,11 +1656,10 @@ vErrors.push(err43);
 errors++;
 }
 }
-}
-if(data9.age_s !== undefined){
-let data15 = data9.age_s;
-if((!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))) && (data15 !== null)){
-const err44 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.age_s.type},message:"must be integer,null"};
+if(data10.last_updated_at !== undefined){
+let data15 = data10.last_updated_at;
+if((typeof data15 !== "string") && (data15 !== null)){
+const err44 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.last_updated_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1643,9 +1668,9 @@ vErrors.push(err44);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 < 0 || isNaN(data15)){
-const err45 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(typeof data15 === "string"){
+if(!(formats0.validate(data15))){
+const err45 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1656,10 +1681,10 @@ errors++;
 }
 }
 }
-if(data9.reason !== undefined){
-let data16 = data9.reason;
-if((typeof data16 !== "string") && (data16 !== null)){
-const err46 = {instancePath:instancePath+"/assets/" + i0+"/reason",schemaPath:"#/properties/assets/items/properties/reason/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.reason.type},message:"must be string,null"};
+if(data10.age_s !== undefined){
+let data16 = data10.age_s;
+if((!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))) && (data16 !== null)){
+const err46 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.age_s.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1668,10 +1693,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-if(data9.message !== undefined){
-if(typeof data9.message !== "string"){
-const err47 = {instancePath:instancePath+"/assets/" + i0+"/message",schemaPath:"#/properties/assets/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 < 0 || isNaN(data16)){
+const err47 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1682,8 +1706,10 @@ errors++;
 }
 }
 }
-else {
-const err48 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data10.reason !== undefined){
+let data17 = data10.reason;
+if((typeof data17 !== "string") && (data17 !== null)){
+const err48 = {instancePath:instancePath+"/assets/" + i0+"/reason",schemaPath:"#/properties/assets/items/properties/reason/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.reason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1693,9 +1719,9 @@ vErrors.push(err48);
 errors++;
 }
 }
-}
-else {
-const err49 = {instancePath:instancePath+"/assets",schemaPath:"#/properties/assets/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data10.message !== undefined){
+if(typeof data10.message !== "string"){
+const err49 = {instancePath:instancePath+"/assets/" + i0+"/message",schemaPath:"#/properties/assets/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1705,11 +1731,9 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data.summary !== undefined){
-let data18 = data.summary;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.worst_asset === undefined){
-const err50 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_asset"},message:"must have required property '"+"worst_asset"+"'"};
+}
+else {
+const err50 = {instancePath:instancePath+"/assets/" + i0,schemaPath:"#/properties/assets/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1718,8 +1742,10 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(data18.worst_status === undefined){
-const err51 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_status"},message:"must have required property '"+"worst_status"+"'"};
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/assets",schemaPath:"#/properties/assets/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1728,8 +1754,12 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data18.worst_deviation_pct === undefined){
-const err52 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_deviation_pct"},message:"must have required property '"+"worst_deviation_pct"+"'"};
+}
+if(data.summary !== undefined){
+let data19 = data.summary;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.worst_asset === undefined){
+const err52 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_asset"},message:"must have required property '"+"worst_asset"+"'"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1738,8 +1768,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(data18.counts === undefined){
-const err53 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "counts"},message:"must have required property '"+"counts"+"'"};
+if(data19.worst_status === undefined){
+const err53 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_status"},message:"must have required property '"+"worst_status"+"'"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1748,8 +1778,8 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(data18.message === undefined){
-const err54 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(data19.worst_deviation_pct === undefined){
+const err54 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "worst_deviation_pct"},message:"must have required property '"+"worst_deviation_pct"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1758,10 +1788,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data18.worst_asset !== undefined){
-let data19 = data18.worst_asset;
-if((typeof data19 !== "string") && (data19 !== null)){
-const err55 = {instancePath:instancePath+"/summary/worst_asset",schemaPath:"#/properties/summary/properties/worst_asset/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_asset.type},message:"must be string,null"};
+if(data19.counts === undefined){
+const err55 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "counts"},message:"must have required property '"+"counts"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1770,11 +1798,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-if(data18.worst_status !== undefined){
-let data20 = data18.worst_status;
-if((typeof data20 !== "string") && (data20 !== null)){
-const err56 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_status.type},message:"must be string,null"};
+if(data19.message === undefined){
+const err56 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1783,8 +1808,10 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(!(((((data20 === "pegged") || (data20 === "warning")) || (data20 === "depegged")) || (data20 === "unknown")) || (data20 === null))){
-const err57 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/enum",keyword:"enum",params:{allowedValues: schema14.properties.summary.properties.worst_status.enum},message:"must be equal to one of the allowed values"};
+if(data19.worst_asset !== undefined){
+let data20 = data19.worst_asset;
+if((typeof data20 !== "string") && (data20 !== null)){
+const err57 = {instancePath:instancePath+"/summary/worst_asset",schemaPath:"#/properties/summary/properties/worst_asset/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_asset.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1794,10 +1821,10 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data18.worst_deviation_pct !== undefined){
-let data21 = data18.worst_deviation_pct;
-if((!((typeof data21 == "number") && (isFinite(data21)))) && (data21 !== null)){
-const err58 = {instancePath:instancePath+"/summary/worst_deviation_pct",schemaPath:"#/properties/summary/properties/worst_deviation_pct/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_deviation_pct.type},message:"must be number,null"};
+if(data19.worst_status !== undefined){
+let data21 = data19.worst_status;
+if((typeof data21 !== "string") && (data21 !== null)){
+const err58 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_status.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1806,12 +1833,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-if(data18.counts !== undefined){
-let data22 = data18.counts;
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.pegged === undefined){
-const err59 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "pegged"},message:"must have required property '"+"pegged"+"'"};
+if(!(((((data21 === "pegged") || (data21 === "warning")) || (data21 === "depegged")) || (data21 === "unknown")) || (data21 === null))){
+const err59 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/enum",keyword:"enum",params:{allowedValues: schema14.properties.summary.properties.worst_status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1820,8 +1843,11 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data22.warning === undefined){
-const err60 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
+}
+if(data19.worst_deviation_pct !== undefined){
+let data22 = data19.worst_deviation_pct;
+if((!((typeof data22 == "number") && (isFinite(data22)))) && (data22 !== null)){
+const err60 = {instancePath:instancePath+"/summary/worst_deviation_pct",schemaPath:"#/properties/summary/properties/worst_deviation_pct/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_deviation_pct.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1830,8 +1856,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data22.depegged === undefined){
-const err61 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "depegged"},message:"must have required property '"+"depegged"+"'"};
+}
+if(data19.counts !== undefined){
+let data23 = data19.counts;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.pegged === undefined){
+const err61 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "pegged"},message:"must have required property '"+"pegged"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1840,8 +1870,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(data22.unknown === undefined){
-const err62 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "unknown"},message:"must have required property '"+"unknown"+"'"};
+if(data23.warning === undefined){
+const err62 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "warning"},message:"must have required property '"+"warning"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1850,10 +1880,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-if(data22.pegged !== undefined){
-let data23 = data22.pegged;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err63 = {instancePath:instancePath+"/summary/counts/pegged",schemaPath:"#/properties/summary/properties/counts/properties/pegged/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data23.depegged === undefined){
+const err63 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "depegged"},message:"must have required property '"+"depegged"+"'"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1862,9 +1890,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 < 0 || isNaN(data23)){
-const err64 = {instancePath:instancePath+"/summary/counts/pegged",schemaPath:"#/properties/summary/properties/counts/properties/pegged/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data23.unknown === undefined){
+const err64 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/required",keyword:"required",params:{missingProperty: "unknown"},message:"must have required property '"+"unknown"+"'"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1873,12 +1900,10 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-}
-if(data22.warning !== undefined){
-let data24 = data22.warning;
+if(data23.pegged !== undefined){
+let data24 = data23.pegged;
 if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err65 = {instancePath:instancePath+"/summary/counts/warning",schemaPath:"#/properties/summary/properties/counts/properties/warning/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err65 = {instancePath:instancePath+"/summary/counts/pegged",schemaPath:"#/properties/summary/properties/counts/properties/pegged/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1889,7 +1914,7 @@ errors++;
 }
 if((typeof data24 == "number") && (isFinite(data24))){
 if(data24 < 0 || isNaN(data24)){
-const err66 = {instancePath:instancePath+"/summary/counts/warning",schemaPath:"#/properties/summary/properties/counts/properties/warning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err66 = {instancePath:instancePath+"/summary/counts/pegged",schemaPath:"#/properties/summary/properties/counts/properties/pegged/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -1900,10 +1925,10 @@ errors++;
 }
 }
 }
-if(data22.depegged !== undefined){
-let data25 = data22.depegged;
+if(data23.warning !== undefined){
+let data25 = data23.warning;
 if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err67 = {instancePath:instancePath+"/summary/counts/depegged",schemaPath:"#/properties/summary/properties/counts/properties/depegged/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err67 = {instancePath:instancePath+"/summary/counts/warning",schemaPath:"#/properties/summary/properties/counts/properties/warning/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -1914,7 +1939,7 @@ errors++;
 }
 if((typeof data25 == "number") && (isFinite(data25))){
 if(data25 < 0 || isNaN(data25)){
-const err68 = {instancePath:instancePath+"/summary/counts/depegged",schemaPath:"#/properties/summary/properties/counts/properties/depegged/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err68 = {instancePath:instancePath+"/summary/counts/warning",schemaPath:"#/properties/summary/properties/counts/properties/warning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -1925,10 +1950,10 @@ errors++;
 }
 }
 }
-if(data22.unknown !== undefined){
-let data26 = data22.unknown;
+if(data23.depegged !== undefined){
+let data26 = data23.depegged;
 if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
-const err69 = {instancePath:instancePath+"/summary/counts/unknown",schemaPath:"#/properties/summary/properties/counts/properties/unknown/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err69 = {instancePath:instancePath+"/summary/counts/depegged",schemaPath:"#/properties/summary/properties/counts/properties/depegged/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -1939,7 +1964,7 @@ errors++;
 }
 if((typeof data26 == "number") && (isFinite(data26))){
 if(data26 < 0 || isNaN(data26)){
-const err70 = {instancePath:instancePath+"/summary/counts/unknown",schemaPath:"#/properties/summary/properties/counts/properties/unknown/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err70 = {instancePath:instancePath+"/summary/counts/depegged",schemaPath:"#/properties/summary/properties/counts/properties/depegged/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -1950,9 +1975,10 @@ errors++;
 }
 }
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data23.unknown !== undefined){
+let data27 = data23.unknown;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err71 = {instancePath:instancePath+"/summary/counts/unknown",schemaPath:"#/properties/summary/properties/counts/properties/unknown/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -1961,10 +1987,9 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-if(data18.message !== undefined){
-if(typeof data18.message !== "string"){
-const err72 = {instancePath:instancePath+"/summary/message",schemaPath:"#/properties/summary/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 < 0 || isNaN(data27)){
+const err72 = {instancePath:instancePath+"/summary/counts/unknown",schemaPath:"#/properties/summary/properties/counts/properties/unknown/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1975,8 +2000,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err73 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err73 = {instancePath:instancePath+"/summary/counts",schemaPath:"#/properties/summary/properties/counts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -1986,13 +2012,9 @@ vErrors.push(err73);
 errors++;
 }
 }
-if(data.failure_modes !== undefined){
-let data28 = data.failure_modes;
-if(Array.isArray(data28)){
-const len1 = data28.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data28[i1] !== "string"){
-const err74 = {instancePath:instancePath+"/failure_modes/" + i1,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19.message !== undefined){
+if(typeof data19.message !== "string"){
+const err74 = {instancePath:instancePath+"/summary/message",schemaPath:"#/properties/summary/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -2004,7 +2026,7 @@ errors++;
 }
 }
 else {
-const err75 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err75 = {instancePath:instancePath+"/summary",schemaPath:"#/properties/summary/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -2014,10 +2036,13 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data.source !== undefined){
-let data30 = data.source;
-if((typeof data30 !== "string") && (data30 !== null)){
-const err76 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: schema14.properties.source.type},message:"must be string,null"};
+if(data.failure_modes !== undefined){
+let data29 = data.failure_modes;
+if(Array.isArray(data29)){
+const len1 = data29.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data29[i1] !== "string"){
+const err76 = {instancePath:instancePath+"/failure_modes/" + i1,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -2027,9 +2052,9 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data.cached !== undefined){
-if(typeof data.cached !== "boolean"){
-const err77 = {instancePath:instancePath+"/cached",schemaPath:"#/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err77 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -2039,9 +2064,10 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data.request_id !== undefined){
-if(typeof data.request_id !== "string"){
-const err78 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.source !== undefined){
+let data31 = data.source;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err78 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: schema14.properties.source.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -2051,11 +2077,9 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data.evaluated_at !== undefined){
-let data33 = data.evaluated_at;
-if(typeof data33 === "string"){
-if(!(formats0.validate(data33))){
-const err79 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.cached !== undefined){
+if(typeof data.cached !== "boolean"){
+const err79 = {instancePath:instancePath+"/cached",schemaPath:"#/properties/cached/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -2065,8 +2089,9 @@ vErrors.push(err79);
 errors++;
 }
 }
-else {
-const err80 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.request_id !== undefined){
+if(typeof data.request_id !== "string"){
+const err80 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -2076,10 +2101,11 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data.latency_ms !== undefined){
-let data34 = data.latency_ms;
-if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
-const err81 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.evaluated_at !== undefined){
+let data34 = data.evaluated_at;
+if(typeof data34 === "string"){
+if(!(formats0.validate(data34))){
+const err81 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -2088,9 +2114,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-if((typeof data34 == "number") && (isFinite(data34))){
-if(data34 < 0 || isNaN(data34)){
-const err82 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+else {
+const err82 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -2100,15 +2126,39 @@ vErrors.push(err82);
 errors++;
 }
 }
-}
-}
-else {
-const err83 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.latency_ms !== undefined){
+let data35 = data.latency_ms;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err83 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err83];
 }
 else {
 vErrors.push(err83);
+}
+errors++;
+}
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 < 0 || isNaN(data35)){
+const err84 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err85 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
 }
 errors++;
 }

@@ -1,0 +1,75 @@
+/**
+ * Bridge risk (semantics.md §5): every status URL checked concurrently through the engine as a
+ * bridge_exploit_monitor check, one result per URL, and an overall verdict. strict_mode (the
+ * default) waits on any error; strict_mode false behaves like the guard's non-strict mode:
+ * errors are tolerated while one page passes, and warnings proceed with risk medium.
+ */
+import type { RequestHandler } from 'express';
+import { randomUUID } from 'node:crypto';
+import type { CheckResult } from '../checks/types.js';
+import type { BridgeRiskRequest, BridgeRiskResponse } from '../generated/types.js';
+import { verdict, type VerdictPolicy } from '../engine/verdict.js';
+import { summarize } from '../engine/respond.js';
+import type { AgentDeps } from './stablecoin.js';
+import { agentMeta } from './peg.js';
+
+type Bridge = BridgeRiskResponse['bridges'][number];
+
+export function bridgePolicy(strict: boolean): VerdictPolicy {
+  return strict ? { allowPartial: false, warnVerdict: 'wait' } : { allowPartial: true, warnVerdict: 'proceed' };
+}
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+/** The per-URL view of one bridge_exploit_monitor result. */
+export function bridgeView(url: string, r: CheckResult): Bridge {
+  const obs = (r.observed ?? {}) as { http_status?: unknown; indicator?: unknown; danger_found?: unknown; safe_found?: unknown };
+  return {
+    status_url: url,
+    status: r.status,
+    reason: r.reason,
+    message: r.message,
+    http_status: typeof obs.http_status === 'number' ? obs.http_status : null,
+    indicator: typeof obs.indicator === 'string' ? obs.indicator : null,
+    keywords_found: strings(obs.danger_found),
+    safe_keywords_found: strings(obs.safe_found),
+    latency_ms: r.latency_ms,
+    cached: r.cached,
+  };
+}
+
+export function bridgeRiskResponse(body: BridgeRiskRequest, urls: string[], results: CheckResult[], meta: ReturnType<typeof agentMeta>): BridgeRiskResponse {
+  const v = verdict(results, bridgePolicy(body.strict_mode));
+  return {
+    verdict: v.verdict,
+    risk: v.risk,
+    confidence: v.confidence,
+    expires_in: v.expires_in,
+    ...(v.retry_after_s !== undefined ? { retry_after_s: v.retry_after_s } : {}),
+    strict_mode: body.strict_mode,
+    bridges: urls.map((u, i) => bridgeView(u, results[i])),
+    summary: summarize(v, results.length),
+    failure_modes: v.failure_modes,
+    evidence: results,
+    ...meta,
+  };
+}
+
+export function bridgeRiskHandler(deps: AgentDeps): RequestHandler {
+  const { config, engine, logger, metrics } = deps;
+  return async (req, res) => {
+    const started = performance.now();
+    const body = req.body as BridgeRiskRequest;
+    const requestId = (res.locals.requestId as string | undefined) ?? randomUUID();
+    const urls = [...new Set(body.bridge_status_urls)];
+    const planned = urls.map((status_url, i) => ({
+      name: urls.length > 1 ? `bridge_exploit_monitor[${i}]` : 'bridge_exploit_monitor',
+      check: { type: 'bridge_exploit_monitor', status_url, expect_status: 200 },
+    }));
+    const results = await engine.run(planned, { deadlineMs: config.requestDeadlineMs, requestId });
+    const response = bridgeRiskResponse(body, urls, results, agentMeta(requestId, started));
+    metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/agents/bridge-risk/analyze', response.verdict);
+    logger.debug({ reqId: requestId, urls: urls.length, verdict: response.verdict }, 'bridges analysed');
+    res.json(response);
+  };
+}
