@@ -25,6 +25,8 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   const executor = createExecutor(config);
   metrics.setPoolSource(() => executor.stats());
   const engine = createEngine({ config, metrics, executor });
+  // Listen once the workers can take checks, but never hold start-up back for long.
+  await Promise.race([executor.ready(), new Promise((r) => setTimeout(r, 1500).unref())]);
 
   let draining = false;
   const app = buildApp({ config, logger, metrics, engine, isDraining: () => draining });

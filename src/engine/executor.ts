@@ -20,6 +20,8 @@ export interface Executor {
   /** Calls `onResult` once per item; rejects items still open when the worker dies. */
   execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void>;
   stats(): PoolStats;
+  /** Resolves once every worker has loaded the check modules (inline: at once). */
+  ready(): Promise<void>;
   close(): Promise<void>;
   /** The pool itself, for operators and fault tests; null inline. */
   readonly pool: Piscina | null;
@@ -35,12 +37,14 @@ class InlineExecutor implements Executor {
   stats(): PoolStats {
     return { queueSize: 0, utilization: 0, threads: 0 };
   }
+  async ready(): Promise<void> {}
   async close(): Promise<void> {}
 }
 
 class PoolExecutor implements Executor {
   readonly kind = 'pool' as const;
   readonly pool: Piscina;
+  private readonly started: Promise<void>;
   constructor(config: Readonly<Config>) {
     this.pool = new Piscina({
       filename: new URL('../../workers/check-worker.js', import.meta.url).href,
@@ -53,6 +57,13 @@ class PoolExecutor implements Executor {
     });
     // A dying worker is replaced by piscina; its tasks are rejected and answered as errors.
     this.pool.on('error', () => {});
+    // Piscina marks its first workers ready before they have loaded the check modules; a few
+    // empty tasks per thread make every worker load them now rather than on a caller's time.
+    this.started = Promise.all(Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true }))).then(() => undefined);
+  }
+
+  ready(): Promise<void> {
+    return this.started;
   }
 
   execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {

@@ -40,6 +40,7 @@ export async function startTestApp(env: Record<string, string> = {}, extra: Part
   const { logger, logs } = captureLogger(config.logLevel);
   const metrics = createMetrics();
   const executor = createExecutor(config);
+  await executor.ready();
   metrics.setPoolSource(() => executor.stats());
   const engine = createEngine({ config, metrics, executor });
   const app = buildApp({ config, logger, metrics, engine, ...extra });
