@@ -8,9 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { createMetrics } from './metrics.js';
-import { createExecutor } from './engine/executor.js';
-import { createEngine } from './engine/runner.js';
+import { compose } from './compose.js';
 import { buildApp } from './app.js';
 import { VERSION } from './version.js';
 
@@ -21,15 +19,9 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
-  const metrics = createMetrics();
-  const executor = createExecutor(config);
-  metrics.setPoolSource(() => executor.stats());
-  const engine = createEngine({ config, metrics, executor });
-  // Listen once the workers can take checks, but never hold start-up back for long.
-  await Promise.race([executor.ready(), new Promise((r) => setTimeout(r, 1500).unref())]);
-
   let draining = false;
-  const app = buildApp({ config, logger, metrics, engine, isDraining: () => draining });
+  const service = await compose(config, logger, { isDraining: () => draining });
+  const app = buildApp(service.deps);
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, app);
 
   let inflight = 0;
@@ -49,7 +41,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
-  logger.info({ port: addr.port, host: config.host, version: VERSION, pool: executor.kind, threads: config.poolThreads }, 'listening');
+  logger.info({ port: addr.port, host: config.host, version: VERSION, pool: service.engine.executor.kind, threads: config.poolThreads, store: service.store.kind, billing: config.billing, payments: service.payments.configured }, 'listening');
 
   async function shutdown(reason: string): Promise<void> {
     if (draining) return;
@@ -64,7 +56,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
       });
     }
     server.closeAllConnections();
-    await engine.close();
+    await service.close();
     logger.info({ unanswered: inflight }, 'stopped');
   }
 

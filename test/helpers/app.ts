@@ -7,9 +7,14 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { createMetrics, type Metrics } from '../../src/metrics.js';
-import { createExecutor } from '../../src/engine/executor.js';
-import { createEngine, type Engine } from '../../src/engine/runner.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Metrics } from '../../src/metrics.js';
+import type { Engine } from '../../src/engine/runner.js';
+import type { Store } from '../../src/store/types.js';
+import type { X402 } from '../../src/billing/x402/index.js';
+import { compose, type ComposeOptions } from '../../src/compose.js';
 import { buildApp, type AppDeps } from '../../src/app.js';
 
 export interface TestApp {
@@ -17,6 +22,8 @@ export interface TestApp {
   config: Readonly<Config>;
   engine: Engine;
   metrics: Metrics;
+  store: Store;
+  payments: X402;
   logger: Logger;
   /** Every log line written so far, parsed. */
   logs: Array<Record<string, unknown>>;
@@ -35,34 +42,38 @@ export function captureLogger(level = 'info'): { logger: Logger; logs: Array<Rec
   return { logger: createLogger(level, sink), logs };
 }
 
-export async function startTestApp(env: Record<string, string> = {}, extra: Partial<AppDeps> = {}): Promise<TestApp> {
-  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', LOG_LEVEL: 'info', ...env });
+/**
+ * The service as production wires it (see src/compose.ts), with test defaults: billing off,
+ * checks inline, a fresh SQLite file. `env` overrides any setting; `extra` replaces app deps.
+ */
+export async function startTestApp(env: Record<string, string> = {}, extra: Partial<AppDeps> = {}, opts: ComposeOptions = {}): Promise<TestApp> {
+  const dir = mkdtempSync(join(tmpdir(), 'preflight-test-'));
+  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'test.db')}`, ...env });
   const { logger, logs } = captureLogger(config.logLevel);
-  const metrics = createMetrics();
-  const executor = createExecutor(config);
-  await executor.ready();
-  metrics.setPoolSource(() => executor.stats());
-  const engine = createEngine({ config, metrics, executor });
-  const app = buildApp({ config, logger, metrics, engine, ...extra });
+  const service = await compose(config, logger, opts);
+  await service.engine.executor.ready();
+  const app = buildApp({ ...service.deps, ...extra });
   const server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     config,
-    engine,
-    metrics,
+    engine: service.engine,
+    metrics: service.metrics,
+    store: service.store,
+    payments: service.payments,
     logger,
     logs,
     server,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await engine.close();
+      await service.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
-
 /** POST JSON (or a raw string) and read the JSON answer. */
 export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(url, {

@@ -1,0 +1,86 @@
+/**
+ * The composition root: from a config to every running part and the app's dependencies.
+ * The server, the tests and the bench all build the service through here, so what they
+ * exercise is the production wiring.
+ */
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { createExecutor } from './engine/executor.js';
+import { createEngine, type Engine } from './engine/runner.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/types.js';
+import { createBillingGate } from './billing/gate.js';
+import { createX402, type X402 } from './billing/x402/index.js';
+import { signupHandler } from './http/routes/signup.js';
+import { metricsHandler } from './http/routes/metrics.js';
+import { guardHandler } from './guard/handler.js';
+import { stablecoinHandler } from './agents/stablecoin.js';
+import { bridgeRiskHandler } from './agents/bridge-risk.js';
+import { yieldRoutingHandler } from './agents/yield-routing.js';
+import type { AppDeps } from './app.js';
+
+export interface Service {
+  deps: AppDeps;
+  engine: Engine;
+  metrics: Metrics;
+  store: Store;
+  payments: X402;
+  /** Stops the settler, the pool and the store, in that order. */
+  close(): Promise<void>;
+}
+
+export interface ComposeOptions {
+  /** Settlement retry tuning and chain polling, for tests. */
+  x402?: Pick<Parameters<typeof createX402>[0], 'retry' | 'receiptPollMs'>;
+  isDraining?: () => boolean;
+}
+
+export async function compose(config: Readonly<Config>, logger: Logger, opts: ComposeOptions = {}): Promise<Service> {
+  const metrics = createMetrics();
+  const executor = createExecutor(config);
+  metrics.setPoolSource(() => executor.stats());
+  const engine = createEngine({ config, metrics, executor });
+  let store: Store;
+  try {
+    store = await openStore(config, { logger });
+  } catch (err) {
+    await engine.close();
+    throw err;
+  }
+  const payments = createX402({ config, store, logger, metrics, ...opts.x402 });
+  metrics.setLedgerSource(() => store.countPaymentsByState());
+  const billing = config.billing ? createBillingGate({ config, store, logger, payments }) : null;
+  const agentDeps = { config, engine, logger, metrics };
+  const deps: AppDeps = {
+    config,
+    logger,
+    metrics,
+    engine,
+    billing,
+    handlers: {
+      guard: guardHandler(agentDeps),
+      stablecoin: stablecoinHandler(agentDeps),
+      bridge: bridgeRiskHandler(agentDeps),
+      yield: yieldRoutingHandler(agentDeps),
+      signup: signupHandler({ config, store, logger }),
+    },
+    metricsHandler: metricsHandler({ config, metrics }),
+    isDraining: opts.isDraining,
+  };
+  payments.start();
+  // Wait for the workers only after everything else is up: they load in parallel meanwhile.
+  await Promise.race([executor.ready(), new Promise((r) => setTimeout(r, 1500).unref())]);
+  return {
+    deps,
+    engine,
+    metrics,
+    store,
+    payments,
+    async close() {
+      await payments.stop();
+      await engine.close();
+      await store.close();
+    },
+  };
+}
