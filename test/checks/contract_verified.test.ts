@@ -5,7 +5,9 @@ import type { UpstreamResult } from '../../src/upstreams/types.js';
 import { startSourcify, SOURCIFY_429_BODY, SOURCIFY_500_BODY } from '../emulators/sourcify.js';
 import { startEtherscan, ETHERSCAN_RATE_LIMIT_BODY } from '../emulators/etherscan.js';
 import { startJsonRpc } from '../emulators/jsonrpc.js';
-import { ctx, testConfig } from './helpers.js';
+import { closePools, ctx, testConfig } from './helpers.js';
+
+t.teardown(closePools);
 
 const ADDR = '0xDFEBAd708F803af22e81044aD228Ff77C83C935c';
 const check = (extra: Partial<ContractVerifiedCheck> = {}): ContractVerifiedCheck => ({ type: 'contract_verified', chain: 'base', contract_address: ADDR, ...extra });

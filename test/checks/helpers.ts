@@ -4,6 +4,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { CheckContext } from '../../src/checks/types.js';
+import { closeSafeFetchAgent } from '../../src/net/safe-fetch.js';
+import { closeUpstreamAgent } from '../../src/upstreams/http.js';
 
 export interface Target {
   url: string;
@@ -42,4 +44,9 @@ export function ctx(config: Readonly<Config>, timeoutMs = 2000): CheckContext {
 /** A fixture body from test/checks/fixtures (tests run from dist/test/checks). */
 export function fixture(name: string): string {
   return readFileSync(new URL(`../../../test/checks/fixtures/${name}`, import.meta.url), 'utf8');
+}
+
+/** Closes the shared keep-alive pools so the test process exits as soon as its tests end. */
+export async function closePools(): Promise<void> {
+  await Promise.all([closeSafeFetchAgent(), closeUpstreamAgent()]);
 }

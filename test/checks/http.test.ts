@@ -1,7 +1,9 @@
 import t from 'tap';
 import { http, evaluateHttp } from '../../src/checks/http.js';
 import type { HttpCheck } from '../../src/generated/types.js';
-import { ctx, serve, testConfig } from './helpers.js';
+import { closePools, ctx, serve, testConfig } from './helpers.js';
+
+t.teardown(closePools);
 
 const check = (url: string, extra: Partial<HttpCheck> = {}): HttpCheck => ({ type: 'http', url, method: 'GET', expect_status: 200, ...extra });
 
