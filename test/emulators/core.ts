@@ -80,8 +80,10 @@ export class Emulator {
     return this;
   }
 
+  /** Zero the counters; `inFlight` is a live gauge and keeps counting requests still open. */
   resetStats(): void {
-    this.stats = { requests: 0, inFlight: 0, maxInFlight: 0, byPath: {} };
+    const inFlight = this.stats.inFlight;
+    this.stats = { requests: 0, inFlight, maxInFlight: inFlight, byPath: {} };
     this.received = [];
   }
 

@@ -64,7 +64,8 @@ export async function startAnvil(opts: { chainId?: number; blockTime?: number } 
     child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
   });
   const url = `http://127.0.0.1:${port}`;
-  const provider = new JsonRpcProvider(url, chainId, { staticNetwork: true, pollingInterval: 50 });
+  // cacheTimeout -1: ethers otherwise reuses a nonce answer for 250 ms and back-to-back sends collide.
+  const provider = new JsonRpcProvider(url, chainId, { staticNetwork: true, pollingInterval: 50, cacheTimeout: -1 });
   const wallet = new Wallet(DEV_KEY, provider);
   const accounts = (await provider.send('eth_accounts', [])) as string[];
   return {
