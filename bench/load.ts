@@ -17,6 +17,8 @@ export interface LoadJob {
   /** First value of `{{n}}`, so several jobs against one server never share cache keys. */
   nStart?: number;
   expectStatus: number;
+  /** Text every answer body must contain (a verdict, an error shape); others count as errors. */
+  expectBodyIncludes?: string;
   connections: number;
   durationSec: number;
   /** Caps the total request rate; without it autocannon drives as fast as the server answers. */
@@ -32,6 +34,8 @@ export interface LoadResult {
   p99: number;
   max: number;
   errors: number;
+  /** Answers with the right status but not the expected body (a `wait` where `proceed` was due). */
+  mismatches: number;
   unexpectedStatus: Record<string, number>;
 }
 
@@ -61,6 +65,7 @@ function run(job: LoadJob, durationSec: number, counter: { n: number }): Promise
     ...(job.overallRate !== undefined ? { overallRate: job.overallRate } : {}),
     requests: [request],
     timeout: 10,
+    ...(job.expectBodyIncludes !== undefined ? { verifyBody: (b: unknown) => typeof b === 'string' && b.includes(job.expectBodyIncludes!) } : {}),
   });
 }
 
@@ -83,7 +88,8 @@ export async function runLoad(job: LoadJob): Promise<LoadResult> {
     p90: r.latency.p90,
     p99: r.latency.p99,
     max: r.latency.max,
-    errors: r.errors + unexpected,
+    errors: r.errors + unexpected + r.mismatches,
+    mismatches: r.mismatches,
     unexpectedStatus,
   };
 }

@@ -31,13 +31,13 @@ function scenarios(quick: boolean): Array<{ s: Scenario; nStart: number }> {
   ];
 }
 
-export async function comparePool(upstreams: Upstreams, quick: boolean): Promise<PoolRow[]> {
+export async function comparePool(upstreams: Upstreams, quick: boolean, billing: boolean): Promise<PoolRow[]> {
   const out: PoolRow[] = [];
   for (const setting of POOL_SETTINGS) {
-    const env = serviceEnv(upstreams, null, { POOL_THREADS: String(setting.threads), POOL_CONCURRENCY: String(setting.concurrency) });
+    const env = serviceEnv(upstreams, null, { POOL_THREADS: String(setting.threads), POOL_CONCURRENCY: String(setting.concurrency), ...(billing ? {} : { BILLING: 'off' }) });
     const service = await startServerChild('./service.js', env);
     try {
-      const run = scenarioRunner({ url: service.url, apiKey: await signup(service.url), upstreams, rig: null });
+      const run = scenarioRunner({ url: service.url, apiKey: billing ? await signup(service.url) : null, upstreams, rig: null, billing });
       const rows: Row[] = [];
       for (const { s, nStart } of scenarios(quick)) rows.push(await run(s, nStart));
       out.push({ setting, rows });

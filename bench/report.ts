@@ -19,7 +19,7 @@ export function printTable(rows: Row[], latencyMs: number): void {
   process.stdout.write(table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors'], rows.map(cells)) + '\n');
   for (const r of rows) {
     if (r.note) process.stdout.write(`  ${r.name}: ${r.note}\n`);
-    else if (r.result && Object.keys(r.result.unexpectedStatus).length > 0) process.stdout.write(`  ${r.name}: unexpected statuses ${JSON.stringify(r.result.unexpectedStatus)}\n`);
+    else if (r.result && r.result.errors > 0) process.stdout.write(`  ${r.name}: ${r.result.mismatches} answers without the expected body, statuses ${JSON.stringify(r.result.unexpectedStatus)}\n`);
   }
 }
 

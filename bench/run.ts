@@ -6,11 +6,12 @@
  *   --mode=all (default) | targets | pool    which part to run
  *   --quick                                  3 s per scenario instead of 10 (a smoke run)
  *   --latency=50                             upstream answer delay in ms
+ *   --billing=off                            run the service with BILLING=off (no key, no payment)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { cpus } from 'node:os';
-import { startUpstreams, type Upstreams } from './upstreams.js';
+import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
 import { judge, type Measured, type Verdict } from './targets.js';
@@ -19,21 +20,21 @@ import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printTable, printVerdicts } from './report.js';
 
-interface Options { mode: 'all' | 'targets' | 'pool'; quick: boolean; latencyMs: number }
+interface Options { mode: 'all' | 'targets' | 'pool'; quick: boolean; latencyMs: number; billing: boolean }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { mode: 'all', quick: false, latencyMs: 50 };
+  const opts: Options = { mode: 'all', quick: false, latencyMs: 50, billing: true };
   for (const a of argv) {
     const [k, v] = a.replace(/^--/, '').split('=');
     if (k === 'mode' && (v === 'all' || v === 'targets' || v === 'pool')) opts.mode = v;
     else if (k === 'quick') opts.quick = true;
     else if (k === 'latency' && /^\d+$/.test(v ?? '')) opts.latencyMs = Number(v);
-    else throw new Error(`unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS)`);
+    else if (k === 'billing' && (v === 'on' || v === 'off')) opts.billing = v === 'on';
+    else throw new Error(`unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off)`);
   }
   return opts;
 }
 
-const COLD_KEYS = 60_000;
 /** Every scenario's run is bounded; the whole bench aborts past this. */
 const HARD_LIMIT_MS = 9 * 60_000;
 
@@ -44,16 +45,16 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
 
   const reference = await startServerChild('./reference.js', {});
   try {
-    const run = scenarioRunner({ url: reference.url, apiKey: null, upstreams, rig });
+    const run = scenarioRunner({ url: reference.url, apiKey: null, upstreams, rig, billing: false });
     for (const s of scenarios.filter((x) => x.server === 'reference')) rows.push(await run(s, 0));
   } finally {
     await reference.stop();
   }
 
-  const service: Child = await startServerChild('./service.js', serviceEnv(upstreams, rig, {}));
+  const service: Child = await startServerChild('./service.js', serviceEnv(upstreams, rig, opts.billing ? {} : { BILLING: 'off' }));
   try {
-    const apiKey = await signup(service.url);
-    const run = scenarioRunner({ url: service.url, apiKey, upstreams, rig });
+    const apiKey = opts.billing ? await signup(service.url) : null;
+    const run = scenarioRunner({ url: service.url, apiKey, upstreams, rig, billing: opts.billing });
     for (const s of scenarios.filter((x) => x.server === 'service')) rows.push(await run(s, 0));
   } finally {
     await service.stop();
@@ -69,9 +70,9 @@ async function main(): Promise<number> {
   const upstreams = await startUpstreams(opts.latencyMs, COLD_KEYS);
   let rig: PaymentRig | null = null;
   try {
-    if (opts.mode !== 'pool') rig = await startPaymentRig(PAID_RATE * 20);
+    if (opts.mode !== 'pool' && opts.billing) rig = await startPaymentRig(PAID_RATE * 20);
     const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
-    const pool: PoolRow[] | null = opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick);
+    const pool: PoolRow[] | null = opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
     if (targets) {
       printTable(targets.rows, opts.latencyMs);

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Upstreams } from './upstreams.js';
+import { PROBE_N, type Upstreams } from './upstreams.js';
 import type { PaymentRig } from './payments.js';
 import type { Scenario } from './scenarios.js';
 import type { LoadJob, LoadResult } from './load.js';
@@ -62,14 +62,15 @@ export function describeLoad(s: Scenario): string {
 /** Fills the body template the way the load process does, for the probe. */
 const fill = (body: string, n: number): string => body.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) => String(n).padStart(Number(w ?? 0), '0'));
 
-interface Ctx { url: string; apiKey: string | null; upstreams: Upstreams; rig: PaymentRig | null }
+interface Ctx { url: string; apiKey: string | null; upstreams: Upstreams; rig: PaymentRig | null; billing: boolean }
 
 export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promise<Row> {
   return async (s, nStart) => {
     const row: Row = { name: s.name, about: s.about.replace('LATENCY', String(ctx.upstreams.latencyMs)), load: describeLoad(s), result: null, upstreamCalls: {} };
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     let headerPool: LoadJob['headerPool'];
-    if (s.auth === 'key') {
+    if (!ctx.billing && s.auth === 'x402') return { ...row, note: 'billing off: nothing to pay' };
+    if (ctx.billing && s.auth === 'key') {
       if (ctx.apiKey === null) return { ...row, note: 'no API key: the service has no working signup' };
       headers['x-api-key'] = ctx.apiKey;
     }
@@ -81,15 +82,17 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
       probeHeaders = { ...headers, 'x-payment': values.pop()! };
       headerPool = { name: 'x-payment', values };
     }
-    // The probe uses a key far from the load's range so it never warms the cache for it.
-    const probe = await fetch(`${ctx.url}${s.path}`, { method: 'POST', headers: probeHeaders, body: fill(s.body, nStart + 50_000), signal: AbortSignal.timeout(10_000) });
+    // The probe uses a key outside the loads' ranges so it never warms the cache for them.
+    const probe = await fetch(`${ctx.url}${s.path}`, { method: 'POST', headers: probeHeaders, body: fill(s.body, PROBE_N), signal: AbortSignal.timeout(10_000) });
     const text = await probe.text();
-    if (probe.status !== s.expectStatus) return { ...row, note: `probe answered ${probe.status}, expected ${s.expectStatus}: ${text.slice(0, 200)}` };
+    if (probe.status !== s.expectStatus || !text.includes(s.expectBody)) {
+      return { ...row, note: `probe answered ${probe.status} (expected ${s.expectStatus} with ${s.expectBody}): ${text.slice(0, 300)}` };
+    }
 
     ctx.upstreams.reset();
     row.result = await runLoadInChild({
       url: ctx.url, path: s.path, method: 'POST', headers, body: s.body, headerPool, nStart,
-      expectStatus: s.expectStatus, connections: s.connections, durationSec: s.durationSec, warmupSec: s.warmupSec, overallRate: s.overallRate,
+      expectStatus: s.expectStatus, expectBodyIncludes: s.expectBody, connections: s.connections, durationSec: s.durationSec, warmupSec: s.warmupSec, overallRate: s.overallRate,
     });
     row.upstreamCalls = ctx.upstreams.counts();
     return row;

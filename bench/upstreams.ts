@@ -12,6 +12,10 @@ import { startJsonRpc, type JsonRpcEmulator } from '../test/emulators/jsonrpc.js
 export const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
 export const CONTRACT = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
 /** Cold scenarios use asset `bench-<n>`, stable `benchusd-<n>`, pair `0xpair<n>`, contract `coldAddress(n)`. */
+/** How many of each the emulators know; the cold load's numbers stay below this. */
+export const COLD_KEYS = 60_000;
+/** The one cold key the probes use, kept apart from the ranges the loads walk through. */
+export const PROBE_N = COLD_KEYS - 1;
 export const coldAddress = (n: number): string => `0x${'be'.padEnd(32, '0')}${String(n).padStart(8, '0')}`;
 
 export interface Upstreams {
