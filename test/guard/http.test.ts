@@ -174,3 +174,12 @@ t.test('deadline: the default answers wait on a slow provider; context.deadline_
   t.equal(cut.body.verdict, 'wait');
   t.type(cut.body.decision.retry_after_s, 'number');
 });
+
+t.test('the guard-internal checks run in worker threads too', async (t) => {
+  const pooled = await startGuardApp({ PRICE_API_URL: cg.url, DEX_API_URL: dex.url, RPC_URLS: `base=${anvil.url}`, POOL_THREADS: '1', REQUEST_DEADLINE_MS: '5000' });
+  t.teardown(() => pooled.close());
+  t.equal(pooled.engine.executor.kind, 'pool');
+  const res = await post(`${pooled.url}/v1/guard`, { action: 'swap', pair_address: PAIR, amount_usd: 1000 });
+  t.same(res.body.checks, { rpc_health: 'pass', price_deviation: 'pass', liquidity_depth: 'pass', rug_pull_risk: 'pass' });
+  t.equal(res.body.verdict, 'proceed');
+});
