@@ -55,6 +55,19 @@ export class UsdcChain {
     return this.provider.getTransactionReceipt(txHash);
   }
 
+  /**
+   * Polls for the receipt until `timeoutMs`. (ethers' own wait only looks again when a newer
+   * block arrives, which never happens on a chain that mines only when there are transactions.)
+   */
+  async waitForReceipt(txHash: string, timeoutMs: number): Promise<TransactionReceipt | null> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const receipt = await this.provider.getTransactionReceipt(txHash);
+      if (receipt !== null || Date.now() >= end) return receipt;
+      await new Promise((resolve) => setTimeout(resolve, this.provider.pollingInterval));
+    }
+  }
+
   /** The transaction whose AuthorizationUsed event spent (from, nonce), if it is recent enough. */
   async findSpendingTx(from: string, nonce: string): Promise<string | null> {
     const event = USDC_ABI.getEvent('AuthorizationUsed');

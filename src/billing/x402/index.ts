@@ -169,7 +169,10 @@ export function createX402(deps: X402Deps): X402 {
     challenge: (req, res, note) => sendChallenge(res, buildOffers(config, req), note === undefined ? {} : { note }),
     handle,
     start: () => settler.start(),
-    stop: () => settler.stop(),
+    async stop() {
+      await settler.stop();
+      chain?.provider.destroy();
+    },
     settleNow: (id) => settler.settle(id),
     settlePending: () => settler.poll(),
   };

@@ -57,7 +57,7 @@ export class LocalSender implements SettlementSender {
     }
     await onBroadcast(txHash);
     try {
-      const receipt = await this.chain.provider.waitForTransaction(txHash, 1, this.receiptTimeoutMs);
+      const receipt = await this.chain.waitForReceipt(txHash, this.receiptTimeoutMs);
       if (receipt === null) return { ok: false, error: 'no receipt before the timeout', txHash };
       if (receipt.status !== 1) return { ok: false, error: 'transaction reverted on chain', txHash };
       return { ok: true, txHash };

@@ -126,11 +126,16 @@ export class Settler {
     this.timer = setTimeout(tick, this.policy.pollMs).unref();
   }
 
-  /** Stops polling and waits for attempts already under way (their outcome is recorded). */
-  async stop(): Promise<void> {
+  /**
+   * Stops polling and waits up to `waitMs` for attempts under way to record their outcome. One
+   * still waiting for its receipt after that stays `settling` and is resumed on the next start.
+   */
+  async stop(waitMs = 5000): Promise<void> {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    await this.polling;
-    await Promise.allSettled([...this.inFlight.values()]);
+    let timeout: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => { timeout = setTimeout(resolve, waitMs).unref(); });
+    await Promise.race([Promise.allSettled([this.polling, ...this.inFlight.values()]), deadline]);
+    clearTimeout(timeout);
   }
 }
