@@ -6,8 +6,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { StoreError } from './errors.js';
-import { PostgresStore } from './postgres.js';
-import { SqliteStore, sqlitePath } from './sqlite.js';
 import type { Store } from './types.js';
 
 export type * from './types.js';
@@ -25,8 +23,11 @@ export async function openStore(config: Pick<Config, 'databaseUrl'>, opts: OpenS
   const url = config.databaseUrl;
   let store: Store;
   if (/^postgres(ql)?:\/\//.test(url)) {
+    // Each driver is loaded only when named, so a SQLite deployment never loads pg and vice versa.
+    const { PostgresStore } = await import('./postgres.js');
     store = await PostgresStore.open(url, { logger: opts.logger, max: opts.poolMax, connectTimeoutMs: opts.connectTimeoutMs });
   } else if (url.startsWith('sqlite:')) {
+    const { SqliteStore, sqlitePath } = await import('./sqlite.js');
     store = SqliteStore.open(sqlitePath(url));
   } else {
     throw new StoreError(`DATABASE_URL must be sqlite:<path> or postgres://..., got ${JSON.stringify(url.split(':')[0] + ':...')}`);
