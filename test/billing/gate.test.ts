@@ -126,3 +126,15 @@ t.test('BILLING=off: every endpoint serves without a key and without counting', 
   await new Promise((res) => setTimeout(res, 20));
   t.match(off.app.logs.filter((l) => l.msg === 'request').at(-1), { auth: 'free' });
 });
+
+t.test('a store that stops answering gives 503 with Retry-After, never a free call', async (t) => {
+  const down = await startBilledApp();
+  t.teardown(() => down.close());
+  const key = await signup(down.url, 'outage@example.com');
+  await down.store.close();
+  const r = await post(`${down.url}/v1/decide`, DECIDE, { 'x-api-key': key });
+  t.same([r.status, r.headers.get('retry-after')], [503, '5']);
+  t.match(r.body.detail, /billing store is unavailable.*nothing was counted/);
+  const s = await post(`${down.url}/v1/api-keys/signup`, { email: 'later@example.com' });
+  t.same([s.status, s.body.detail], [503, 'The key store is unavailable right now; no key was issued. Retry shortly.']);
+});

@@ -4,19 +4,25 @@ import t from 'tap';
 import { openStore, StoreError } from '../../src/store/index.js';
 import { storeSuite } from './suite.js';
 
-/** An admin connection to the machine's PostgreSQL; every run works in databases of its own. */
-const ADMIN_URL = process.env.PG_TEST_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** An admin connection to the machine's PostgreSQL (user postgres, else root); every run works in databases of its own. */
+const CANDIDATES = process.env.PG_TEST_URL ? [process.env.PG_TEST_URL] : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
+let ADMIN_URL = CANDIDATES[0];
 
 async function reachable(): Promise<string | null> {
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    await c.end().catch(() => undefined);
+  let first: string | null = null;
+  for (const url of CANDIDATES) {
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+    try {
+      await c.connect();
+      ADMIN_URL = url;
+      return null;
+    } catch (err) {
+      first ??= (err as Error).message;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
   }
+  return first;
 }
 
 const problem = await reachable();

@@ -60,13 +60,17 @@ export function signupHandler(deps: SignupDeps): RequestHandler {
   const now = deps.now ?? (() => new Date());
   const log = deps.logger.child({ component: 'signup' });
   const limit = config.signupsPerHour;
+  const storeDown = (err: unknown): never => {
+    log.error({ err }, 'key store unavailable');
+    throw new HttpError(503, 'The key store is unavailable right now; no key was issued. Retry shortly.', {}, { 'Retry-After': '5' });
+  };
 
   return async (req, res) => {
     const body = req.body as ApiKeySignupRequest;
     const at = now();
     // Only a digest of the address is stored: enough to count, nothing to leak.
     const client = createHash('sha256').update(addressBucket(clientAddress(req, config.trustProxy))).digest('hex').slice(0, 32);
-    const count = await store.countSignup(client, signupWindow(at), limit);
+    const count = await store.countSignup(client, signupWindow(at), limit).catch(storeDown);
     if (!count.allowed) {
       const retry = Math.max(1, secondsUntil(nextSignupWindowStart(at), at));
       throw new HttpError(429, `Too many signups from this address: at most ${limit} an hour. Retry in ${retry} s.`, { limit, retry_after_s: retry }, { 'Retry-After': String(retry) });
@@ -77,7 +81,7 @@ export function signupHandler(deps: SignupDeps): RequestHandler {
     const created = await store.createApiKey({
       id: randomUUID(), keyHash: issued.hash, prefix: issued.prefix, email: body.email, plan: 'Basic', requestedPlan: requested,
       company: body.company ?? null, fullName: body.full_name ?? null, useCase: body.use_case ?? null, website: body.website ?? null,
-    });
+    }).catch(storeDown);
     res.setHeader('Cache-Control', 'no-store');
     let answer: ApiKeySignupResponse;
     if (!created) {
