@@ -43,11 +43,13 @@ export function evaluateVerified(check: ContractVerifiedCheck, ev: VerificationE
   const expected = { verified: true };
   const on = `${addr} on ${check.chain} (${chainId})`;
   if (code === false) {
-    return { status: 'fail', reason: 'not_a_contract', message: `${on} has no code: it is not a contract.`, observed, expected, source: ev.code?.source ?? null, ttl_s: VERIFIED_FAIL_TTL_S };
+    const message = `${on} has no code: it is not a contract.`;
+    return { status: 'fail', reason: 'not_a_contract', message, observed, expected, source: ev.code?.source ?? null, ttl_s: VERIFIED_FAIL_TTL_S };
   }
   for (const [name, res] of [['Sourcify', ev.sourcify], ['the explorer', ev.etherscan]] as const) {
     if (res?.ok && res.data.verified) {
-      return { status: 'pass', reason: null, message: `${on} is verified on ${name} (${res.data.match ?? 'match'}).`, observed, expected, source: res.source, ttl_s: VERIFIED_PASS_TTL_S };
+      const message = `${on} is verified on ${name} (${res.data.match ?? 'match'}).`;
+      return { status: 'pass', reason: null, message, observed, expected, source: res.source, ttl_s: VERIFIED_PASS_TTL_S };
     }
   }
   // Not verified anywhere we could ask. If a source could not answer, "not verified" is unproven.
@@ -66,8 +68,9 @@ export const contractVerified: CheckModule<ContractVerifiedCheck> = {
     if (chainId === undefined) return checkError('unknown_chain', `Unknown chain ${JSON.stringify(check.chain)}.`, null);
     const rpcUrl = ctx.config.rpcUrls[check.chain];
     // The code lookup and Sourcify run side by side; the operator's RPC URL is trusted (not SSRF-checked).
+    const getCode = [{ method: 'eth_getCode', params: [check.contract_address, 'latest'] }];
     const [code, sourcify] = await Promise.all([
-      rpcUrl ? rpcBatch(rpcUrl, [{ method: 'eth_getCode', params: [check.contract_address, 'latest'] }], { signal: ctx.signal, safe: false, allowPrivate: true }) : Promise.resolve(undefined),
+      rpcUrl ? rpcBatch(rpcUrl, getCode, { signal: ctx.signal, safe: false }) : Promise.resolve(undefined),
       getSourcifyStatus(ctx.config, chainId, check.contract_address, ctx.signal),
     ]);
     const ev: VerificationEvidence = { code, sourcify };

@@ -48,7 +48,8 @@ export function evaluateDexPrice(check: DexPriceCheck, pair: DexPairView | null,
   const active = bounds(check).filter((b) => b.limit !== null && b.limit !== undefined);
   const missing = [...new Set(active.filter((b) => pair[b.field] === null || !Number.isFinite(pair[b.field])).map((b) => b.name))];
   if (missing.length > 0) {
-    return checkError('field_missing', `The DEX provider gave no ${missing.join(', ')} for ${label}, which the check bounds.`, source, { observed: { ...observed, missing }, expected });
+    const message = `The DEX provider gave no ${missing.join(', ')} for ${label}, which the check bounds.`;
+    return checkError('field_missing', message, source, { observed: { ...observed, missing }, expected });
   }
   const broken = active.filter((b) => {
     const v = pair[b.field] as number;
@@ -56,7 +57,8 @@ export function evaluateDexPrice(check: DexPriceCheck, pair: DexPairView | null,
   });
   if (broken.length > 0) {
     const parts = broken.map((b) => `${b.name} ${b.fmt(pair[b.field] as number)} is ${b.below ? 'below the minimum' : 'above the maximum'} ${b.fmt(b.limit as number)}`);
-    return { ...base, status: 'fail', reason: broken[0].reason, message: `${label}: ${parts.join('; ')}.`, observed: { ...observed, violations: broken.map((b) => b.reason) } };
+    const violations = broken.map((b) => b.reason);
+    return { ...base, status: 'fail', reason: broken[0].reason, message: `${label}: ${parts.join('; ')}.`, observed: { ...observed, violations } };
   }
   const price = pair.priceUsd === null ? 'no price' : `$${fmtNum(pair.priceUsd)}`;
   const liq = pair.liquidityUsd === null ? 'unknown liquidity' : `${fmtUsd(pair.liquidityUsd)} liquidity`;

@@ -25,7 +25,8 @@ export function evaluatePrice(check: PriceCheck, quote: PriceQuote | undefined, 
   const base = { source, ttl_s: PRICE_TTL_S, expected };
   const pair = `${check.asset_id}/${check.quote}`;
   if (quote === undefined || quote.price === null || !Number.isFinite(quote.price)) {
-    return { ...base, status: 'fail', reason: 'unknown_asset', message: `The price provider has no ${check.quote} price for ${check.asset_id}.`, observed: { price: null, quote: check.quote } };
+    const message = `The price provider has no ${check.quote} price for ${check.asset_id}.`;
+    return { ...base, status: 'fail', reason: 'unknown_asset', message, observed: { price: null, quote: check.quote } };
   }
   const price = quote.price;
   const ageS = quote.lastUpdatedAt === null ? null : Math.max(0, Math.round(nowMs / 1000 - quote.lastUpdatedAt));
@@ -39,10 +40,12 @@ export function evaluatePrice(check: PriceCheck, quote: PriceQuote | undefined, 
   // No timestamp means freshness cannot be shown, which is treated like a stale quote.
   if (ageS === null || ageS > PRICE_STALE_AFTER_S) {
     const age = ageS === null ? 'has no last-updated time' : `was last updated ${ageS} s ago`;
-    return { ...base, observed, status: 'warn', reason: 'price_stale', message: `${pair} at ${fmtNum(price)} ${age}; quotes older than ${PRICE_STALE_AFTER_S} s are stale.` };
+    const message = `${pair} at ${fmtNum(price)} ${age}; quotes older than ${PRICE_STALE_AFTER_S} s are stale.`;
+    return { ...base, observed, status: 'warn', reason: 'price_stale', message };
   }
   const bounds = [min === null ? null : `>= ${fmtNum(min)}`, max === null ? null : `<= ${fmtNum(max)}`].filter(Boolean).join(' and ');
-  return { ...base, observed, status: 'pass', reason: null, message: `${pair} at ${fmtNum(price)}${bounds ? ` is within bounds (${bounds})` : ''}, updated ${ageS} s ago.` };
+  const within = bounds ? ` is within bounds (${bounds})` : '';
+  return { ...base, observed, status: 'pass', reason: null, message: `${pair} at ${fmtNum(price)}${within}, updated ${ageS} s ago.` };
 }
 
 export const price: CheckModule<PriceCheck> = {

@@ -9,6 +9,8 @@ import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { hexQuantity } from './format.js';
 import { rpcBatch, type RpcReply } from '../upstreams/jsonrpc.js';
 
+export type { RpcReply };
+
 export const RPC_TTL_S = 10;
 /** Node rate-limit codes (Tenderly/Infura -32005, Base public RPC -32016): not the method's answer. */
 export const RPC_RATE_LIMIT_CODES: ReadonlySet<number> = new Set([-32005, -32016]);
@@ -16,15 +18,20 @@ const HEX = /^0x[0-9a-fA-F]*$/;
 /** Results larger than this are summarised in observed instead of copied. */
 const MAX_OBSERVED_RESULT_CHARS = 1024;
 
-export type { RpcReply };
-
 function observedResult(result: unknown): Record<string, unknown> {
   const json = JSON.stringify(result) ?? 'null';
-  return json.length <= MAX_OBSERVED_RESULT_CHARS ? { result } : { result_chars: json.length, result_prefix: json.slice(0, 64) };
+  if (json.length <= MAX_OBSERVED_RESULT_CHARS) return { result };
+  return { result_chars: json.length, result_prefix: json.slice(0, 64) };
 }
 
 function rateLimited(source: string, e: { code: number; message: string }): CheckOutcome {
-  return checkError('upstream_rate_limited', `The RPC node refused the call as rate-limited (${e.code}: ${e.message}).`, source, { retry_after_s: 60, ttl_s: 0, observed: { rpc_error: e } });
+  const message = `The RPC node refused the call as rate-limited (${e.code}: ${e.message}).`;
+  return checkError('upstream_rate_limited', message, source, { retry_after_s: 60, observed: { rpc_error: e } });
+}
+
+function describe(result: unknown): string {
+  if (typeof result === 'string') return JSON.stringify(result.slice(0, 40));
+  return `a ${Array.isArray(result) ? 'list' : typeof result}`;
 }
 
 /** `head` is the eth_blockNumber reply when one was batched, else undefined. */
@@ -34,30 +41,39 @@ export function evaluateRpc(check: RpcCheck, reply: RpcReply, head: RpcReply | u
   const base = { source, ttl_s: RPC_TTL_S, expected };
   const call = check.method_name;
   if (reply.error) {
-    if (RPC_RATE_LIMIT_CODES.has(reply.error.code)) return rateLimited(source, reply.error);
-    return { ...base, status: 'fail', reason: 'rpc_error', message: `${call} answered JSON-RPC error ${reply.error.code}: ${reply.error.message}.`, observed: { rpc_error: { code: reply.error.code, message: reply.error.message } } };
+    const { code, message } = reply.error;
+    if (RPC_RATE_LIMIT_CODES.has(code)) return rateLimited(source, reply.error);
+    return { ...base, status: 'fail', reason: 'rpc_error', message: `${call} answered JSON-RPC error ${code}: ${message}.`, observed: { rpc_error: { code, message } } };
   }
   const result = reply.result ?? null;
-  let observed: Record<string, unknown> = observedResult(result);
+  const observed = observedResult(result);
   if (result === null) return { ...base, observed, status: 'fail', reason: 'empty_result', message: `${call} returned null.` };
   if (check.expect_hex_result && !(typeof result === 'string' && HEX.test(result))) {
-    return { ...base, observed, status: 'fail', reason: 'not_hex', message: `${call} returned ${typeof result === 'string' ? JSON.stringify(result.slice(0, 40)) : `a ${Array.isArray(result) ? 'list' : typeof result}`}, not 0x-hex.` };
+    return { ...base, observed, status: 'fail', reason: 'not_hex', message: `${call} returned ${describe(result)}, not 0x-hex.` };
   }
-  if (min === null) return { ...base, observed, status: 'pass', reason: null, message: `${call} returned a ${check.expect_hex_result ? 'hex ' : ''}result.` };
+  if (min === null) {
+    return { ...base, observed, status: 'pass', reason: null, message: `${call} returned a ${check.expect_hex_result ? 'hex ' : ''}result.` };
+  }
 
   const headReply = call === 'eth_blockNumber' ? reply : head;
   if (headReply === undefined) return checkError('internal_error', 'No chain head was fetched for min_block_number.', source);
   if (headReply.error) {
-    if (RPC_RATE_LIMIT_CODES.has(headReply.error.code)) return rateLimited(source, headReply.error);
-    return checkError('upstream_error', `eth_blockNumber answered JSON-RPC error ${headReply.error.code}: ${headReply.error.message}.`, source, { observed: { ...observed, rpc_error: headReply.error }, expected });
+    const { code, message } = headReply.error;
+    if (RPC_RATE_LIMIT_CODES.has(code)) return rateLimited(source, headReply.error);
+    const text = `eth_blockNumber answered JSON-RPC error ${code}: ${message}.`;
+    return checkError('upstream_error', text, source, { observed: { ...observed, rpc_error: { code, message } }, expected });
   }
   const headBlock = hexQuantity(headReply.result);
-  if (headBlock === null) return checkError('upstream_bad_response', `eth_blockNumber returned ${JSON.stringify(headReply.result)}, not a block number.`, source, { observed, expected });
-  observed = { ...observed, head_block: headBlock };
-  if (headBlock < min) {
-    return { ...base, observed, status: 'fail', reason: 'block_behind', message: `The node's head is block ${headBlock}, ${min - headBlock} behind the required ${min}.` };
+  if (headBlock === null) {
+    const text = `eth_blockNumber returned ${JSON.stringify(headReply.result)}, not a block number.`;
+    return checkError('upstream_bad_response', text, source, { observed, expected });
   }
-  return { ...base, observed, status: 'pass', reason: null, message: `${call} returned a result; head block ${headBlock} >= ${min}.` };
+  const withHead = { ...observed, head_block: headBlock };
+  if (headBlock < min) {
+    const message = `The node's head is block ${headBlock}, ${min - headBlock} behind the required ${min}.`;
+    return { ...base, observed: withHead, status: 'fail', reason: 'block_behind', message };
+  }
+  return { ...base, observed: withHead, status: 'pass', reason: null, message: `${call} returned a result; head block ${headBlock} >= ${min}.` };
 }
 
 export const rpc: CheckModule<RpcCheck> = {
@@ -66,6 +82,7 @@ export const rpc: CheckModule<RpcCheck> = {
     const calls = [{ method: check.method_name, params: check.params ?? [] }];
     const needHead = check.min_block_number != null && check.method_name !== 'eth_blockNumber';
     if (needHead) calls.push({ method: 'eth_blockNumber', params: [] });
+    // rpc_url comes from the request: the SSRF rules apply.
     const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: true, allowPrivate: ctx.config.allowPrivateTargets });
     if (!res.ok) return fromUpstreamFail(res, RPC_TTL_S);
     const [reply, head] = res.data;

@@ -44,7 +44,8 @@ export function evaluateRug(check: RugPullRiskCheck, pair: DexPairView | null, n
   const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
   const liq = pair.liquidityUsd;
   if (liq === null || !Number.isFinite(liq)) {
-    return checkError('field_missing', `The DEX provider gave no liquidity for ${label}; rug-pull risk cannot be judged without it.`, source, { observed: { missing: ['liquidity_usd'] }, expected });
+    const message = `The DEX provider gave no liquidity for ${label}; rug-pull risk cannot be judged without it.`;
+    return checkError('field_missing', message, source, { observed: { missing: ['liquidity_usd'] }, expected });
   }
   const ageMin = pair.pairCreatedAt === null ? null : Math.max(0, Math.floor((nowMs - pair.pairCreatedAt) / 60000));
   const ratio = pair.fdv === null || liq <= 0 ? null : pair.fdv / liq;
@@ -59,7 +60,9 @@ export function evaluateRug(check: RugPullRiskCheck, pair: DexPairView | null, n
   if (ageMin === null) skipped.push('pair_too_young');
   else if (ageMin < check.min_pair_age_minutes) signals.push({ reason: 'pair_too_young', text: `the pair is ${ageMin} min old (minimum ${check.min_pair_age_minutes})` });
   if (ageMin === null || ageMin >= FDV_SIGNAL_MAX_AGE_MINUTES || ratio === null) skipped.push('fdv_liquidity_ratio_high');
-  else if (ratio > check.max_fdv_to_liquidity_ratio) signals.push({ reason: 'fdv_liquidity_ratio_high', text: `FDV is ${fmtNum(ratio, 4)}x the liquidity (maximum ${fmtNum(check.max_fdv_to_liquidity_ratio)}x)` });
+  else if (ratio > check.max_fdv_to_liquidity_ratio) {
+    signals.push({ reason: 'fdv_liquidity_ratio_high', text: `FDV is ${fmtNum(ratio, 4)}x the liquidity (maximum ${fmtNum(check.max_fdv_to_liquidity_ratio)}x)` });
+  }
   if (check.min_buys_h24 != null) {
     if (buys === null) skipped.push('buys_below_min');
     else if (buys < check.min_buys_h24) signals.push({ reason: 'buys_below_min', text: `${buys} buys in 24 h (minimum ${check.min_buys_h24})` });

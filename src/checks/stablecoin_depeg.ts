@@ -15,7 +15,8 @@ export function evaluateDepeg(check: StablecoinDepegCheck, quote: PriceQuote | u
   const expected = { peg: 1, warn_deviation_pct: check.warn_deviation_pct, block_deviation_pct: check.block_deviation_pct };
   const base = { source, ttl_s: DEPEG_TTL_S, expected };
   if (quote === undefined || quote.price === null || !Number.isFinite(quote.price)) {
-    return { ...base, status: 'fail', reason: 'unknown_asset', message: `The price provider has no ${check.quote} price for ${check.asset_id}, so its peg cannot be judged.`, observed: { price: null, quote: check.quote } };
+    const message = `The price provider has no ${check.quote} price for ${check.asset_id}, so its peg cannot be judged.`;
+    return { ...base, status: 'fail', reason: 'unknown_asset', message, observed: { price: null, quote: check.quote } };
   }
   const price = quote.price;
   const deviation = roundRatio(Math.abs(price - 1));
@@ -25,7 +26,8 @@ export function evaluateDepeg(check: StablecoinDepegCheck, quote: PriceQuote | u
     return { ...base, observed, status: 'fail', reason: 'depegged', message: `${at}; block limit ${fmtPct(check.block_deviation_pct)}.` };
   }
   if (deviation >= check.warn_deviation_pct) {
-    return { ...base, observed, status: 'warn', reason: 'depeg_warning', message: `${at}; warn limit ${fmtPct(check.warn_deviation_pct)}, block limit ${fmtPct(check.block_deviation_pct)}.` };
+    const message = `${at}; warn limit ${fmtPct(check.warn_deviation_pct)}, block limit ${fmtPct(check.block_deviation_pct)}.`;
+    return { ...base, observed, status: 'warn', reason: 'depeg_warning', message };
   }
   return { ...base, observed, status: 'pass', reason: null, message: `${at}; warn limit ${fmtPct(check.warn_deviation_pct)}.` };
 }

@@ -13,18 +13,23 @@ import { RPC_RATE_LIMIT_CODES, type RpcReply } from './rpc.js';
 export const TX_PENDING_TTL_S = 5;
 export const TX_FINAL_TTL_S = 300;
 
+function receiptError(check: TxCheck, e: NonNullable<RpcReply['error']>, source: string): CheckOutcome {
+  const limited = RPC_RATE_LIMIT_CODES.has(e.code);
+  const message = `eth_getTransactionReceipt for ${check.tx_hash.slice(0, 10)}… answered JSON-RPC error ${e.code}: ${e.message}.`;
+  const extra = { observed: { rpc_error: e }, expected: { mined: true, success: check.require_success }, ...(limited ? { retry_after_s: 60 } : {}) };
+  return checkError(limited ? 'upstream_rate_limited' : 'upstream_error', message, source, extra);
+}
+
 export function evaluateTx(check: TxCheck, receiptReply: RpcReply, headReply: RpcReply, source: string): CheckOutcome {
   const expected = { mined: true, success: check.require_success };
   const short = `${check.tx_hash.slice(0, 10)}…`;
-  if (receiptReply.error) {
-    const e = receiptReply.error;
-    const reason = RPC_RATE_LIMIT_CODES.has(e.code) ? 'upstream_rate_limited' : 'upstream_error';
-    return checkError(reason, `eth_getTransactionReceipt for ${short} answered JSON-RPC error ${e.code}: ${e.message}.`, source, { observed: { rpc_error: e }, expected, ...(reason === 'upstream_rate_limited' ? { retry_after_s: 60 } : {}) });
-  }
+  if (receiptReply.error) return receiptError(check, receiptReply.error, source);
   const head = headReply.error ? null : hexQuantity(headReply.result);
   const receipt = receiptReply.result;
   if (receipt === null || receipt === undefined) {
-    return { status: 'warn', reason: 'tx_pending', message: `Transaction ${short} has no receipt yet${head === null ? '' : ` at head block ${head}`}.`, observed: { mined: false, head_block: head, confirmations: 0 }, expected, source, ttl_s: TX_PENDING_TTL_S };
+    const at = head === null ? '' : ` at head block ${head}`;
+    const observed = { mined: false, head_block: head, confirmations: 0 };
+    return { status: 'warn', reason: 'tx_pending', message: `Transaction ${short} has no receipt yet${at}.`, observed, expected, source, ttl_s: TX_PENDING_TTL_S };
   }
   if (typeof receipt !== 'object' || Array.isArray(receipt)) {
     return checkError('upstream_bad_response', `eth_getTransactionReceipt returned ${typeof receipt}, not a receipt object.`, source, { expected });
@@ -37,16 +42,17 @@ export function evaluateTx(check: TxCheck, receiptReply: RpcReply, headReply: Rp
   const confirmations = head === null ? null : Math.max(0, head - block + 1);
   // Pre-Byzantium receipts carry a state `root` instead of `status`: success is not recorded.
   const status = r.status === '0x1' ? 'success' : r.status === '0x0' ? 'reverted' : null;
-  const observed = { mined: true, status, block_number: block, head_block: head, confirmations, gas_used: hexQuantity(r.gasUsed), ...(status === null && typeof r.root === 'string' ? { root: r.root } : {}) };
+  const root = status === null && typeof r.root === 'string' ? { root: r.root } : {};
+  const observed = { mined: true, status, block_number: block, head_block: head, confirmations, gas_used: hexQuantity(r.gasUsed), ...root };
   const base = { observed, expected, source, ttl_s: TX_FINAL_TTL_S };
-  const conf = confirmations === null ? '' : ` with ${confirmations} confirmation(s)`;
+  const mined = `Transaction ${short} was mined in block ${block}${confirmations === null ? '' : ` with ${confirmations} confirmation(s)`}`;
   if (status === 'reverted' && check.require_success) {
-    return { ...base, status: 'fail', reason: 'tx_reverted', message: `Transaction ${short} reverted in block ${block}${conf}.` };
+    return { ...base, status: 'fail', reason: 'tx_reverted', message: `${mined} and reverted.` };
   }
   if (status === null && check.require_success) {
-    return { ...base, status: 'warn', reason: 'status_unknown', message: `Transaction ${short} was mined in block ${block}${conf}, but its pre-Byzantium receipt does not record success.` };
+    return { ...base, status: 'warn', reason: 'status_unknown', message: `${mined}, but its pre-Byzantium receipt does not record success.` };
   }
-  return { ...base, status: 'pass', reason: null, message: `Transaction ${short} was mined in block ${block}${conf}${status === null ? '' : `, status ${status}`}.` };
+  return { ...base, status: 'pass', reason: null, message: `${mined}${status === null ? '' : `, status ${status}`}.` };
 }
 
 export const tx: CheckModule<TxCheck> = {
@@ -56,6 +62,7 @@ export const tx: CheckModule<TxCheck> = {
       { method: 'eth_getTransactionReceipt', params: [check.tx_hash] },
       { method: 'eth_blockNumber', params: [] },
     ];
+    // rpc_url comes from the request: the SSRF rules apply.
     const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: true, allowPrivate: ctx.config.allowPrivateTargets });
     if (!res.ok) return fromUpstreamFail(res, TX_FINAL_TTL_S);
     const [receipt, head] = res.data;
