@@ -8,8 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { compose } from './compose.js';
-import { buildApp } from './app.js';
+import type { Service } from './compose.js';
 import { VERSION } from './version.js';
 
 export interface RunningServer {
@@ -19,8 +18,10 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
+  // Loaded after the configuration is known good, so a bad setting is reported at once.
+  const [{ compose }, { buildApp }] = await Promise.all([import('./compose.js'), import('./app.js')]);
   let draining = false;
-  const service = await compose(config, logger, { isDraining: () => draining });
+  const service: Service = await compose(config, logger, { isDraining: () => draining });
   const app = buildApp(service.deps);
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, app);
 

@@ -59,7 +59,10 @@ class PoolExecutor implements Executor {
     this.pool.on('error', () => {});
     // Piscina marks its first workers ready before they have loaded the check modules; a few
     // empty tasks per thread make every worker load them now rather than on a caller's time.
-    this.started = Promise.all(Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true }))).then(() => undefined);
+    this.started = Promise.all(Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true }))).then(
+      () => undefined,
+      () => undefined, // a pool destroyed while warming up is not an error of its own
+    );
   }
 
   ready(): Promise<void> {

@@ -1,0 +1,54 @@
+/** Runs the real service entry (dist/src/server.js) as a child process on an ephemeral port. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const SERVER_ENTRY = fileURLToPath(new URL('../../src/server.js', import.meta.url));
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  url: string;
+  /** Parsed log lines so far. */
+  logs: Array<Record<string, unknown>>;
+  /** Milliseconds from spawn to the `listening` line. */
+  startMs: number;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export async function spawnService(env: Record<string, string>, timeoutMs = 15000): Promise<ServiceProcess> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += String(d)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start within ${timeoutMs} ms: ${stderr}`)), timeoutMs);
+    let buf = '';
+    child.stdout!.on('data', (d) => {
+      buf += String(d);
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          logs.push(entry);
+          if (entry.msg === 'listening') {
+            clearTimeout(timer);
+            resolve(`http://127.0.0.1:${entry.port as number}`);
+          }
+        } catch {
+          /* not a log line */
+        }
+      }
+    });
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited with ${code} before listening: ${stderr}`));
+    });
+  });
+  return { child, url, logs, startMs: performance.now() - started, exited };
+}

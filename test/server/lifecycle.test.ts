@@ -1,0 +1,63 @@
+/** The process: start-up on embedded defaults, bad configuration, and a graceful drain. */
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnService, SERVER_ENTRY } from '../helpers/spawn.js';
+import { startCoinGecko } from '../emulators/coingecko.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'preflight-life-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+t.test('starts on its embedded defaults and answers /health quickly', async (t) => {
+  const t0 = performance.now();
+  const svc = await spawnService({ DATABASE_URL: `sqlite:${join(dir, 'a.db')}` });
+  const res = await fetch(`${svc.url}/health`);
+  const ms = performance.now() - t0;
+  t.equal(res.status, 200);
+  t.match(await res.json(), { status: 'ok' });
+  t.comment(`spawn to /health 200: ${ms.toFixed(0)} ms`);
+  t.ok(ms < 2000, `health answered ${ms.toFixed(0)} ms after spawn`);
+  svc.child.kill('SIGTERM');
+  t.same(await svc.exited, { code: 0, signal: null }, 'SIGTERM exits 0');
+});
+
+t.test('a bad setting stops start-up with a message naming it', async (t) => {
+  const child = spawn(process.execPath, [SERVER_ENTRY], { env: { PATH: process.env.PATH ?? '', REQUEST_DEADLINE_MS: 'soon' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => (err += String(d)));
+  const code = await new Promise((r) => child.on('exit', r));
+  t.equal(code, 1);
+  t.match(err, /REQUEST_DEADLINE_MS must be an integer/);
+});
+
+t.test('an unreachable PostgreSQL stops start-up with a clear message', async (t) => {
+  const child = spawn(process.execPath, [SERVER_ENTRY], { env: { PATH: process.env.PATH ?? '', PORT: '0', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => (err += String(d)));
+  const code = await new Promise((r) => child.on('exit', r));
+  t.equal(code, 1);
+  t.match(err, /start-up failed: .*(PostgreSQL|postgres|database)/i);
+});
+
+t.test('SIGTERM drains: requests in flight are answered, then exit 0', async (t) => {
+  const cg = await startCoinGecko();
+  t.teardown(() => cg.close());
+  cg.setPrice('ethereum', 'usd', 3000);
+  cg.fault = { delayMs: 700 };
+  const svc = await spawnService({ DATABASE_URL: `sqlite:${join(dir, 'b.db')}`, BILLING: 'off', PRICE_API_URL: cg.url });
+  const body = JSON.stringify({ goal: 'drain', checks: [{ type: 'price', asset_id: 'ethereum' }], context: { deadline_ms: 3000 } });
+  const inflight = Array.from({ length: 5 }, () =>
+    fetch(`${svc.url}/v1/decide`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as { verdict: string } })),
+  );
+  while (cg.stats.requests < 1) await new Promise((r) => setTimeout(r, 10));
+  svc.child.kill('SIGTERM');
+  svc.child.kill('SIGTERM'); // a repeated SIGTERM while draining is ignored
+  const answers = await Promise.all(inflight);
+  t.same(answers.map((a) => a.status), [200, 200, 200, 200, 200], 'every accepted request answered');
+  t.same([...new Set(answers.map((a) => a.body.verdict))], ['proceed']);
+  t.same(await svc.exited, { code: 0, signal: null });
+  await t.rejects(fetch(`${svc.url}/health`), 'no longer accepting');
+  t.ok(svc.logs.some((l) => l.msg === 'draining') && svc.logs.some((l) => l.msg === 'stopped'));
+});
