@@ -1,0 +1,93 @@
+/**
+ * Settlement that does not go through: a transfer that reverts on chain is retried, then marked
+ * failed in the ledger and logged, and the service keeps serving; a settlement left unfinished
+ * when the process stopped is finished by the next process on the same ledger.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { Wallet } from 'ethers';
+import { startUsdcChain } from '../../helpers/usdc.js';
+import { PATH, PRICE, captureHeader, postJson, startPaidServer, until, v1Fetch } from './fixture.js';
+
+const chain = await startUsdcChain();
+t.teardown(() => chain.close());
+
+t.test('a transfer that reverts on chain is retried, then failed, logged, and serving goes on', async (t) => {
+  const srv = await startPaidServer(chain, { retry: { maxAttempts: 3 } });
+  t.teardown(() => srv.close());
+  const url = srv.url + PATH;
+  const payer = await chain.wallet(PRICE, 10n ** 18n);
+  const header = await captureHeader(2, chain, payer, url);
+
+  // Blocks are mined by hand: our settlement waits in the mempool while the payer front-runs it.
+  await chain.rpc('evm_setAutomine', [false]);
+  t.teardown(() => chain.rpc('evm_setAutomine', [true]));
+  const res = await postJson(fetch, url, {}, { 'PAYMENT-SIGNATURE': header });
+  t.equal(res.status, 200, 'served: the payer held the USDC when it paid');
+  const rec = await until(async () => {
+    const [r] = await srv.store.listUnsettledPayments(0, 10);
+    return r?.txHash ? r : undefined;
+  });
+  const usdc = chain.usdc.connect(payer) as typeof chain.usdc;
+  await usdc.transfer(Wallet.createRandom().address, PRICE, { gasLimit: 100_000n, maxPriorityFeePerGas: 10n ** 11n, maxFeePerGas: 10n ** 12n });
+  await chain.rpc('evm_mine');
+  await chain.rpc('evm_setAutomine', [true]);
+  const mined = await chain.provider.getTransactionReceipt(rec.txHash as string);
+  t.equal(mined?.status, 0, 'our transfer reverted on chain');
+
+  const failed = await until(async () => {
+    const r = await srv.store.getPayment(rec.id);
+    return r?.state === 'failed' ? r : undefined;
+  });
+  t.equal(failed.attempts, 3, 'tried three times');
+  t.match(failed.lastError, /./, 'the last error is kept');
+  t.equal(failed.txHash, rec.txHash, 'the reverted transaction stays on record');
+  const warns = srv.logs.filter((l) => l.paymentId === rec.id && l.msg === 'x402 settlement attempt failed, will retry');
+  t.equal(warns.length, 2);
+  t.match(warns[0], { level: 40, err: 'transaction reverted on chain', txHash: rec.txHash });
+  t.match(srv.logs.find((l) => l.paymentId === rec.id && l.level === 50), { msg: 'x402 settlement failed for good', attempts: 3 });
+  t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 0, failed: 1 });
+
+  const next = await chain.wallet(PRICE);
+  const before = await chain.balanceOf(srv.payTo);
+  const ok = await postJson(v1Fetch(chain, next), url);
+  t.equal(ok.status, 200, 'the next payer is served');
+  await until(async () => ((await srv.store.countPaymentsByState()).settled === 1 ? true : undefined));
+  t.equal(await chain.balanceOf(srv.payTo), before + PRICE);
+});
+
+t.test('an unfinished settlement is finished after a restart', async (t) => {
+  const settler = Wallet.createRandom();
+  const payTo = Wallet.createRandom().address;
+  const dir = mkdtempSync(join(tmpdir(), 'x402-restart-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const dbFile = join(dir, 'ledger.db');
+  // The first process's settler has no gas money: every attempt fails, the payment waits.
+  const first = await startPaidServer(chain, { settlerKey: settler.privateKey, payTo, dbFile, retry: { maxAttempts: 100 } });
+  const url = first.url + PATH;
+  const payer = await chain.wallet(PRICE);
+  const res = await postJson(v1Fetch(chain, payer), url);
+  t.equal(res.status, 200);
+  const pending = await until(async () => {
+    const [r] = await first.store.listUnsettledPayments(0, 10);
+    return r !== undefined && r.attempts >= 2 ? r : undefined;
+  });
+  t.equal(pending.state, 'settling');
+  t.match(pending.lastError, /insufficient funds/i);
+  await first.close();
+
+  await chain.rpc('anvil_setBalance', [settler.address, '0x' + (10n ** 18n).toString(16)]);
+  const second = await startPaidServer(chain, { settlerKey: settler.privateKey, payTo, dbFile });
+  t.teardown(async () => {
+    await second.close();
+  });
+  const done = await until(async () => {
+    const r = await second.store.getPayment(pending.id);
+    return r?.state === 'settled' ? r : undefined;
+  });
+  t.match(done.txHash, /^0x[0-9a-f]{64}$/);
+  t.equal(await chain.balanceOf(payTo), PRICE, 'paid once, by the second process');
+  t.equal(await chain.balanceOf(payer.address), 0n);
+});
