@@ -66,7 +66,8 @@ export class Emulator {
   private readonly routes: { method: string; path: string | RegExp; handler: Handler }[] = [];
   private readonly pathFaults = new Map<string, Fault>();
   private readonly sockets = new Set<Socket>();
-  private readonly server = http.createServer((req, res) => void this.handle(req, res));
+  // A client that vanishes mid-request, or a handler that throws, must not take the test process down.
+  private readonly server = http.createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
 
   route(method: string, path: string | RegExp, handler: Handler): this {
     this.routes.push({ method, path, handler });
