@@ -5,17 +5,16 @@ import type { DecideRequest } from '../../generated/types.js';
 import type { Metrics } from '../../metrics.js';
 import type { Engine } from '../../engine/runner.js';
 import { buildDecideResponse, resolveDeadline } from '../../engine/respond.js';
-import { checkNames } from '../../engine/names.js';
+import { checkName } from '../../checks/index.js';
 
 export function decideHandler(deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics }, endpoint: string): RequestHandler {
   const { config, engine, metrics } = deps;
   return async (req, res) => {
     const body = req.body as DecideRequest;
     const checks = body.checks ?? [];
-    const names = checkNames(checks);
     const deadlineMs = resolveDeadline(config, body.context);
     const requestId = res.locals.requestId as string;
-    const results = await engine.run(checks.map((check, i) => ({ name: names[i], check })), { deadlineMs, requestId });
+    const results = await engine.run(checks.map((check, i) => ({ name: checkName(check, i, checks), check })), { deadlineMs, requestId });
     const response = buildDecideResponse(
       results,
       { allowPartial: body.allow_decide_on_partial, warnVerdict: 'wait' },
