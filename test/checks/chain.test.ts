@@ -117,10 +117,12 @@ t.test('rpc and tx node failures (JSON-RPC emulator)', async (t) => {
     ['not JSON', { garbage: true, times: 1 }, 'upstream_bad_response'],
     ['connection reset', { reset: true, times: 2 }, 'upstream_unreachable'],
   ] as const) {
-    node.fault = { ...fault };
-    const out = await tx.run(txCheck(node.url, hash), ctx(config));
-    t.equal(out.status, 'error', name);
-    t.equal(out.reason, reason, name);
+    for (const run of [() => tx.run(txCheck(node.url, hash), ctx(config)), () => rpc.run(rpcCheck(node.url), ctx(config))]) {
+      node.fault = { ...fault };
+      const out = await run();
+      t.equal(out.status, 'error', name);
+      t.equal(out.reason, reason, name);
+    }
   }
   node.fault = { hang: true, times: 1 };
   const started = Date.now();

@@ -55,12 +55,14 @@ t.test('price and stablecoin_depeg against the CoinGecko emulator', async (t) =>
       ['body cut short', { truncate: true, times: 1 }, 'upstream_bad_response', undefined],
     ];
     for (const [name, fault, reason, retry] of faults) {
-      cg.faultOn('/simple/price', fault);
-      const out = await stablecoinDepeg.run(depeg(), ctx(config));
-      t.equal(out.status, 'error', name);
-      t.equal(out.reason, reason, name);
-      if (retry !== undefined) t.equal(out.retry_after_s, retry, `${name}: retry_after_s`);
-      t.ok(out.message.length > 10, `${name}: message`);
+      for (const run of [() => stablecoinDepeg.run(depeg(), ctx(config)), () => price.run(priceCheck(), ctx(config))]) {
+        cg.faultOn('/simple/price', { ...fault });
+        const out = await run();
+        t.equal(out.status, 'error', name);
+        t.equal(out.reason, reason, name);
+        if (retry !== undefined) t.equal(out.retry_after_s, retry, `${name}: retry_after_s`);
+        t.ok(out.message.length > 10, `${name}: message`);
+      }
     }
     cg.faultOn('/simple/price', { hang: true, times: 1 });
     const started = Date.now();
@@ -113,10 +115,12 @@ t.test('dex_price and rug_pull_risk against the DexScreener emulator', async (t)
       ['garbage', { garbage: true, times: 1 }, 'upstream_bad_response'],
       ['reset', { reset: true, times: 2 }, 'upstream_unreachable'],
     ] as const) {
-      ds.fault = { ...fault };
-      const a = await dexPrice.run(dex(), ctx(config));
-      t.equal(a.status, 'error', name);
-      t.equal(a.reason, reason, name);
+      for (const run of [() => dexPrice.run(dex(), ctx(config)), () => rugPullRisk.run(rug(), ctx(config))]) {
+        ds.fault = { ...fault };
+        const a = await run();
+        t.equal(a.status, 'error', name);
+        t.equal(a.reason, reason, name);
+      }
     }
     ds.fault = { delayMs: 1000, times: 1 };
     const out = await rugPullRisk.run(rug(), ctx(config, 150));
