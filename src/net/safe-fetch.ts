@@ -113,10 +113,27 @@ async function targets(url: URL, allowPrivate: boolean, resolver: Resolver, sign
   return { ok: true, addresses };
 }
 
+const decode = (s: string): string => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s; // a stray % is sent as written
+  }
+};
+
+/** URL userinfo (common in RPC URLs) becomes Basic auth, as curl does. */
 function basicAuth(url: URL): string | null {
   if (!url.username && !url.password) return null;
-  const creds = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
-  return `Basic ${Buffer.from(creds).toString('base64')}`;
+  return `Basic ${Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString('base64')}`;
+}
+
+/** The URL without its userinfo: finalUrl ends up in evidence. */
+function withoutCredentials(url: URL): string {
+  if (!url.username && !url.password) return url.href;
+  const u = new URL(url.href);
+  u.username = '';
+  u.password = '';
+  return u.href;
 }
 
 async function hop(url: URL, addresses: { family: 4 | 6; ip: string }[], dispatcher: Dispatcher, o: {
@@ -167,7 +184,7 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
       if (!r.ok) return done(r);
       const location = r.res.headers.location;
       if (!REDIRECTS.has(r.res.status) || !location) {
-        return { ok: true, data: { ...r.res, finalUrl: url.href, redirects }, source, latencyMs: Math.round(performance.now() - started) };
+        return { ok: true, data: { ...r.res, finalUrl: withoutCredentials(url), redirects }, source, latencyMs: Math.round(performance.now() - started) };
       }
       if (redirects >= maxRedirects) return done({ reason: 'too_many_redirects', message: `more than ${maxRedirects} redirects`, status: r.res.status });
       let next: URL;

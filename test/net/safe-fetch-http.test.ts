@@ -84,6 +84,11 @@ t.test('credentials stay with their origin across redirects', async (t) => {
   site.setRedirect('/away', `${other.url}/landing`);
   const r = await safeFetch(`${site.url.replace('http://', 'http://user:pa%20ss@')}/away`, { ...open, headers: { Cookie: 'sid=1', 'X-Keep': '1' } });
   t.equal(r.ok && r.data.status, 200);
+  t.equal(r.ok && r.data.finalUrl, `${other.url}/landing`);
+  const own = await safeFetch(`${site.url.replace('http://', 'http://user:secret@')}/landing-here`, open);
+  t.equal(own.ok && own.data.finalUrl, `${site.url}/landing-here`, 'no credentials in finalUrl');
+  const odd = await safeFetch(`${site.url.replace('http://', 'http://us%zzer:x@')}/landing-here`, open);
+  t.equal(odd.ok && odd.data.status, 404, 'a malformed escape in userinfo is sent as written, not thrown');
   t.equal(site.received[0].headers.authorization, `Basic ${Buffer.from('user:pa ss').toString('base64')}`, 'URL userinfo becomes Basic auth');
   t.equal(site.received[0].headers.cookie, 'sid=1');
   t.equal(other.received[0].headers.authorization, undefined);
