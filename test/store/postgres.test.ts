@@ -4,7 +4,8 @@ import t from 'tap';
 import { openStore, StoreError } from '../../src/store/index.js';
 import { storeSuite } from './suite.js';
 
-/** An admin connection to the machine's PostgreSQL (user postgres, else root); every run works in databases of its own. */
+/** An admin connection to the machine's PostgreSQL (user postgres, else root); every run works in schemas of its own
+ * (DATABASE_URL's `options=-c search_path=...`), which also proves that deployment style works. */
 const CANDIDATES = process.env.PG_TEST_URL ? [process.env.PG_TEST_URL] : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
 let ADMIN_URL = CANDIDATES[0];
 
@@ -38,23 +39,25 @@ if (problem !== null) {
     return u.toString();
   };
   t.teardown(async () => {
-    for (const db of created) await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    for (const schema of created) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin.end();
   });
 
   storeSuite({
     name: 'postgres',
     async newUrl() {
-      const db = `pf_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-      await admin.query(`CREATE DATABASE ${db}`);
-      created.push(db);
-      return urlOf(db);
+      const schema = `pf_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      created.push(schema);
+      const u = new URL(ADMIN_URL);
+      u.searchParams.set('options', `-c search_path=${schema}`);
+      return u.toString();
     },
     async dump(url) {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        const { rows } = await c.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'");
+        const { rows } = await c.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()");
         const out: Record<string, unknown[]> = {};
         for (const { table_name } of rows) out[table_name] = (await c.query(`SELECT * FROM "${table_name}"`)).rows;
         return out;

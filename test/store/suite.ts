@@ -78,7 +78,7 @@ export function storeSuite(h: Harness): void {
     t.same(dump.schema_migrations.map((r) => Number((r as { version: number }).version)), MIGRATIONS.map((m) => m.version));
   });
 
-  t.test(`${h.name}: two processes' stores migrating a fresh database at once both succeed`, async (t) => {
+  t.test(`${h.name}: three stores migrating one fresh database at once all succeed, each migration applied once`, async (t) => {
     const fresh = await h.newUrl();
     const stores = await Promise.all([openStore({ databaseUrl: fresh }), openStore({ databaseUrl: fresh }), openStore({ databaseUrl: fresh })]);
     await Promise.all(stores.map((s) => s.close()));
