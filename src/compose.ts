@@ -19,6 +19,8 @@ import { stablecoinHandler } from './agents/stablecoin.js';
 import { bridgeRiskHandler } from './agents/bridge-risk.js';
 import { yieldRoutingHandler } from './agents/yield-routing.js';
 import type { AppDeps } from './app.js';
+import { closeUpstreamAgent } from './upstreams/http.js';
+import { closeSafeFetchAgent } from './net/safe-fetch.js';
 
 export interface Service {
   deps: AppDeps;
@@ -26,7 +28,7 @@ export interface Service {
   metrics: Metrics;
   store: Store;
   payments: X402;
-  /** Stops the settler, the pool and the store, in that order. */
+  /** Stops the settler, the pool, the main thread's connection pools and the store, in that order. */
   close(): Promise<void>;
 }
 
@@ -80,6 +82,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     async close() {
       await payments.stop();
       await engine.close();
+      await Promise.all([closeUpstreamAgent(), closeSafeFetchAgent()]);
       await store.close();
     },
   };

@@ -3,7 +3,6 @@
  * schema, a module and one line here; nothing else branches on the type.
  */
 import type { Check } from '../generated/types.js';
-import { Check as validateCheck } from '../generated/validators.js';
 import type { CheckModule, CheckType } from './types.js';
 import { approvalAmount } from './approval_amount.js';
 import { bridgeExploitMonitor } from './bridge_exploit_monitor.js';
@@ -59,26 +58,4 @@ export function checkName(check: Check, index: number, all: readonly Check[]): s
     if (typeof mine === 'string' && mine !== '' && !clash) return `${check.type}[${mine}]`;
   }
   return `${check.type}[${index}]`;
-}
-
-function stable(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
-  if (v !== null && typeof v === 'object') {
-    const entries = Object.keys(v as object).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined);
-    return `{${entries.map((k) => `${JSON.stringify(k)}:${stable((v as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
-}
-
-/**
- * Cache key of a check: its JSON with schema defaults applied, top-level nulls dropped (null and
- * absent mean the same for every optional field), rpc params defaulted to [], keys sorted. Headers
- * stay in: they change the answer (auth, content negotiation).
- */
-export function canonicalKey(check: Check): string {
-  const copy = structuredClone(check) as Record<string, unknown>;
-  validateCheck(copy); // applies defaults in place; an invalid check still gets a key
-  for (const k of Object.keys(copy)) if (copy[k] === null) delete copy[k];
-  if (copy.type === 'rpc' && copy.params === undefined) copy.params = [];
-  return stable(copy);
 }

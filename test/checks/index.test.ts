@@ -1,5 +1,5 @@
 import t from 'tap';
-import { canonicalKey, checkName, checks, moduleFor } from '../../src/checks/index.js';
+import { checkName, checks, moduleFor } from '../../src/checks/index.js';
 import { schemas } from '../../src/generated/schemas.js';
 import type { Check } from '../../src/generated/types.js';
 
@@ -34,24 +34,3 @@ t.test('checkName', async (t) => {
   ]);
 });
 
-t.test('canonicalKey', async (t) => {
-  const bare = canonicalKey(raw({ type: 'http', url: 'https://a.example/' }));
-  const full = canonicalKey(raw({ url: 'https://a.example/', must_contain: null, expect_status: 200, method: 'GET', type: 'http' }));
-  t.equal(bare, full, 'defaults applied, nulls dropped, key order ignored');
-  t.equal(bare, '{"expect_status":200,"method":"GET","type":"http","url":"https://a.example/"}');
-  t.not(canonicalKey(raw({ type: 'http', url: 'https://a.example/', headers: { authorization: 'a' } })), bare, 'headers change the key');
-  t.equal(
-    canonicalKey(raw({ type: 'http', url: 'https://a.example/', headers: { b: '1', a: '2' } })),
-    canonicalKey(raw({ type: 'http', url: 'https://a.example/', headers: { a: '2', b: '1' } })),
-    'header order does not',
-  );
-  t.equal(canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_chainId' })), canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_chainId', params: [] })));
-  t.not(canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1', null] })), canonicalKey(raw({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1'] })), 'nulls inside params count');
-  t.equal(
-    canonicalKey(raw({ type: 'stablecoin_depeg', asset_id: 'usd-coin' })),
-    '{"asset_id":"usd-coin","block_deviation_pct":0.02,"quote":"usd","type":"stablecoin_depeg","warn_deviation_pct":0.005}',
-  );
-  const original = raw({ type: 'price', asset_id: 'ethereum' });
-  canonicalKey(original);
-  t.same(original, { type: 'price', asset_id: 'ethereum' }, 'the caller\'s object is not modified');
-});

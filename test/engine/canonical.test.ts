@@ -1,0 +1,38 @@
+/** The cache key: identical checks as the runner sees them (validated, defaults applied) share one key. */
+import t from 'tap';
+import { canonical } from '../../src/engine/canonical.js';
+import { validator } from '../../src/http/validation.js';
+
+const check = (c: object): unknown => {
+  const body = { goal: 'g', checks: [structuredClone(c)] };
+  if (!validator('DecideRequest')(body)) throw new Error('invalid test check');
+  return body.checks[0];
+};
+
+t.test('defaults applied, nulls dropped, key order ignored', async (t) => {
+  const bare = canonical(check({ type: 'http', url: 'https://a.example/' }));
+  t.equal(bare, canonical(check({ url: 'https://a.example/', must_contain: null, expect_status: 200, method: 'GET', type: 'http' })));
+  t.equal(bare, '{"expect_status":200,"method":"GET","type":"http","url":"https://a.example/"}');
+});
+
+t.test('headers change the key; their order does not', async (t) => {
+  const bare = canonical(check({ type: 'http', url: 'https://a.example/' }));
+  t.not(canonical(check({ type: 'http', url: 'https://a.example/', headers: { authorization: 'a' } })), bare);
+  t.equal(
+    canonical(check({ type: 'http', url: 'https://a.example/', headers: { b: '1', a: '2' } })),
+    canonical(check({ type: 'http', url: 'https://a.example/', headers: { a: '2', b: '1' } })),
+  );
+});
+
+t.test('values that change the answer change the key', async (t) => {
+  t.not(
+    canonical(check({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1', null] })),
+    canonical(check({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1'] })),
+    'nulls inside params count',
+  );
+  t.not(canonical(check({ type: 'price', asset_id: 'ethereum', min_price: 1 })), canonical(check({ type: 'price', asset_id: 'ethereum', min_price: 2 })));
+  t.equal(
+    canonical(check({ type: 'stablecoin_depeg', asset_id: 'usd-coin' })),
+    '{"asset_id":"usd-coin","block_deviation_pct":0.02,"quote":"usd","type":"stablecoin_depeg","warn_deviation_pct":0.005}',
+  );
+});
