@@ -6,6 +6,7 @@
 import type { CheckContext } from './types.js';
 import type { UpstreamResult } from '../upstreams/types.js';
 import { safeFetch, type SafeResponse } from '../net/safe-fetch.js';
+import { isOperatorUrl } from './trust.js';
 
 export const MAX_REDIRECTS = 3;
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -18,7 +19,7 @@ export async function fetchTarget(url: string, method: 'GET' | 'HEAD', headers: 
     method,
     headers: headers ?? {},
     signal: ctx.signal,
-    allowPrivate: ctx.config.allowPrivateTargets,
+    allowPrivate: ctx.config.allowPrivateTargets || isOperatorUrl(ctx.config, url),
     maxRedirects: MAX_REDIRECTS,
     maxBodyBytes: MAX_BODY_BYTES,
   });

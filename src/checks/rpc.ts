@@ -8,6 +8,7 @@ import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { hexQuantity } from './format.js';
 import { rpcBatch, type RpcReply } from '../upstreams/jsonrpc.js';
+import { isOperatorUrl } from './trust.js';
 
 export type { RpcReply };
 
@@ -83,7 +84,7 @@ export const rpc: CheckModule<RpcCheck> = {
     const needHead = check.min_block_number != null && check.method_name !== 'eth_blockNumber';
     if (needHead) calls.push({ method: 'eth_blockNumber', params: [] });
     // rpc_url comes from the request: the SSRF rules apply.
-    const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: true, allowPrivate: ctx.config.allowPrivateTargets });
+    const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: !isOperatorUrl(ctx.config, check.rpc_url), allowPrivate: ctx.config.allowPrivateTargets });
     if (!res.ok) return fromUpstreamFail(res, RPC_TTL_S);
     const [reply, head] = res.data;
     if (reply === undefined || (needHead && head === undefined)) {

@@ -8,6 +8,7 @@ import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { hexQuantity } from './format.js';
 import { rpcBatch } from '../upstreams/jsonrpc.js';
 import { RPC_RATE_LIMIT_CODES, type RpcReply } from './rpc.js';
+import { isOperatorUrl } from './trust.js';
 
 /** A pending transaction may land any second; a mined one changes only with a reorg. */
 export const TX_PENDING_TTL_S = 5;
@@ -63,7 +64,7 @@ export const tx: CheckModule<TxCheck> = {
       { method: 'eth_blockNumber', params: [] },
     ];
     // rpc_url comes from the request: the SSRF rules apply.
-    const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: true, allowPrivate: ctx.config.allowPrivateTargets });
+    const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: !isOperatorUrl(ctx.config, check.rpc_url), allowPrivate: ctx.config.allowPrivateTargets });
     if (!res.ok) return fromUpstreamFail(res, TX_FINAL_TTL_S);
     const [receipt, head] = res.data;
     if (receipt === undefined || head === undefined) {

@@ -10,6 +10,7 @@ import { checkError, fromUpstreamFail, neverThrow } from '../checks/outcome.js';
 import { hexQuantity } from '../checks/format.js';
 import { RPC_RATE_LIMIT_CODES, type RpcReply } from '../checks/rpc.js';
 import { rpcBatch } from '../upstreams/jsonrpc.js';
+import { isOperatorUrl } from '../checks/trust.js';
 
 export const RPC_HEALTH_TTL_S = 10;
 
@@ -56,13 +57,12 @@ export function evaluateRpcHealth(check: RpcHealthCheck, replies: RpcReply[], no
 export const rpcHealth: GuardCheckModule<RpcHealthCheck> = {
   type: 'rpc_health',
   run: neverThrow(async (check, ctx) => {
-    const trusted = Object.values(ctx.config.rpcUrls).includes(check.rpc_url);
     const calls = [
       { method: 'eth_chainId', params: [] as unknown[] },
       { method: 'eth_blockNumber', params: [] as unknown[] },
       { method: 'eth_getBlockByNumber', params: ['latest', false] as unknown[] },
     ];
-    const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: !trusted, allowPrivate: ctx.config.allowPrivateTargets });
+    const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: !isOperatorUrl(ctx.config, check.rpc_url), allowPrivate: ctx.config.allowPrivateTargets });
     if (!res.ok) return fromUpstreamFail(res, RPC_HEALTH_TTL_S);
     if (res.data.length < calls.length) {
       return checkError('upstream_bad_response', `The RPC node answered ${res.data.length} of ${calls.length} batched calls.`, res.source);
