@@ -52,7 +52,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
   }
   const payments = createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
-  const billing = config.billing ? createBillingGate({ config, store, logger, payments }) : null;
+  const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
   const agentDeps = { config, engine, logger, metrics };
   const deps: AppDeps = {
     config,

@@ -10,6 +10,7 @@ import { PRICE_DISPLAY } from '../pricing.js';
 import type { Plan, Store } from '../store/types.js';
 import { KeyResolver, presentedKey } from './keys.js';
 import { planLimit, quotaView, setQuotaHeaders, usagePeriod } from './quota.js';
+import type { Metrics } from '../metrics.js';
 
 /**
  * The x402 side of the gate, implemented by the payment engine.
@@ -52,6 +53,7 @@ export interface BillingGateDeps {
   payments?: PaymentGate;
   /** Key lookups; by default a 5 s, 10,000-entry cache in front of the store. */
   keys?: KeyResolver;
+  metrics?: Pick<Metrics, 'quotaRejection'>;
   now?: () => Date;
 }
 
@@ -152,6 +154,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     setQuotaHeaders(res, view);
     if (!usage.allowed) {
       if (payments?.hasPayment(req)) return viaPayment(req, res, next);
+      deps.metrics?.quotaRejection(record.plan);
       const resetsAt = isoSeconds(view.resetsAt);
       throw new HttpError(
         429,
