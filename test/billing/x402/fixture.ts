@@ -1,26 +1,18 @@
 /**
- * A paid endpoint on loopback for the x402 tests: the payment engine mounted the way the billing
- * gate mounts it (challenge without a header, handle with one, onServed after a response below
- * 500), a real SQLite ledger in a temp file, a log captured line by line, and a real USDC chain.
+ * The x402 tests' service: the real app with billing on, paid on a real (local) Base USDC, a
+ * SQLite ledger in a temp file and the log captured line by line; plus the official clients.
  */
-import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import express from 'express';
 import { Wallet, hexlify, randomBytes, type TypedDataDomain, type TypedDataField } from 'ethers';
 import { createWalletClient, defineChain, http as viemHttp } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment as wrapV1 } from 'x402-fetch';
 import { wrapFetchWithPayment as wrapV2, x402Client } from '@x402/fetch';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
-import { loadConfig, type Config } from '../../../src/config.js';
-import { createLogger } from '../../../src/log.js';
-import { openStore } from '../../../src/store/index.js';
+import type { Config } from '../../../src/config.js';
+import type { ComposeOptions } from '../../../src/compose.js';
+import { startTestApp } from '../../helpers/app.js';
 import type { Store } from '../../../src/store/types.js';
-import { createX402, type X402, type X402Deps } from '../../../src/billing/x402/index.js';
+import type { X402 } from '../../../src/billing/x402/index.js';
 import type { UsdcChain } from '../../helpers/usdc.js';
 import { EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../../src/billing/x402/constants.js';
 import type { Authorization, ExactEvmPayload } from '../../../src/billing/x402/types.js';
@@ -32,9 +24,8 @@ export interface PaidServer {
   store: Store;
   logs: Array<Record<string, unknown>>;
   payTo: string;
-  dbFile: string;
-  /** How many times the paid handler ran. */
-  served(): number;
+  /** How many answers the engine gave (the verdict counter): what was served. */
+  served(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -43,69 +34,42 @@ export const PRICE = 10_000n;
 
 export interface PaidServerOptions {
   env?: Record<string, string>;
-  retry?: X402Deps['retry'];
-  /** Reuse a ledger (a restart); the caller then removes it. */
+  retry?: RetryPolicyOverrides;
+  /** A ledger file to use (kept by the caller, e.g. across a restart). */
   dbFile?: string;
   payTo?: string;
   settlerKey?: string;
 }
+type RetryPolicyOverrides = NonNullable<ComposeOptions['x402']>['retry'];
 
+/** The real service (src/compose.ts and buildApp) with billing on and x402 paid on the local chain. */
 export async function startPaidServer(chain: UsdcChain, opts: PaidServerOptions = {}): Promise<PaidServer> {
-  const dir = opts.dbFile === undefined ? mkdtempSync(join(tmpdir(), 'x402-')) : null;
-  const dbFile = opts.dbFile ?? join(dir as string, 'ledger.db');
   const payTo = opts.payTo ?? Wallet.createRandom().address;
   const settlerKey = opts.settlerKey ?? (await chain.wallet(0n, 10n ** 20n)).privateKey;
-  const config = loadConfig({
-    X402_PAY_TO: payTo,
-    X402_SETTLER_KEY: settlerKey,
-    X402_RPC_URL: chain.rpcUrl,
-    DATABASE_URL: `sqlite:${dbFile}`,
-    LOG_LEVEL: 'info',
-    ...opts.env,
-  });
-  const logs: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line));
-      cb();
+  const app = await startTestApp(
+    {
+      BILLING: 'on',
+      X402_PAY_TO: payTo,
+      X402_SETTLER_KEY: settlerKey,
+      X402_RPC_URL: chain.rpcUrl,
+      ...(opts.dbFile === undefined ? {} : { DATABASE_URL: `sqlite:${opts.dbFile}` }),
+      ...opts.env,
     },
-  });
-  const logger = createLogger(config.logLevel, sink);
-  const store = await openStore(config);
-  const x402 = createX402({ config, store, logger, retry: { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, ...opts.retry }, receiptPollMs: 25 });
-  let served = 0;
-  const app = express();
-  app.use(express.json());
-  app.post(PATH, async (req, res) => {
-    if (!x402.hasPayment(req)) return x402.challenge(req, res, 'An API key works too.');
-    const r = await x402.handle(req, res);
-    if (!r.ok) return;
-    res.on('finish', () => {
-      if (res.statusCode < 500) r.onServed();
-    });
-    served++;
-    res.json({ verdict: 'proceed', goal: req.body?.goal ?? null });
-  });
-  const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  x402.start();
+    {},
+    { x402: { retry: { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, ...opts.retry }, receiptPollMs: 25 } },
+  );
   return {
-    url: `http://127.0.0.1:${port}`,
-    config,
-    x402,
-    store,
-    logs,
+    url: app.url,
+    config: app.config,
+    x402: app.payments,
+    store: app.store,
+    logs: app.logs,
     payTo,
-    dbFile,
-    served: () => served,
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await x402.stop();
-      await store.close();
-      if (dir !== null) rmSync(dir, { recursive: true, force: true });
+    async served() {
+      const metric = await app.metrics.registry.getSingleMetric('preflight_verdicts_total')?.get();
+      return (metric?.values ?? []).reduce((n, v) => n + v.value, 0);
     },
+    close: () => app.close(),
   };
 }
 

@@ -67,7 +67,7 @@ const cases: Case[] = [
   { name: 'v2 without accepted', version: 2, reason: 'invalid_payload', header: () => tamper(2, (p) => { delete p.accepted; }) },
 ];
 
-const servedBefore = srv.served();
+const servedBefore = await srv.served();
 const payToBefore = await chain.balanceOf(srv.payTo);
 
 for (const c of cases) {
@@ -95,17 +95,17 @@ t.test('unreadable headers: 400 with a detail', async (t) => {
     ['PAYMENT-SIGNATURE', Buffer.from('{"x402Version": 2,').toString('base64'), /not JSON/],
     ['X-PAYMENT', Buffer.from('[1,2]').toString('base64'), /JSON object/],
   ] as const) {
-    const res = await postJson(fetch, url, {}, { [name]: value });
+    const res = await postJson(fetch, url, { goal: 'refusal' }, { [name]: value });
     t.equal(res.status, 400, name);
     t.match(await res.json(), { detail: says });
   }
-  const both = await postJson(fetch, url, {}, { 'X-PAYMENT': genuine[1], 'PAYMENT-SIGNATURE': genuine[2] });
+  const both = await postJson(fetch, url, { goal: 'refusal' }, { 'X-PAYMENT': genuine[1], 'PAYMENT-SIGNATURE': genuine[2] });
   t.equal(both.status, 400);
   t.match(await both.json(), { detail: /not both/ });
 });
 
 t.test('nothing was served, claimed or paid', async (t) => {
-  t.equal(srv.served(), servedBefore);
+  t.equal(await srv.served(), servedBefore);
   t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 0, failed: 0 });
   t.equal(await chain.balanceOf(srv.payTo), payToBefore);
   t.equal(await chain.balanceOf(payer.address), PRICE * 10n);
@@ -113,8 +113,8 @@ t.test('nothing was served, claimed or paid', async (t) => {
 
 t.test('the untampered headers still pay (the refusals were about the tampering)', async (t) => {
   for (const version of [1, 2] as const) {
-    const res = await postJson(fetch, url, {}, { [version === 2 ? 'PAYMENT-SIGNATURE' : 'X-PAYMENT']: genuine[version] });
+    const res = await postJson(fetch, url, { goal: 'refusal' }, { [version === 2 ? 'PAYMENT-SIGNATURE' : 'X-PAYMENT']: genuine[version] });
     t.equal(res.status, 200, `v${version}`);
   }
-  t.equal(srv.served(), servedBefore + 2);
+  t.equal(await srv.served(), servedBefore + 2);
 });

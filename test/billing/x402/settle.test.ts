@@ -24,7 +24,7 @@ t.test('a transfer that reverts on chain is retried, then failed, logged, and se
   // Blocks are mined by hand: our settlement waits in the mempool while the payer front-runs it.
   await chain.rpc('evm_setAutomine', [false]);
   t.teardown(() => chain.rpc('evm_setAutomine', [true]));
-  const res = await postJson(fetch, url, {}, { 'PAYMENT-SIGNATURE': header });
+  const res = await postJson(fetch, url, { goal: 'settle' }, { 'PAYMENT-SIGNATURE': header });
   t.equal(res.status, 200, 'served: the payer held the USDC when it paid');
   const rec = await until(async () => {
     const [r] = await srv.store.listUnsettledPayments(0, 10);
