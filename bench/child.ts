@@ -3,6 +3,7 @@
  * load generator that takes one job and answers with its figures. Every wait is bounded.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { LoadJob, LoadResult } from './load.js';
 
@@ -61,4 +62,21 @@ export async function runLoadInChild(job: LoadJob): Promise<LoadResult> {
   const m = await answer;
   if (m.result === undefined) throw new Error(`load: ${m.error ?? 'no result'}`);
   return m.result;
+}
+
+/**
+ * CPU seconds a process has used (user + system, all its threads), from /proc on Linux; null
+ * elsewhere. CPU per request holds still when other work shares the cores, unlike req/s.
+ */
+export function cpuSeconds(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at state; utime, stime are 14, 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks / 100 : null; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
 }

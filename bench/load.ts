@@ -28,6 +28,8 @@ export interface LoadJob {
 
 export interface LoadResult {
   requests: number;
+  /** Requests of the warm-up before the measured run. */
+  warmupRequests: number;
   rps: number;
   p50: number;
   p90: number;
@@ -72,7 +74,7 @@ function run(job: LoadJob, durationSec: number, counter: { n: number }): Promise
 export async function runLoad(job: LoadJob): Promise<LoadResult> {
   if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):\d+$/.test(job.url)) throw new Error(`load goes to loopback only, got ${job.url}`);
   const counter = { n: job.nStart ?? 0 };
-  if (job.warmupSec > 0) await run(job, job.warmupSec, counter);
+  const warm = job.warmupSec > 0 ? await run(job, job.warmupSec, counter) : null;
   const r = await run(job, job.durationSec, counter);
   const unexpectedStatus: Record<string, number> = {};
   let unexpected = 0;
@@ -83,6 +85,7 @@ export async function runLoad(job: LoadJob): Promise<LoadResult> {
   }
   return {
     requests: r.requests.total,
+    warmupRequests: warm?.requests.total ?? 0,
     rps: Math.round(r.requests.total / r.duration),
     p50: r.latency.p50,
     p90: r.latency.p90,

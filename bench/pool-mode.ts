@@ -37,7 +37,7 @@ export async function comparePool(upstreams: Upstreams, quick: boolean, billing:
     const env = serviceEnv(upstreams, null, { POOL_THREADS: String(setting.threads), POOL_CONCURRENCY: String(setting.concurrency), ...(billing ? {} : { BILLING: 'off' }) });
     const service = await startServerChild('./service.js', env);
     try {
-      const run = scenarioRunner({ url: service.url, apiKey: billing ? await signup(service.url) : null, upstreams, rig: null, billing });
+      const run = scenarioRunner({ pid: service.proc.pid, url: service.url, apiKey: billing ? await signup(service.url) : null, upstreams, rig: null, billing });
       const rows: Row[] = [];
       for (const { s, nStart } of scenarios(quick)) rows.push(await run(s, nStart));
       out.push({ setting, rows });

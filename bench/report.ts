@@ -11,12 +11,12 @@ function table(head: string[], rows: string[][]): string {
 
 const cells = (r: Row): string[] =>
   r.result === null
-    ? [r.name, r.load, '-', '-', '-', 'not run']
-    : [r.name, r.load, String(r.result.rps), String(r.result.p50), String(r.result.p99), String(r.result.errors)];
+    ? [r.name, r.load, '-', '-', '-', 'not run', '-']
+    : [r.name, r.load, String(r.result.rps), String(r.result.p50), String(r.result.p99), String(r.result.errors), r.cpuMsPerRequest === null ? '-' : r.cpuMsPerRequest.toFixed(2)];
 
 export function printTable(rows: Row[], latencyMs: number): void {
   process.stdout.write(`\nScenarios (upstream latency ${latencyMs} ms; latencies in ms)\n`);
-  process.stdout.write(table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors'], rows.map(cells)) + '\n');
+  process.stdout.write(table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows.map(cells)) + '\n');
   for (const r of rows) {
     if (r.note) process.stdout.write(`  ${r.name}: ${r.note}\n`);
     else if (r.result && r.result.errors > 0) process.stdout.write(`  ${r.name}: ${r.result.mismatches} answers without the expected body, statuses ${JSON.stringify(r.result.unexpectedStatus)}\n`);
@@ -33,6 +33,6 @@ export function printVerdicts(verdicts: Verdict[]): void {
 export function printPool(pool: PoolRow[]): void {
   process.stdout.write('\nWorker pool vs inline (latencies in ms)\n');
   const rows = pool.flatMap((p) => p.rows.map((r) => [p.setting.name, ...cells(r)]));
-  process.stdout.write(table(['setting', 'scenario', 'load', 'req/s', 'p50', 'p99', 'errors'], rows) + '\n');
+  process.stdout.write(table(['setting', 'scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows) + '\n');
   for (const p of pool) for (const r of p.rows) if (r.note) process.stdout.write(`  ${p.setting.name} ${r.name}: ${r.note}\n`);
 }

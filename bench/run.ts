@@ -45,7 +45,7 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
 
   const reference = await startServerChild('./reference.js', {});
   try {
-    const run = scenarioRunner({ url: reference.url, apiKey: null, upstreams, rig, billing: false });
+    const run = scenarioRunner({ pid: reference.proc.pid, url: reference.url, apiKey: null, upstreams, rig, billing: false });
     for (const s of scenarios.filter((x) => x.server === 'reference')) rows.push(await run(s, 0));
   } finally {
     await reference.stop();
@@ -54,7 +54,7 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
   const service: Child = await startServerChild('./service.js', serviceEnv(upstreams, rig, opts.billing ? {} : { BILLING: 'off' }));
   try {
     const apiKey = opts.billing ? await signup(service.url) : null;
-    const run = scenarioRunner({ url: service.url, apiKey, upstreams, rig, billing: opts.billing });
+    const run = scenarioRunner({ pid: service.proc.pid, url: service.url, apiKey, upstreams, rig, billing: opts.billing });
     for (const s of scenarios.filter((x) => x.server === 'service')) rows.push(await run(s, 0));
   } finally {
     await service.stop();

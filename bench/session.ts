@@ -10,7 +10,7 @@ import { PROBE_N, type Upstreams } from './upstreams.js';
 import type { PaymentRig } from './payments.js';
 import type { Scenario } from './scenarios.js';
 import type { LoadJob, LoadResult } from './load.js';
-import { runLoadInChild } from './child.js';
+import { cpuSeconds, runLoadInChild } from './child.js';
 
 export interface Row {
   name: string;
@@ -19,6 +19,8 @@ export interface Row {
   result: LoadResult | null;
   note?: string;
   upstreamCalls: Record<string, number>;
+  /** Server CPU per answered request over warm-up and run, in ms (Linux). */
+  cpuMsPerRequest: number | null;
 }
 
 const root = mkdtempSync(join(tmpdir(), 'preflight-bench-'));
@@ -62,11 +64,11 @@ export function describeLoad(s: Scenario): string {
 /** Fills the body template the way the load process does, for the probe. */
 const fill = (body: string, n: number): string => body.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) => String(n).padStart(Number(w ?? 0), '0'));
 
-interface Ctx { url: string; apiKey: string | null; upstreams: Upstreams; rig: PaymentRig | null; billing: boolean }
+interface Ctx { pid?: number; url: string; apiKey: string | null; upstreams: Upstreams; rig: PaymentRig | null; billing: boolean }
 
 export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promise<Row> {
   return async (s, nStart) => {
-    const row: Row = { name: s.name, about: s.about.replace('LATENCY', String(ctx.upstreams.latencyMs)), load: describeLoad(s), result: null, upstreamCalls: {} };
+    const row: Row = { name: s.name, about: s.about.replace('LATENCY', String(ctx.upstreams.latencyMs)), load: describeLoad(s), result: null, upstreamCalls: {}, cpuMsPerRequest: null };
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     let headerPool: LoadJob['headerPool'];
     if (!ctx.billing && s.auth === 'x402') return { ...row, note: 'billing off: nothing to pay' };
@@ -90,11 +92,15 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     }
 
     ctx.upstreams.reset();
+    const cpuBefore = cpuSeconds(ctx.pid);
     row.result = await runLoadInChild({
       url: ctx.url, path: s.path, method: 'POST', headers, body: s.body, headerPool, nStart,
       expectStatus: s.expectStatus, expectBodyIncludes: s.expectBody, connections: s.connections, durationSec: s.durationSec, warmupSec: s.warmupSec, overallRate: s.overallRate,
     });
     row.upstreamCalls = ctx.upstreams.counts();
+    const cpuAfter = cpuSeconds(ctx.pid);
+    const answered = row.result.requests + row.result.warmupRequests;
+    if (cpuBefore !== null && cpuAfter !== null && answered > 0) row.cpuMsPerRequest = Math.round(((cpuAfter - cpuBefore) * 1000 / answered) * 100) / 100;
     return row;
   };
 }

@@ -5,30 +5,28 @@
  */
 import t from 'tap';
 import http from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.js';
-import { createMetrics } from '../../src/metrics.js';
-import { createExecutor } from '../../src/engine/executor.js';
-import { createEngine } from '../../src/engine/runner.js';
+import { compose } from '../../src/compose.js';
 import { buildApp } from '../../src/app.js';
-import { metricsHandler } from '../../src/http/routes/metrics.js';
 import { captureLogger, post } from '../helpers/app.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
 import { promtool, promtoolGate } from '../ops/promtool.js';
 
 const TOKEN = 'scrape-secret-7f3a';
 
+/** The production wiring (compose) with billing off, a SQLite file and an emulated price provider. */
 async function startApp(env: Record<string, string>) {
   const cg = await startCoinGecko();
   cg.setPrice('ethereum', 'usd', 3120.55);
-  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', PRICE_API_URL: cg.url, ...env });
+  const dir = mkdtempSync(join(tmpdir(), 'metrics-app-'));
+  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', PRICE_API_URL: cg.url, DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`, ...env });
   const { logger } = captureLogger('silent');
-  const metrics = createMetrics();
-  const executor = createExecutor(config);
-  metrics.setPoolSource(() => executor.stats());
-  const engine = createEngine({ config, metrics, executor });
-  const app = buildApp({ config, logger, metrics, engine, metricsHandler: metricsHandler({ config, metrics }) });
-  const server = http.createServer(app);
+  const service = await compose(config, logger);
+  const server = http.createServer(buildApp(service.deps));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -36,8 +34,9 @@ async function startApp(env: Record<string, string>) {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await engine.close();
+      await service.close();
       await cg.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -71,6 +70,7 @@ t.test('the scrape shows the traffic, by route pattern, without URLs or addresse
   t.match(text, /preflight_cache_lookups_total\{result="hit"\} 1\n/);
   t.match(text, /preflight_upstream_requests_total\{upstream="price_provider",outcome="ok"\} 1\n/);
   t.match(text, /preflight_pool_threads 0\n/, 'inline mode reports zero threads');
+  t.match(text, /preflight_payment_ledger_entries\{state="settled"\} 0\n/, 'the ledger gauge reads the store at scrape time');
 
   const labelValues = [...text.matchAll(/="([^"]*)"/g)].map((m) => m[1]);
   t.ok(labelValues.length > 20);
