@@ -10,6 +10,7 @@ import { wrapFetchWithPayment as wrapV2, x402Client } from '@x402/fetch';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import type { Config } from '../../../src/config.js';
 import type { ComposeOptions } from '../../../src/compose.js';
+import type { AppDeps } from '../../../src/app.js';
 import { startTestApp } from '../../helpers/app.js';
 import type { Store } from '../../../src/store/types.js';
 import type { X402 } from '../../../src/billing/x402/index.js';
@@ -39,6 +40,8 @@ export interface PaidServerOptions {
   dbFile?: string;
   payTo?: string;
   settlerKey?: string;
+  /** App dependencies to replace (e.g. a handler). */
+  extra?: Partial<AppDeps>;
 }
 type RetryPolicyOverrides = NonNullable<ComposeOptions['x402']>['retry'];
 
@@ -55,7 +58,7 @@ export async function startPaidServer(chain: UsdcChain, opts: PaidServerOptions 
       ...(opts.dbFile === undefined ? {} : { DATABASE_URL: `sqlite:${opts.dbFile}` }),
       ...opts.env,
     },
-    {},
+    opts.extra ?? {},
     { x402: { retry: { pollMs: 50, baseDelayMs: 100, maxDelayMs: 400, ...opts.retry }, receiptPollMs: 25 } },
   );
   return {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { Wallet } from 'ethers';
 import { startUsdcChain } from '../../helpers/usdc.js';
-import { PATH, PRICE, captureHeader, postJson, startPaidServer, until, v1Fetch } from './fixture.js';
+import { PATH, PRICE, captureHeader, decodeHeader, postJson, startPaidServer, until, v1Fetch, v2Fetch } from './fixture.js';
 
 const chain = await startUsdcChain();
 t.teardown(() => chain.close());
@@ -90,4 +90,53 @@ t.test('an unfinished settlement is finished after a restart', async (t) => {
   t.match(done.txHash, /^0x[0-9a-f]{64}$/);
   t.equal(await chain.balanceOf(payTo), PRICE, 'paid once, by the second process');
   t.equal(await chain.balanceOf(payer.address), 0n);
+});
+
+t.test('X402_SETTLE_BEFORE_RESPONSE: the answer carries the mined transaction', async (t) => {
+  const srv = await startPaidServer(chain, { env: { X402_SETTLE_BEFORE_RESPONSE: 'true' } });
+  t.teardown(() => srv.close());
+  const payer = await chain.wallet(PRICE);
+  const res = await postJson(v1Fetch(chain, payer), srv.url + PATH);
+  t.equal(res.status, 200);
+  const receipt = decodeHeader(res.headers.get('x-payment-response'));
+  t.match(receipt, { success: true, network: 'base', payer: payer.address, transaction: /^0x[0-9a-f]{64}$/ });
+  t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 1, failed: 0 }, 'settled before the answer');
+  t.equal((await chain.provider.getTransactionReceipt(String(receipt?.transaction)))?.status, 1);
+  t.equal(await chain.balanceOf(srv.payTo), PRICE);
+});
+
+t.test('X402_SETTLE_BEFORE_RESPONSE: a settlement that fails is a 402 and nothing is served', async (t) => {
+  const broke = Wallet.createRandom();
+  const srv = await startPaidServer(chain, { settlerKey: broke.privateKey, env: { X402_SETTLE_BEFORE_RESPONSE: 'true' } });
+  t.teardown(() => srv.close());
+  const payer = await chain.wallet(PRICE);
+  const header = await captureHeader(2, chain, payer, srv.url + PATH);
+  const res = await postJson(fetch, srv.url + PATH, { goal: 'settle first' }, { 'PAYMENT-SIGNATURE': header });
+  t.equal(res.status, 402);
+  t.equal((await res.json()).error, 'invalid_transaction_state');
+  t.match(decodeHeader(res.headers.get('payment-response')), { success: false, errorReason: 'invalid_transaction_state', payer: payer.address });
+  t.equal(await srv.served(), 0);
+  t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 0, failed: 1 }, 'failed at once: the caller was told so');
+  t.equal(await chain.balanceOf(payer.address), PRICE, 'no money moved');
+});
+
+t.test('a paid request that ends in a 5xx releases its payment: failed, never settled', async (t) => {
+  const srv = await startPaidServer(chain, {
+    extra: { handlers: { guard: () => { throw new Error('the guard crashed'); } } },
+  });
+  t.teardown(() => srv.close());
+  const payer = await chain.wallet(PRICE);
+  const res = await postJson(v2Fetch(payer), srv.url + '/v1/x402/guard', { action: 'swap' });
+  t.equal(res.status, 500);
+  const rec = await until(async () => {
+    const counts = await srv.store.countPaymentsByState();
+    return counts.failed === 1 ? counts : undefined;
+  });
+  t.same(rec, { verified: 0, settling: 0, settled: 0, failed: 1 });
+  const line = srv.logs.find((l) => l.msg === 'x402 payment released: request not served');
+  t.match(line, { status: 500 });
+  const released = await srv.store.getPayment(String(line?.paymentId));
+  t.match(released, { state: 'failed', txHash: null, lastError: /not served/ });
+  await srv.x402.settlePending();
+  t.equal(await chain.balanceOf(payer.address), PRICE, 'the payer keeps the money');
 });
