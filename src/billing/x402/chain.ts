@@ -22,7 +22,8 @@ export function createProvider(url: string, opts: { timeoutMs?: number; pollingM
   const req = new FetchRequest(url);
   req.timeout = opts.timeoutMs ?? 5000;
   const network = Network.from(CHAIN_ID);
-  return new JsonRpcProvider(req, network, { staticNetwork: network, batchMaxCount: 1, pollingInterval: opts.pollingMs ?? 1000 });
+  // cacheTimeout -1: a nonce read again after a failed send must be fresh, not a cached answer.
+  return new JsonRpcProvider(req, network, { staticNetwork: network, batchMaxCount: 1, cacheTimeout: -1, pollingInterval: opts.pollingMs ?? 1000 });
 }
 
 export interface PayerState {

@@ -122,7 +122,11 @@ export function createX402(deps: X402Deps): X402 {
     if (facilitator !== null) {
       const verdict = await facilitator.verify(stored);
       if (verdict.kind === 'unavailable') return unavailable(res, p.version, a.from, 'facilitator', verdict.error);
-      if (verdict.kind === 'invalid') return reject(verdict.reason as Rejection['reason'], 'The facilitator refused this payment.');
+      if (verdict.kind === 'invalid') {
+        // The facilitator's own reason code, passed on; anything unlike a code is not repeated.
+        const reason = /^[a-z0-9_]{1,80}$/.test(verdict.reason) ? verdict.reason : 'unexpected_verify_error';
+        return reject(reason as Rejection['reason'], 'The facilitator refused this payment.');
+      }
     }
 
     const id = randomUUID();

@@ -36,11 +36,17 @@ export class LocalSender implements SettlementSender {
     const data = USDC_ABI.encodeFunctionData('transferWithAuthorization', [
       a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, sig.v, sig.r, sig.s,
     ]);
+    let gas: bigint;
+    try {
+      // Estimating simulates the call: a transfer the token would refuse fails here, unsent. It
+      // needs no nonce, so it runs outside the queue and settlements simulate in parallel.
+      gas = await this.wallet.estimateGas({ to: rec.asset, data });
+    } catch (err) {
+      return { ok: false, error: `the token refused the transfer: ${errorText(err)}` };
+    }
     let txHash: string;
     try {
       txHash = await this.serial(async () => {
-        // Estimating simulates the call: a transfer the token would reject fails here, unsent.
-        const gas = await this.wallet.estimateGas({ to: rec.asset, data });
         const nonce = this.nextNonce ?? (await this.wallet.getNonce('pending'));
         try {
           const tx = await this.wallet.sendTransaction({ to: rec.asset, data, nonce, gasLimit: (gas * 12n) / 10n });

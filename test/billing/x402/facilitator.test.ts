@@ -52,9 +52,12 @@ t.test('the facilitator refuses a payer without funds: 402 with its reason, noth
 t.test('without our own RPC, the ledger alone refuses a replay', async (t) => {
   const payer = await chain.wallet(PRICE * 2n);
   const header = await captureHeader(1, chain, payer, url);
+  // Settlement waits until all copies are answered, so the facilitator finds every one valid.
+  const release = fac.holdSettle();
   const results = await Promise.all(Array.from({ length: 10 }, () => postJson(fetch, url, { goal: 'replay' }, { 'X-PAYMENT': header })));
   t.same(results.map((r) => r.status).sort(), [200, 402, 402, 402, 402, 402, 402, 402, 402, 402]);
   for (const r of results.filter((x) => x.status === 402)) t.equal((await r.json()).error, 'duplicate_settlement', 'the facilitator said valid, the ledger said used');
+  release();
   await until(async () => ((await srv.store.listUnsettledPayments(0, 10)).length === 0 ? true : undefined));
   const again = await postJson(fetch, url, { goal: 'replay' }, { 'X-PAYMENT': header });
   t.equal(again.status, 402, 'and after settlement the facilitator refuses it too');

@@ -15,8 +15,10 @@ import type { UsdcChain } from '../../helpers/usdc.js';
 export interface Facilitator {
   url: string;
   calls: Array<{ path: string; body: any; answer: any }>;
-  /** When set, every call answers this status with a non-JSON body. */
+  /** When set, every call answers 502 with a body that is not JSON. */
   down: boolean;
+  /** Holds /settle calls until the returned function is called. */
+  holdSettle(): () => void;
   close(): Promise<void>;
 }
 
@@ -28,7 +30,15 @@ export async function startFacilitator(chain: UsdcChain): Promise<Facilitator> {
   const signer = toFacilitatorEvmSigner({ ...client, address: account.address } as never);
   const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: 'eip155:8453' });
 
-  const state: Facilitator = { url: '', calls: [], down: false, close: async () => undefined };
+  let gate: Promise<void> = Promise.resolve();
+  const state: Facilitator = {
+    url: '', calls: [], down: false, close: async () => undefined,
+    holdSettle() {
+      let release = () => undefined as void;
+      gate = new Promise<void>((resolve) => { release = resolve; });
+      return release;
+    },
+  };
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (c) => (raw += c));
@@ -41,7 +51,10 @@ export async function startFacilitator(chain: UsdcChain): Promise<Facilitator> {
       const path = req.url ?? '';
       let answer: unknown;
       if (path === '/verify') answer = await facilitator.verify(body.paymentPayload, body.paymentRequirements);
-      else if (path === '/settle') answer = await facilitator.settle(body.paymentPayload, body.paymentRequirements);
+      else if (path === '/settle') {
+        await gate;
+        answer = await facilitator.settle(body.paymentPayload, body.paymentRequirements);
+      }
       else {
         res.writeHead(404).end();
         return;
