@@ -33,7 +33,7 @@ export function methodNotAllowed(allowed: string[]): RequestHandler {
 }
 
 /** body-parser's errors, mapped to the catalogue. */
-function fromBodyParser(err: { type?: string; status?: number; message?: string; body?: string }): HttpError | null {
+function fromBodyParser(err: { type?: string; status?: number; code?: string; message?: string; body?: string }): HttpError | null {
   switch (err.type) {
     case 'entity.parse.failed':
       return new HttpError(422, [{ loc: ['body', 0], msg: `JSON decode error: ${err.message ?? 'invalid JSON'}`, type: 'json_invalid' }]);
@@ -47,6 +47,11 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string;
     case 'request.size.invalid':
       return new HttpError(400, 'Request body size did not match Content-Length');
     default:
+      // A Content-Encoding the parser knows (gzip, deflate, br) over bytes that do not decode:
+      // zlib's error, passed on untyped with status 400.
+      if (err.status === 400 && typeof err.code === 'string' && /^(Z_|ERR__|ERR_ZLIB|ERR_BROTLI|ERR_ZSTD)/.test(err.code)) {
+        return new HttpError(400, `Request body could not be decompressed as its Content-Encoding says: ${err.message ?? err.code}`);
+      }
       return null;
   }
 }

@@ -25,6 +25,10 @@ const PATTERN_MESSAGES: Record<string, string> = {
   approval_amount: 'Input should be a decimal integer string (e.g. "1000000") or a 0x-prefixed hex integer string',
   tx_hash: 'Input should be a 0x-prefixed 32-byte hex transaction hash',
   contract_address: 'Input should be a 0x-prefixed 20-byte hex address',
+  // Stored text: PostgreSQL cannot hold NUL in a text column.
+  company: 'Input should not contain NUL (\\u0000) characters',
+  full_name: 'Input should not contain NUL (\\u0000) characters',
+  use_case: 'Input should not contain NUL (\\u0000) characters',
 };
 
 function quoteList(values: unknown[]): string {
@@ -109,6 +113,49 @@ export function validator(id: SchemaId): ValidateFunction {
   return validators[id] as unknown as ValidateFunction;
 }
 
+/**
+ * Deepest nesting of objects and arrays a body may have (the body itself is level 1). Free-form
+ * fields (`constraints`, `context`, rpc `params`) are echoed, hashed and serialised by recursive
+ * code, which a body of a few hundred KiB nested thousands deep would overflow.
+ */
+export const MAX_DEPTH = 64;
+
+// An unpaired UTF-16 surrogate: JSON can carry one as a \ud800 escape, but it is no Unicode text,
+// and URL encoding, UTF-8 storage and upstream APIs all fail on it (I-JSON, RFC 7493 §2.1).
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+interface Frame { value: unknown; depth: number; key: string | number; parent: Frame | null }
+
+function locOf(f: Frame, key?: string): Array<string | number> {
+  const loc: Array<string | number> = key === undefined ? [] : [key];
+  for (let p: Frame | null = f; p; p = p.parent) loc.push(p.key);
+  return loc.reverse();
+}
+
+/**
+ * Rules no JSON schema can state, checked before the schema: nesting deeper than MAX_DEPTH and
+ * strings or keys that are not well-formed Unicode. Iterative on purpose. The first problem, or null.
+ */
+export function bodyProblem(body: unknown): ValidationDetail | null {
+  const stack: Frame[] = [{ value: body, depth: 1, key: 'body', parent: null }];
+  while (stack.length > 0) {
+    const f = stack.pop() as Frame;
+    if (typeof f.value === 'string') {
+      if (LONE_SURROGATE.test(f.value)) return { loc: locOf(f), msg: 'Input should be valid Unicode text: it has an unpaired surrogate', type: 'string_unicode' };
+      continue;
+    }
+    if (f.value === null || typeof f.value !== 'object') continue;
+    if (f.depth > MAX_DEPTH) return { loc: locOf(f), msg: `Input is nested too deeply: at most ${MAX_DEPTH} levels of objects and arrays`, type: 'too_deep' };
+    const obj = f.value as Record<string, unknown>;
+    const keys: Array<string | number> = Array.isArray(obj) ? obj.map((_, i) => i) : Object.keys(obj);
+    for (const key of keys) {
+      if (typeof key === 'string' && LONE_SURROGATE.test(key)) return { loc: locOf(f, key), msg: 'Keys should be valid Unicode text: this one has an unpaired surrogate', type: 'string_unicode' };
+      stack.push({ value: obj[key as string], depth: f.depth + 1, key, parent: f });
+    }
+  }
+  return null;
+}
+
 /** Validates `req.body` in place (defaults applied) or throws a 422. */
 export function validateBody(id: SchemaId): RequestHandler {
   const fn = validator(id);
@@ -116,6 +163,8 @@ export function validateBody(id: SchemaId): RequestHandler {
     if (req.body === undefined) {
       throw new HttpError(422, [{ loc: ['body'], msg: 'Field required', type: 'missing' }]);
     }
+    const problem = bodyProblem(req.body);
+    if (problem) throw new HttpError(422, [problem]);
     if (!fn(req.body)) throw new HttpError(422, toValidationDetail(fn.errors ?? []));
     next();
   };
