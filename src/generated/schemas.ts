@@ -779,21 +779,24 @@ export const schemas = {
           "string",
           "null"
         ],
-        "maxLength": 256
+        "maxLength": 256,
+        "pattern": "^[^\\u0000]*$"
       },
       "full_name": {
         "type": [
           "string",
           "null"
         ],
-        "maxLength": 256
+        "maxLength": 256,
+        "pattern": "^[^\\u0000]*$"
       },
       "use_case": {
         "type": [
           "string",
           "null"
         ],
-        "maxLength": 2000
+        "maxLength": 2000,
+        "pattern": "^[^\\u0000]*$"
       },
       "website": {
         "type": [

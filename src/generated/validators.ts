@@ -3866,10 +3866,11 @@ return errors === 0;
 }
 
 export const ApiKeySignupRequest = validate14;
-const schema17 = {"$id":"ApiKeySignupRequest","title":"ApiKeySignupRequest","type":"object","properties":{"email":{"type":"string","format":"email","maxLength":254},"company":{"type":["string","null"],"maxLength":256},"full_name":{"type":["string","null"],"maxLength":256},"use_case":{"type":["string","null"],"maxLength":2000},"website":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"requested_plan":{"type":["string","null"],"enum":["Basic","DeFi","Execution",null]}},"required":["email"]};
+const schema17 = {"$id":"ApiKeySignupRequest","title":"ApiKeySignupRequest","type":"object","properties":{"email":{"type":"string","format":"email","maxLength":254},"company":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"full_name":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"use_case":{"type":["string","null"],"maxLength":2000,"pattern":"^[^\\u0000]*$"},"website":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"requested_plan":{"type":["string","null"],"enum":["Basic","DeFi","Execution",null]}},"required":["email"]};
 const formats8 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 const formats10 = require("ajv-formats/dist/formats").fullFormats.uri;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
+const pattern0 = new RegExp("^[^\\u0000]*$", "u");
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApiKeySignupRequest" */;
@@ -3944,12 +3945,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-}
-if(data.full_name !== undefined){
-let data2 = data.full_name;
-if((typeof data2 !== "string") && (data2 !== null)){
-const err6 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/type",keyword:"type",params:{type: schema17.properties.full_name.type},message:"must be string,null"};
+if(!pattern0.test(data1)){
+const err6 = {instancePath:instancePath+"/company",schemaPath:"#/properties/company/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3958,9 +3955,12 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(typeof data2 === "string"){
-if(func2(data2) > 256){
-const err7 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+}
+}
+if(data.full_name !== undefined){
+let data2 = data.full_name;
+if((typeof data2 !== "string") && (data2 !== null)){
+const err7 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/type",keyword:"type",params:{type: schema17.properties.full_name.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3969,12 +3969,9 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-}
-if(data.use_case !== undefined){
-let data3 = data.use_case;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/type",keyword:"type",params:{type: schema17.properties.use_case.type},message:"must be string,null"};
+if(typeof data2 === "string"){
+if(func2(data2) > 256){
+const err8 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3983,9 +3980,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(func2(data3) > 2000){
-const err9 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(!pattern0.test(data2)){
+const err9 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3996,10 +3992,10 @@ errors++;
 }
 }
 }
-if(data.website !== undefined){
-let data4 = data.website;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err10 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/type",keyword:"type",params:{type: schema17.properties.website.type},message:"must be string,null"};
+if(data.use_case !== undefined){
+let data3 = data.use_case;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err10 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/type",keyword:"type",params:{type: schema17.properties.use_case.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -4008,9 +4004,9 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(func2(data4) > 2048){
-const err11 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(typeof data3 === "string"){
+if(func2(data3) > 2000){
+const err11 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -4019,8 +4015,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(func2(data4) < 1){
-const err12 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern0.test(data3)){
+const err12 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4029,8 +4025,12 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!(formats10(data4))){
-const err13 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data.website !== undefined){
+let data4 = data.website;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err13 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/type",keyword:"type",params:{type: schema17.properties.website.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4039,12 +4039,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-}
-if(data.requested_plan !== undefined){
-let data5 = data.requested_plan;
-if((typeof data5 !== "string") && (data5 !== null)){
-const err14 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/type",keyword:"type",params:{type: schema17.properties.requested_plan.type},message:"must be string,null"};
+if(typeof data4 === "string"){
+if(func2(data4) > 2048){
+const err14 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -4053,8 +4050,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!((((data5 === "Basic") || (data5 === "DeFi")) || (data5 === "Execution")) || (data5 === null))){
-const err15 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/enum",keyword:"enum",params:{allowedValues: schema17.properties.requested_plan.enum},message:"must be equal to one of the allowed values"};
+if(func2(data4) < 1){
+const err15 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -4063,15 +4060,49 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-}
-else {
-const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!(formats10(data4))){
+const err16 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err16];
 }
 else {
 vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+if(data.requested_plan !== undefined){
+let data5 = data.requested_plan;
+if((typeof data5 !== "string") && (data5 !== null)){
+const err17 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/type",keyword:"type",params:{type: schema17.properties.requested_plan.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(!((((data5 === "Basic") || (data5 === "DeFi")) || (data5 === "Execution")) || (data5 === null))){
+const err18 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/enum",keyword:"enum",params:{allowedValues: schema17.properties.requested_plan.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
 }
 errors++;
 }
@@ -4636,9 +4667,9 @@ const schema28 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonito
 const schema29 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
 const schema30 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
 const schema31 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
-const pattern0 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
-const pattern1 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
-const pattern2 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
+const pattern3 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
+const pattern4 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
+const pattern5 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
 
 function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Check" */;
@@ -5380,7 +5411,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data21 = data.tx_hash;
 if(typeof data21 === "string"){
-if(!pattern0.test(data21)){
+if(!pattern3.test(data21)){
 const err62 = {instancePath:instancePath+"/tx_hash",schemaPath:"TxCheck/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -6427,7 +6458,7 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(!pattern1.test(data53)){
+if(!pattern4.test(data53)){
 const err150 = {instancePath:instancePath+"/amount",schemaPath:"ApprovalAmountCheck/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err150];
@@ -6619,7 +6650,7 @@ errors++;
 if(data.contract_address !== undefined){
 let data59 = data.contract_address;
 if(typeof data59 === "string"){
-if(!pattern2.test(data59)){
+if(!pattern5.test(data59)){
 const err166 = {instancePath:instancePath+"/contract_address",schemaPath:"ContractVerifiedCheck/properties/contract_address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err166];
@@ -6753,7 +6784,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern1.test(data1)){
+if(!pattern4.test(data1)){
 const err5 = {instancePath:instancePath+"/amount",schemaPath:"#/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -7272,7 +7303,7 @@ errors++;
 if(data.contract_address !== undefined){
 let data2 = data.contract_address;
 if(typeof data2 === "string"){
-if(!pattern2.test(data2)){
+if(!pattern5.test(data2)){
 const err7 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -8718,7 +8749,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data2 = data.tx_hash;
 if(typeof data2 === "string"){
-if(!pattern0.test(data2)){
+if(!pattern3.test(data2)){
 const err9 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -9783,7 +9814,7 @@ vErrors.push(err13);
 errors++;
 }
 if(typeof data5 === "string"){
-if(!pattern0.test(data5)){
+if(!pattern3.test(data5)){
 const err14 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -9973,7 +10004,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(!pattern1.test(data12)){
+if(!pattern4.test(data12)){
 const err30 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err30];
@@ -9998,7 +10029,7 @@ vErrors.push(err31);
 errors++;
 }
 if(typeof data13 === "string"){
-if(!pattern2.test(data13)){
+if(!pattern5.test(data13)){
 const err32 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
