@@ -11,7 +11,8 @@ import { createEngine, type Engine } from './engine/runner.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createBillingGate } from './billing/gate.js';
-import { createX402, type X402 } from './billing/x402/index.js';
+import type { X402, X402Deps } from './billing/x402/index.js';
+import { paymentsOff } from './billing/x402/off.js';
 import { signupHandler } from './http/routes/signup.js';
 import { metricsHandler } from './http/routes/metrics.js';
 import { guardHandler } from './guard/handler.js';
@@ -21,6 +22,7 @@ import { yieldRoutingHandler } from './agents/yield-routing.js';
 import type { AppDeps } from './app.js';
 import { closeUpstreamAgent } from './upstreams/http.js';
 import { closeSafeFetchAgent } from './net/safe-fetch.js';
+import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 
 export interface Service {
   deps: AppDeps;
@@ -34,12 +36,18 @@ export interface Service {
 
 export interface ComposeOptions {
   /** Settlement retry tuning and chain polling, for tests. */
-  x402?: Pick<Parameters<typeof createX402>[0], 'retry' | 'receiptPollMs'>;
+  x402?: Pick<X402Deps, 'retry' | 'receiptPollMs'>;
   isDraining?: () => boolean;
 }
 
 export async function compose(config: Readonly<Config>, logger: Logger, opts: ComposeOptions = {}): Promise<Service> {
   const metrics = createMetrics();
+  // Breakers live in the threads that run checks; their state changes reach the gauge from here.
+  for (const label of CIRCUIT_LABELS) metrics.circuitState(label, 'closed');
+  const stopWatching = watchCircuits((upstream, state) => {
+    metrics.circuitState(upstream, state);
+    logger.warn({ upstream, state }, 'circuit breaker');
+  });
   const executor = createExecutor(config);
   metrics.setPoolSource(() => executor.stats());
   const engine = createEngine({ config, metrics, executor });
@@ -47,10 +55,12 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
   try {
     store = await openStore(config, { logger });
   } catch (err) {
+    stopWatching();
     await engine.close();
     throw err;
   }
-  const payments = createX402({ config, store, logger, metrics, ...opts.x402 });
+  // The signing and chain code loads only when payments are on: it is most of start-up time.
+  const payments = config.x402PayTo === null ? paymentsOff() : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
   const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
   const agentDeps = { config, engine, logger, metrics };
@@ -82,6 +92,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     async close() {
       await payments.stop();
       await engine.close();
+      stopWatching();
       await Promise.all([closeUpstreamAgent(), closeSafeFetchAgent()]);
       await store.close();
     },

@@ -14,6 +14,7 @@ import { ORIGIN_BOUND, sanitizeHeaders } from './headers.js';
 import { deadline } from './deadline.js';
 import { systemResolver, type Resolver } from './resolver.js';
 import { send, type RawResponse, type SendResult } from './transport.js';
+import { cancelled, failureVerdict, hostPort, throughCircuit, type CallVerdict } from './breaker.js';
 
 export interface SafeFetchOptions {
   signal?: AbortSignal;
@@ -31,6 +32,12 @@ export interface SafeFetchOptions {
   dispatcher?: Dispatcher;
   /** Evidence source name; defaults to the URL's host name. */
   source?: string;
+  /**
+   * The circuit breaker of each hop's host:port (net/breaker.ts): its metric label (default
+   * http_target), and which complete answers count as failures of the host. By default none do:
+   * a caller's page answering 500 is what the http and bridge checks judge, not a dead host.
+   */
+  circuit?: { label?: string; failed?: (res: RawResponse) => boolean };
 }
 
 export interface SafeResponse extends RawResponse {
@@ -162,14 +169,22 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
     return { ok: false, reason: 'target_forbidden', message: 'not a valid absolute URL', source: opts.source ?? 'unknown', latencyMs: 0 };
   }
   const source = opts.source ?? url.hostname;
-  const done = (r: { reason: UpstreamErrorReason; message: string; status?: number }): UpstreamFail => ({
+  const done = (r: { reason: UpstreamErrorReason; message: string; status?: number; retryAfterS?: number }): UpstreamFail => ({
     ok: false,
     reason: r.reason,
     message: r.message,
     source,
     latencyMs: Math.round(performance.now() - started),
     ...(r.status === undefined ? {} : { status: r.status }),
+    ...(r.retryAfterS === undefined ? {} : { retryAfterS: r.retryAfterS }),
   });
+  const label = opts.circuit?.label ?? 'http_target';
+  const judge = (r: SendResult | Refusal): CallVerdict => {
+    if (cancelled(opts.signal)) return 'ignore';
+    if (!r.ok) return failureVerdict(r.reason, 'status' in r ? r.status : undefined);
+    const final = !REDIRECTS.has(r.res.status) || !r.res.headers.location;
+    return final && opts.circuit?.failed?.(r.res) ? 'failure' : 'success';
+  };
   const maxRedirects = opts.maxRedirects ?? 3;
   const dl = deadline(opts.signal, opts.timeoutMs ?? (opts.signal ? undefined : 10_000));
   let method = opts.method ?? 'GET';
@@ -179,8 +194,12 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
   try {
     for (let redirects = 0; ; ) {
       const t = await targets(url, opts.allowPrivate ?? false, opts.resolver ?? systemResolver, dl.signal);
-      if (!t.ok) return done(t);
-      const r = await hop(url, t.addresses, opts.dispatcher ?? agent(), { method, headers, body, signal: dl.signal, maxBodyBytes: opts.maxBodyBytes });
+      // A refusal is an answer about the URL and needs no call: it never waits on a breaker.
+      if (!t.ok && t.reason === 'target_forbidden') return done(t);
+      const hopOpts = { method, headers, body, signal: dl.signal, maxBodyBytes: opts.maxBodyBytes };
+      const here = url;
+      const call = (): Promise<SendResult | Refusal> => (t.ok ? hop(here, t.addresses, opts.dispatcher ?? agent(), hopOpts) : Promise.resolve(t));
+      const r = await throughCircuit({ scope: 'target', label, host: hostPort(here) }, source, call, judge);
       if (!r.ok) return done(r);
       const location = r.res.headers.location;
       if (!REDIRECTS.has(r.res.status) || !location) {

@@ -6,6 +6,7 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import { deadline } from '../net/deadline.js';
+import { cancelled, hostPort, hostVerdict, throughCircuit, type CallVerdict } from '../net/breaker.js';
 import { retryAfterSeconds, send, type RawResponse } from '../net/transport.js';
 import type { UpstreamFail, UpstreamResult } from './types.js';
 
@@ -32,6 +33,11 @@ export interface JsonRequest {
   body?: string;
   /** Statuses handed to the caller with their body; the rest are classified here (default 2xx). */
   accept?: (status: number) => boolean;
+  /**
+   * The host's circuit breaker (net/breaker.ts): its metric label (default `source`), and how a
+   * result counts for the host (default: no answer, an unparsable one or a 5xx is a failure).
+   */
+  circuit?: { label: string; verdict?: (r: UpstreamResult<JsonResponse>) => CallVerdict };
 }
 
 export interface JsonResponse {
@@ -61,9 +67,16 @@ export function statusFailure(source: string, started: number, res: Pick<RawResp
   return fail(source, started, { reason: 'upstream_http_error', message: `${source} answered HTTP ${res.status}`, status: res.status });
 }
 
+/** One call through the host's circuit breaker (net/breaker.ts): a host failing repeatedly is not called for a while. */
 export async function requestJson(url: string, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
-  const started = performance.now();
   const u = new URL(url);
+  const circuit = { scope: 'provider' as const, label: req.circuit?.label ?? req.source, host: hostPort(u) };
+  const verdict = req.circuit?.verdict ?? hostVerdict;
+  return throughCircuit(circuit, req.source, () => call(u, req), (r) => (cancelled(req.signal) ? 'ignore' : verdict(r)));
+}
+
+async function call(u: URL, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
+  const started = performance.now();
   const dl = deadline(req.signal, req.timeoutMs);
   let r;
   try {

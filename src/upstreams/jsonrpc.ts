@@ -6,6 +6,8 @@
  */
 import type { Dispatcher } from 'undici';
 import { safeFetch } from '../net/safe-fetch.js';
+import { hostVerdict, type CallVerdict } from '../net/breaker.js';
+import type { RawResponse } from '../net/transport.js';
 import type { Resolver } from '../net/resolver.js';
 import { fail, interpretJson, isObject, requestJson, type JsonResponse } from './http.js';
 import type { UpstreamResult } from './types.js';
@@ -60,11 +62,28 @@ function toReply(entry: Record<string, unknown>): RpcReply {
   return 'error' in entry && entry.error !== null && entry.error !== undefined ? { error: toError(entry.error) } : { result: entry.result };
 }
 
+/** A body shaped as a JSON-RPC answer: the node is up, whatever HTTP status came with it. */
+function rpcVerdict(r: UpstreamResult<JsonResponse>): CallVerdict {
+  const json = r.ok ? r.data.json : null;
+  if (Array.isArray(json) || (isObject(json) && ('result' in json || isObject(json.error)))) return 'success';
+  return hostVerdict(r);
+}
+
 async function post(url: string, body: string, opts: RpcOptions, source: string, started: number): Promise<UpstreamResult<JsonResponse>> {
   // Nodes answer JSON-RPC errors with assorted HTTP statuses; the body decides, except 429.
   const accept = (s: number): boolean => s !== 429;
   const headers = { 'content-type': 'application/json', accept: 'application/json' };
-  if (!opts.safe) return requestJson(url, { source, signal: opts.signal, timeoutMs: opts.timeoutMs, method: 'POST', headers, body, accept });
+  if (!opts.safe) {
+    const circuit = { label: 'rpc', verdict: rpcVerdict };
+    return requestJson(url, { source, signal: opts.signal, timeoutMs: opts.timeoutMs, method: 'POST', headers, body, accept, circuit });
+  }
+  // The caller's node is judged on its body too, so the answer is interpreted once, inside the
+  // breaker's verdict, and reused here.
+  let interpreted: UpstreamResult<JsonResponse> | undefined;
+  const failed = (res: RawResponse): boolean => {
+    interpreted = interpretJson(source, started, res, accept);
+    return rpcVerdict(interpreted) === 'failure';
+  };
   const r = await safeFetch(url, {
     method: 'POST',
     headers,
@@ -75,8 +94,10 @@ async function post(url: string, body: string, opts: RpcOptions, source: string,
     resolver: opts.resolver,
     dispatcher: opts.dispatcher,
     source,
+    circuit: { label: 'rpc_target', failed },
   });
-  return r.ok ? interpretJson(source, started, r.data, accept) : r;
+  if (!r.ok) return r;
+  return interpreted ?? interpretJson(source, started, r.data, accept);
 }
 
 export async function rpcBatch(url: string, calls: readonly RpcCall[], opts: RpcOptions): Promise<UpstreamResult<RpcReply[]>> {
@@ -100,7 +121,8 @@ export async function rpcBatch(url: string, calls: readonly RpcCall[], opts: Rpc
       if (!e) return bad(`no answer for ${calls[i].method} in the batch`);
       replies.push(toReply(e));
     }
-  } else if (isObject(json) && ('result' in json || 'error' in json)) {
+  } else if (isObject(json) && ('result' in json || isObject(json.error))) {
+    // An `error` that is not an object ({"error":"Bad Gateway"} from a proxy) is no JSON-RPC answer.
     if (calls.length === 1) replies = [toReply(json)];
     else {
       // One error object for the whole batch: the node refused it (batches unsupported, too large, limits).
