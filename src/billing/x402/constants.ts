@@ -3,12 +3,12 @@
  * domain is ours, never the client's: a signature made for any other domain recovers to some
  * other address and is rejected.
  */
-export const NETWORK_V1 = 'base';
-export const NETWORK_V2 = 'eip155:8453';
-export const CHAIN_ID = 8453;
-export const USDC_BASE = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+import { CHAIN_IDS } from '../../config.js';
+import { NETWORK_V1, NETWORK_V2, PRICE_ATOMIC, USDC_BASE } from '../../pricing.js';
+
 /** 0.01 USD in USDC atomic units (6 decimals). Integers only: money never touches a float. */
-export const PRICE_ATOMIC = '10000';
+export { NETWORK_V1, NETWORK_V2, PRICE_ATOMIC, USDC_BASE };
+export const CHAIN_ID = CHAIN_IDS.base;
 export const SCHEME = 'exact';
 export const MIME_TYPE = 'application/json';
 export const API_KEY_SIGNUP_PATH = '/v1/api-keys/signup';

@@ -17,6 +17,7 @@ import { buildOffers, sendChallenge, setReceipt } from './challenge.js';
 import { PRICE_ATOMIC, USDC_BASE } from './constants.js';
 import { errorText } from './errors.js';
 import { hasPaymentHeader, readPaymentHeader } from './header.js';
+import { paymentsOff } from './off.js';
 import { FacilitatorClient } from './settle-facilitator.js';
 import { LocalSender, type SettlementSender } from './settle-local.js';
 import { Settler, type AttemptOutcome, type RetryPolicy } from './settler.js';
@@ -49,7 +50,7 @@ export function createX402(deps: X402Deps): X402 {
   const { config, store } = deps;
   const log = deps.logger.child({ component: 'x402' });
   const count = (outcome: string) => deps.metrics?.payment(outcome);
-  if (config.x402PayTo === null) return unconfigured();
+  if (config.x402PayTo === null) return paymentsOff();
 
   const payTo = config.x402PayTo;
   const chain = config.x402RpcUrl !== null ? new UsdcChain(createProvider(config.x402RpcUrl, { pollingMs: deps.receiptPollMs }), USDC_BASE) : null;
@@ -179,21 +180,5 @@ export function createX402(deps: X402Deps): X402 {
     },
     settleNow: (id) => settler.settle(id),
     settlePending: () => settler.poll(),
-  };
-}
-
-function unconfigured(): X402 {
-  const off = (): never => {
-    throw new Error('x402 payments are off: X402_PAY_TO is not set');
-  };
-  return {
-    configured: false,
-    hasPayment: (req) => hasPaymentHeader(req.headers),
-    challenge: off,
-    handle: off,
-    start: () => undefined,
-    stop: async () => undefined,
-    settleNow: off,
-    settlePending: async () => undefined,
   };
 }
