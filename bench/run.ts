@@ -7,6 +7,7 @@
  *   --quick                                  3 s per scenario instead of 10 (a smoke run)
  *   --latency=50                             upstream answer delay in ms
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
+ *   --only=decide-cold,reference             run only these scenarios (targets mode)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -20,17 +21,22 @@ import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printTable, printVerdicts } from './report.js';
 
-interface Options { mode: 'all' | 'targets' | 'pool'; quick: boolean; latencyMs: number; billing: boolean }
+interface Options { mode: 'all' | 'targets' | 'pool'; quick: boolean; latencyMs: number; billing: boolean; only: string[] | null }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { mode: 'all', quick: false, latencyMs: 50, billing: true };
+  const opts: Options = { mode: 'all', quick: false, latencyMs: 50, billing: true, only: null };
   for (const a of argv) {
     const [k, v] = a.replace(/^--/, '').split('=');
     if (k === 'mode' && (v === 'all' || v === 'targets' || v === 'pool')) opts.mode = v;
     else if (k === 'quick') opts.quick = true;
     else if (k === 'latency' && /^\d+$/.test(v ?? '')) opts.latencyMs = Number(v);
     else if (k === 'billing' && (v === 'on' || v === 'off')) opts.billing = v === 'on';
-    else throw new Error(`unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off)`);
+    else if (k === 'only' && v) opts.only = v.split(',');
+    else throw new Error(`unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b)`);
+  }
+  const names = SCENARIOS.map((s) => s.name);
+  for (const n of opts.only ?? []) {
+    if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
   return opts;
 }
@@ -40,15 +46,17 @@ const HARD_LIMIT_MS = 9 * 60_000;
 
 async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig | null): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
-  const scenarios = SCENARIOS.map(scale);
+  const scenarios = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   const rows: Row[] = [];
 
-  const reference = await startServerChild('./reference.js', {});
-  try {
-    const run = scenarioRunner({ pid: reference.proc.pid, url: reference.url, apiKey: null, upstreams, rig, billing: false });
-    for (const s of scenarios.filter((x) => x.server === 'reference')) rows.push(await run(s, 0));
-  } finally {
-    await reference.stop();
+  if (scenarios.some((x) => x.server === 'reference')) {
+    const reference = await startServerChild('./reference.js', {});
+    try {
+      const run = scenarioRunner({ pid: reference.proc.pid, url: reference.url, apiKey: null, upstreams, rig, billing: false });
+      for (const s of scenarios.filter((x) => x.server === 'reference')) rows.push(await run(s, 0));
+    } finally {
+      await reference.stop();
+    }
   }
 
   const service: Child = await startServerChild('./service.js', serviceEnv(upstreams, rig, opts.billing ? {} : { BILLING: 'off' }));
@@ -70,7 +78,8 @@ async function main(): Promise<number> {
   const upstreams = await startUpstreams(opts.latencyMs, COLD_KEYS);
   let rig: PaymentRig | null = null;
   try {
-    if (opts.mode !== 'pool' && opts.billing) rig = await startPaymentRig(PAID_RATE * 20);
+    const paid = opts.only === null || opts.only.includes('decide-paid');
+    if (opts.mode !== 'pool' && opts.billing && paid) rig = await startPaymentRig(PAID_RATE * 20);
     const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
     const pool: PoolRow[] | null = opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 

@@ -50,7 +50,7 @@ export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]
 const PROCEED = '"verdict":"proceed"';
 
 /** The request rate at which the keyed and the paid decide are compared. */
-export const PAID_RATE = 100;
+export const PAID_RATE = 50;
 export const COLD_RATE = 150;
 
 const std = { durationSec: 10, warmupSec: 2 };
