@@ -81,8 +81,6 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     isDraining: opts.isDraining,
   };
   payments.start();
-  // Wait for the workers only after everything else is up: they load in parallel meanwhile.
-  await Promise.race([executor.ready(), new Promise((r) => setTimeout(r, 1500).unref())]);
   return {
     deps,
     engine,

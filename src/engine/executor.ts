@@ -45,7 +45,11 @@ class PoolExecutor implements Executor {
   readonly kind = 'pool' as const;
   readonly pool: Piscina;
   private readonly started: Promise<void>;
+  /** Until every worker has loaded, checks run inline, so start-up never waits on the pool. */
+  private warm = false;
+  private readonly inline: InlineExecutor;
   constructor(config: Readonly<Config>) {
+    this.inline = new InlineExecutor(config);
     this.pool = new Piscina({
       filename: new URL('../../workers/check-worker.js', import.meta.url).href,
       minThreads: config.poolThreads,
@@ -60,7 +64,9 @@ class PoolExecutor implements Executor {
     // Piscina marks its first workers ready before they have loaded the check modules; a few
     // empty tasks per thread make every worker load them now rather than on a caller's time.
     this.started = Promise.all(Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true }))).then(
-      () => undefined,
+      () => {
+        this.warm = true;
+      },
       () => undefined, // a pool destroyed while warming up is not an error of its own
     );
   }
@@ -70,6 +76,7 @@ class PoolExecutor implements Executor {
   }
 
   execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {
+    if (!this.warm) return this.inline.execute(items, hardTimeoutMs, onResult);
     return new Promise<void>((resolve) => {
       const open = new Set(items.map((i) => i.id));
       const { port1, port2 } = new MessageChannel();
