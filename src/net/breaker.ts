@@ -157,7 +157,8 @@ export async function throughCircuit<R>(c: CircuitCall, source: string, call: ()
   const a = b.admit(performance.now());
   if (!a.ok) {
     const retryAfterS = Math.max(1, Math.ceil(a.retryAfterMs / 1000));
-    const message = `${source} is not being called: ${FAILURES_TO_OPEN} failures in a row opened its circuit breaker; next try in ${retryAfterS} s`;
+    // A fragment, like the transport's messages: each client words the sentence around it.
+    const message = `circuit breaker open after ${FAILURES_TO_OPEN} failures in a row, not called; next try in ${retryAfterS} s`;
     return { ok: false, reason: 'circuit_open', message, source, latencyMs: 0, retryAfterS };
   }
   let verdict: CallVerdict = 'ignore';

@@ -72,7 +72,8 @@ export async function requestJson(url: string, req: JsonRequest): Promise<Upstre
   const u = new URL(url);
   const circuit = { scope: 'provider' as const, label: req.circuit?.label ?? req.source, host: hostPort(u) };
   const verdict = req.circuit?.verdict ?? hostVerdict;
-  return throughCircuit(circuit, req.source, () => call(u, req), (r) => (cancelled(req.signal) ? 'ignore' : verdict(r)));
+  const r = await throughCircuit(circuit, req.source, () => call(u, req), (r) => (cancelled(req.signal) ? 'ignore' : verdict(r)));
+  return r.ok || r.reason !== 'circuit_open' ? r : { ...r, message: `${req.source}: ${r.message}` };
 }
 
 async function call(u: URL, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {

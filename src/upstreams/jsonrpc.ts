@@ -96,7 +96,8 @@ async function post(url: string, body: string, opts: RpcOptions, source: string,
     source,
     circuit: { label: 'rpc_target', failed },
   });
-  if (!r.ok) return r;
+  // safeFetch's messages are fragments ("connection reset before an answer"): name the node.
+  if (!r.ok) return { ...r, message: `${source}: ${r.message}` };
   return interpreted ?? interpretJson(source, started, r.data, accept);
 }
 
