@@ -94,7 +94,26 @@ const envelopeArb: fc.Arbitrary<Envelope> = fc.oneof(
   { weight: 7, arbitrary: fc.constantFrom('gzip', 'gzip-garbage', 'deflate', 'br', 'identity', 'x-unknown', 'GZIP').map((encoding): Envelope => ({ kind: 'encoded', contentType: 'application/json', encoding })) },
 );
 
-const authArb = fc.constantFrom('x-api-key', 'x-api-key', 'x-api-key', 'x-api-key', 'x-api-key', 'x-api-key', 'bearer', 'wrong', 'none');
+const authArb = fc.oneof(
+  { weight: 12, arbitrary: fc.constant('x-api-key') },
+  { weight: 2, arbitrary: fc.constant('bearer') },
+  { weight: 3, arbitrary: fc.constantFrom('wrong', 'none', 'empty', 'long', 'bearer-empty', 'basic', 'padded') },
+);
+
+/** Header values for the auth variants that are not the issued key as such. */
+function authHeaders(auth: string, apiKey: string): Record<string, string> {
+  switch (auth) {
+    case 'x-api-key': return { 'x-api-key': apiKey };
+    case 'bearer': return { authorization: `Bearer ${apiKey}` };
+    case 'padded': return { 'x-api-key': ` ${apiKey}\t` }; // the same key, surrounding whitespace trimmed
+    case 'wrong': return { 'x-api-key': `${apiKey.slice(0, -1)}${apiKey.endsWith('0') ? '1' : '0'}` };
+    case 'empty': return { 'x-api-key': '' };
+    case 'long': return { 'x-api-key': `pvk_${'k'.repeat(6000)}` };
+    case 'bearer-empty': return { authorization: 'Bearer ' };
+    case 'basic': return { authorization: `Basic ${Buffer.from(`${apiKey}:`).toString('base64')}` };
+    default: return {};
+  }
+}
 
 /** Requests for every POST endpoint; `apiKey` is the key the run signed up for. */
 export function requestArb(sinkPort: number, apiKey: string): fc.Arbitrary<FuzzRequest> {
@@ -122,10 +141,8 @@ export function requestArb(sinkPort: number, apiKey: string): fc.Arbitrary<FuzzR
         headers['content-encoding'] = enc === 'gzip-garbage' ? 'gzip' : enc;
         body = enc === 'gzip' || enc === 'GZIP' ? gzipSync(json) : enc === 'identity' ? json : Buffer.concat([gzipSync(json).subarray(0, 12), Buffer.from(json.slice(0, 40))]);
       }
-      if (r.auth === 'x-api-key') headers['x-api-key'] = apiKey;
-      if (r.auth === 'bearer') headers.authorization = `Bearer ${apiKey}`;
-      if (r.auth === 'wrong') headers['x-api-key'] = `${apiKey.slice(0, -1)}${apiKey.endsWith('0') ? '1' : '0'}`;
+      Object.assign(headers, authHeaders(r.auth, apiKey));
       const label = `${r.endpoint.path} ${r.foreign ? `[${r.foreign} body] ` : ''}${r.envelope.kind}${r.envelope.encoding ? `:${r.envelope.encoding}` : ''} ct=${r.envelope.contentType} auth=${r.auth} mutations=${r.mutations.map((m) => m.op).join(',') || 'none'}`;
-      return { endpoint: r.endpoint, body, headers, keyed: r.auth === 'x-api-key' || r.auth === 'bearer', label };
+      return { endpoint: r.endpoint, body, headers, keyed: ['x-api-key', 'bearer', 'padded'].includes(r.auth), label };
     });
 }
