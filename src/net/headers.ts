@@ -17,14 +17,16 @@ const DROPPED = new Set([
 ]);
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BAD_VALUE = /[\r\n\0]/;
+// Anything an HTTP/1.1 field value cannot carry: CR/LF/NUL would split a header, and the client
+// refuses the other control characters and code points past U+00FF outright.
+const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 export function isDroppedHeader(name: string): boolean {
   const n = name.toLowerCase();
   return DROPPED.has(n) || n.startsWith('proxy-');
 }
 
-/** Lower-cased copy without dropped names, invalid names, or values that could split a header. */
+/** Lower-cased copy without dropped names, invalid names, or values that cannot be sent as they are. */
 export function sanitizeHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (!headers) return out;

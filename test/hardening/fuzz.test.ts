@@ -25,6 +25,9 @@ const CONCURRENCY = 24; // requests in flight at once
 const TIMEOUT_MS = 15_000; // above the largest deadline a body may ask for (10 s)
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
 
+// About 20-45 s alone on 2 cores; CI runs two test files at once, so allow well past tap's 120 s default.
+t.setTimeout(240_000);
+
 interface Answer { status: number; text: string }
 
 /** `fn` over `items` with at most `limit` running at once; results in order. */

@@ -7,6 +7,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import t from 'tap';
 import { startTestApp, post } from '../helpers/app.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
+import { startStatusPage } from '../emulators/statuspage.js';
 import { MAX_DEPTH } from '../../src/http/validation.js';
 import { deepText } from './values.js';
 
@@ -89,4 +90,28 @@ t.test('hostile bodies get their exact answers', async (t) => {
     t.equal(({} as Record<string, unknown>).polluted, undefined);
     t.equal((Object.prototype as Record<string, unknown>).deadline_ms, undefined);
   });
+});
+
+t.test('caller headers no HTTP request can carry are dropped; the check still runs', async (t) => {
+  const site = await startStatusPage();
+  site.setPage('/ok', 'all systems operational');
+  // A private deployment: the loopback status page is a permitted target.
+  const app = await startTestApp({ ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'warn' });
+  t.teardown(async () => {
+    await app.close();
+    await site.close();
+  });
+  const bad: Record<string, string> = { 'x-emoji': 'go \ud83e\udd84', 'x-ctl': 'a\u0001b', 'x-del': 'a\u007fb', 'x-cjk': '\u4e2d\u6587', 'x-crlf': 'a\r\nx-injected: 1' };
+  const headers = { ...bad, 'x-latin1': 'caf\u00e9', 'x-token': 'abc' };
+  for (const [type, field] of [['http', 'url'], ['bridge_exploit_monitor', 'status_url']]) {
+    const r = await post(`${app.url}/v1/decide`, { goal: 'g', checks: [{ type, [field]: `${site.url}/ok`, headers }] });
+    t.equal(r.status, 200);
+    t.match(r.body.evidence[0], { status: 'pass', reason: null }, `${type}: the page was fetched, not reported unreachable`);
+  }
+  t.ok(site.received.length >= 2, 'both checks reached the page');
+  for (const req of site.received) {
+    t.equal(req.headers['x-token'], 'abc', 'sendable headers are sent');
+    t.equal(req.headers['x-latin1'], 'caf\u00e9', 'a Latin-1 value is sendable and sent');
+    for (const name of [...Object.keys(bad), 'x-injected']) t.equal(req.headers[name], undefined, `${name} was dropped`);
+  }
 });
