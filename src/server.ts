@@ -25,6 +25,17 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   const app = buildApp(service.deps);
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, app);
 
+  // Node answers a malformed request or oversized headers itself, with no body; answer in the
+  // service's error shape instead.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const [status, reason, detail] = err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'Request headers too large: the limit is 16 KiB']
+      : [400, 'Bad Request', 'Malformed HTTP request'];
+    const body = JSON.stringify({ detail });
+    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
+
   let inflight = 0;
   let idle: (() => void) | null = null;
   server.on('request', (_req, res) => {

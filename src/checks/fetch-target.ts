@@ -26,5 +26,7 @@ export async function fetchTarget(url: string, method: 'GET' | 'HEAD', headers: 
   if (res.ok) return res;
   // The transport's messages are fragments ("connection reset before an answer"); make a sentence
   // naming the host only, since the full URL may carry a token.
-  return { ...res, message: `${method} to ${res.source} failed: ${res.message}.` };
+  // A URL with no host (file:, data:) is named by its scheme.
+  const target = res.source || `a ${url.split(':')[0]}: URL`;
+  return { ...res, message: `${method} to ${target} failed: ${res.message}.` };
 }

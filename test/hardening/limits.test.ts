@@ -153,6 +153,9 @@ t.test('request headers: past 16 KiB a 431 from the real process, which keeps se
   t.match(under, /^HTTP\/1\.1 200 /, 'headers just under 16 KiB are served');
   const over = await raw(port, request(16 * KiB + 128));
   t.match(over, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/, 'just over 16 KiB is a 431');
+  t.match(over, /\r\n\r\n\{"detail":"Request headers too large: the limit is 16 KiB"\}$/, 'with a JSON detail');
+  const garbled = await raw(port, 'NOT AN HTTP REQUEST\r\n\r\n');
+  t.match(garbled, /^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*\{"detail":"Malformed HTTP request"\}$/, 'a malformed request is a 400 with a JSON detail');
   const many = await raw(port, `GET /health HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 400 }, (_, i) => `X-${i}: ${'b'.repeat(40)}\r\n`).join('')}\r\n`);
   t.match(many, /^HTTP\/1\.1 431 /, 'many small headers past 16 KiB are a 431 too');
   const health = await fetch(`${svc.url}/health`);

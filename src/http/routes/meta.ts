@@ -5,6 +5,7 @@ import { VERSION } from '../../version.js';
 import { buildOpenApi } from '../../openapi.js';
 import { agentInfos, GET_ENDPOINTS, POST_ENDPOINTS } from '../endpoints.js';
 import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } from '../../schema-info.js';
+import { MAX_DEPTH } from '../validation.js';
 import { MAX_BODY_BYTES, NETWORK_V1, NETWORK_V2, PRICE_ATOMIC, PRICE_DISPLAY, USDC_BASE, USDC_DECIMALS } from '../../pricing.js';
 
 const maxItems = (id: string, field: string): number | undefined => schemaMap[id]?.properties?.[field]?.maxItems;
@@ -27,6 +28,7 @@ export function capabilities(config: Readonly<Config>): Record<string, unknown> 
     },
     limits: {
       max_body_bytes: MAX_BODY_BYTES,
+      max_nesting_depth: MAX_DEPTH,
       max_checks_per_request: maxItems('DecideRequest', 'checks'),
       max_asset_ids: maxItems('StablecoinIntelligenceRequest', 'asset_ids'),
       max_bridge_status_urls: maxItems('BridgeRiskRequest', 'bridge_status_urls'),
