@@ -82,7 +82,8 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** Scheme, port and address checks for one hop; the addresses to connect to. */
-async function targets(url: URL, allowPrivate: boolean, resolver: Resolver, signal: AbortSignal): Promise<Targets> {
+/** The checks that need no DNS (scheme, port, a literal address, loopback names); null: resolve the name. */
+function precheck(url: URL, allowPrivate: boolean): Targets | null {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     return { ok: false, reason: 'target_forbidden', message: `scheme ${url.protocol.replace(':', '')} is not allowed (http and https only)` };
   }
@@ -98,6 +99,12 @@ async function targets(url: URL, allowPrivate: boolean, resolver: Resolver, sign
   if (!allowPrivate && (name === 'localhost' || name.endsWith('.localhost'))) {
     return { ok: false, reason: 'target_forbidden', message: `${host} is a loopback name` };
   }
+  return null;
+}
+
+/** The addresses of a host name, every one of them classified. */
+async function resolveTargets(url: URL, allowPrivate: boolean, resolver: Resolver, signal: AbortSignal): Promise<Targets> {
+  const host = url.hostname;
   let resolved: string[];
   try {
     resolved = await abortable(resolver(host), signal);
@@ -193,12 +200,17 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
   if (!headers['user-agent']) headers['user-agent'] = 'preflight-verifier';
   try {
     for (let redirects = 0; ; ) {
-      const t = await targets(url, opts.allowPrivate ?? false, opts.resolver ?? systemResolver, dl.signal);
-      // A refusal is an answer about the URL and needs no call: it never waits on a breaker.
-      if (!t.ok && t.reason === 'target_forbidden') return done(t);
+      const allowPrivate = opts.allowPrivate ?? false;
+      const pre = precheck(url, allowPrivate);
+      // A refusal on the URL's face needs no call and never waits on a breaker. The name is
+      // resolved inside the breaker: while it is open, a host whose DNS hangs is not asked again.
+      if (pre !== null && !pre.ok) return done(pre);
       const hopOpts = { method, headers, body, signal: dl.signal, maxBodyBytes: opts.maxBodyBytes };
       const here = url;
-      const call = (): Promise<SendResult | Refusal> => (t.ok ? hop(here, t.addresses, opts.dispatcher ?? agent(), hopOpts) : Promise.resolve(t));
+      const call = async (): Promise<SendResult | Refusal> => {
+        const t = pre ?? (await resolveTargets(here, allowPrivate, opts.resolver ?? systemResolver, dl.signal));
+        return t.ok ? hop(here, t.addresses, opts.dispatcher ?? agent(), hopOpts) : t;
+      };
       const r = await throughCircuit({ scope: 'target', label, host: hostPort(here) }, source, call, judge);
       if (!r.ok) return done(r);
       const location = r.res.headers.location;

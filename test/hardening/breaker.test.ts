@@ -5,7 +5,8 @@
  * state in /metrics, from the main thread and from worker threads alike.
  */
 import t from 'tap';
-import { CircuitBreaker, COOL_DOWN_MS, FAILURE_WINDOW_MS, FAILURES_TO_OPEN, type CallVerdict } from '../../src/net/breaker.js';
+import { CircuitBreaker, COOL_DOWN_MS, FAILURE_WINDOW_MS, FAILURES_TO_OPEN, watchCircuits, type CallVerdict } from '../../src/net/breaker.js';
+import { safeFetch } from '../../src/net/safe-fetch.js';
 import type { CircuitState } from '../../src/metrics.js';
 import { startTestApp, post, type TestApp } from '../helpers/app.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
@@ -167,4 +168,29 @@ t.test('breakers in worker threads reach the main thread metrics', async (t) => 
   t.ok(ds.stats.requests >= FAILURES_TO_OPEN && ds.stats.requests <= threads * FAILURES_TO_OPEN, `each thread stopped after at most ${FAILURES_TO_OPEN} failures (${ds.stats.requests} calls for 30 checks)`);
   t.same(reasons.slice(-5), Array(5).fill('circuit_open'), 'the last answers come from the open breakers');
   t.ok(await gaugeBecomes(app, 'dex_provider', 'open'), 'dex_provider open in /metrics');
+});
+
+t.test('a caller host whose DNS hangs is not looked up again while open', async (t) => {
+  // The service switches breakers on by watching them; this test does the same around safeFetch.
+  const states: string[] = [];
+  const stop = watchCircuits((label, state) => states.push(`${label}:${state}`));
+  t.teardown(stop);
+  // Every timer on this path is unref'd (a server keeps the service alive): keep the test alive.
+  const alive = setInterval(() => {}, 1000);
+  t.teardown(() => clearInterval(alive));
+  let lookups = 0;
+  const resolver = (): Promise<string[]> => {
+    lookups++;
+    return new Promise(() => {}); // never answers: only our time limit ends the wait
+  };
+  const fetchIt = () => safeFetch('http://dns-hangs.example:8080/status', { resolver, timeoutMs: 50 });
+  for (let i = 0; i < FAILURES_TO_OPEN; i++) t.match(await fetchIt(), { ok: false, reason: 'upstream_timeout' });
+  t.equal(lookups, FAILURES_TO_OPEN);
+  const t0 = performance.now();
+  const open = await fetchIt();
+  t.match(open, { ok: false, reason: 'circuit_open', source: 'dns-hangs.example' });
+  t.ok(performance.now() - t0 < 20, 'answered without waiting on DNS');
+  t.equal(lookups, FAILURES_TO_OPEN, 'the resolver was not asked again');
+  await sleep(50);
+  t.same(states, ['http_target:open'], 'reported under the bounded label, never the host');
 });
