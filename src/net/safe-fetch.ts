@@ -81,7 +81,6 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** Scheme, port and address checks for one hop; the addresses to connect to. */
 /** The checks that need no DNS (scheme, port, a literal address, loopback names); null: resolve the name. */
 function precheck(url: URL, allowPrivate: boolean): Targets | null {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
