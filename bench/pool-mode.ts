@@ -24,7 +24,7 @@ function scenarios(quick: boolean): Array<{ s: Scenario; nStart: number }> {
   const timing = quick ? { durationSec: 2, warmupSec: 1 } : { durationSec: 5, warmupSec: 1 };
   const cached = SCENARIOS.find((s) => s.name === 'decide-cached')!;
   return [
-    { s: { ...cached, name: 'cold-rate', about: `cold decide at ${COLD_RATE} req/s`, body: COLD_DECIDE, connections: 16, overallRate: COLD_RATE, ...timing }, nStart: 0 },
+    { s: { ...cached, name: 'cold-rate', about: `cold decide at ${COLD_RATE} req/s`, body: COLD_DECIDE, connections: 4, overallRate: COLD_RATE, ...timing }, nStart: 0 },
     // Far from the first job's keys, so nothing it cached is reused here.
     { s: { ...cached, name: 'cold-max', about: 'cold decide, max rate', body: COLD_DECIDE, connections: 50, overallRate: undefined, ...timing }, nStart: 20_000 },
     { s: { ...cached, name: 'cached-max', about: 'cached decide, max rate', connections: 50, ...timing }, nStart: 0 },

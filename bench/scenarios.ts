@@ -49,6 +49,12 @@ export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]
 
 const PROCEED = '"verdict":"proceed"';
 
+/**
+ * Rate-capped scenarios. autocannon spends each connection's per-second budget at the start of
+ * every second, all connections together, so the connection count is the size of that burst: a
+ * few concurrent agents, not a synchronized crowd. Capacity under a crowd is what the max-rate
+ * scenarios and the pool mode's cold-max measure.
+ */
 /** The request rate at which the keyed and the paid decide are compared. */
 export const PAID_RATE = 50;
 export const COLD_RATE = 50;
@@ -58,9 +64,9 @@ const std = { durationSec: 10, warmupSec: 2 };
 export const SCENARIOS: readonly Scenario[] = [
   { name: 'reference', about: 'bare express 5 + Ajv, same body, fixed answer', server: 'reference', path: '/v1/decide', body: CACHED_DECIDE, auth: 'none', expectStatus: 200, expectBody: PROCEED, connections: 50, ...std },
   { name: 'decide-cached', about: 'API key, 4 checks all cached', server: 'service', path: '/v1/decide', body: CACHED_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 50, ...std },
-  { name: 'decide-cold', about: `API key, 4 fresh checks per request, upstreams answer in LATENCY ms, ${COLD_RATE} req/s`, server: 'service', path: '/v1/decide', body: COLD_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 16, overallRate: COLD_RATE, ...std },
+  { name: 'decide-cold', about: `API key, 4 fresh checks per request, upstreams answer in LATENCY ms, ${COLD_RATE} req/s`, server: 'service', path: '/v1/decide', body: COLD_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 4, overallRate: COLD_RATE, ...std },
   { name: 'guard-swap', about: 'API key, guard for a swap (rpc health, peg, depth, rug signals)', server: 'service', path: '/v1/guard', body: GUARD_SWAP, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 50, ...std },
   { name: 'invalid-body', about: 'schema violation, answered 422', server: 'service', path: '/v1/decide', body: INVALID_DECIDE, auth: 'none', expectStatus: 422, expectBody: '"detail":[', connections: 50, ...std },
-  { name: 'decide-keyed', about: `API key, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/decide', body: CACHED_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 10, overallRate: PAID_RATE, ...std },
-  { name: 'decide-paid', about: `x402 payment per request, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/x402/decide', body: CACHED_DECIDE, auth: 'x402', expectStatus: 200, expectBody: PROCEED, connections: 10, overallRate: PAID_RATE, ...std },
+  { name: 'decide-keyed', about: `API key, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/decide', body: CACHED_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 2, overallRate: PAID_RATE, ...std },
+  { name: 'decide-paid', about: `x402 payment per request, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/x402/decide', body: CACHED_DECIDE, auth: 'x402', expectStatus: 200, expectBody: PROCEED, connections: 2, overallRate: PAID_RATE, ...std },
 ];
