@@ -47,6 +47,22 @@ export class ResultCache {
     return { promise, joined: false };
   }
 
+  /**
+   * Drops every expired entry. Reads drop the ones they meet, but a key nobody asks for again
+   * (a one-off asset or pair) would otherwise stay until the size bound pushed it out.
+   */
+  sweep(): number {
+    const now = this.now();
+    let dropped = 0;
+    for (const [key, e] of this.entries) {
+      if (now - e.storedAt >= e.outcome.ttl_s * 1000) {
+        this.entries.delete(key);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
   get size(): number {
     return this.entries.size;
   }

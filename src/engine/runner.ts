@@ -30,6 +30,9 @@ export interface Engine {
   close(): Promise<void>;
 }
 
+/** How often expired cache entries are swept out. */
+const SWEEP_MS = 5000;
+
 const UPSTREAM_BY_SOURCE = new Set(['price_provider', 'dex_provider', 'sourcify', 'etherscan']);
 const UPSTREAM_BY_TYPE: Record<string, string> = { http: 'http_target', bridge_exploit_monitor: 'bridge_status', rpc: 'rpc', tx: 'rpc', rpc_health: 'rpc' };
 
@@ -71,6 +74,7 @@ function deadlineOutcome(deadlineMs: number): CheckOutcome {
 export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics; executor: Executor }): Engine {
   const { config, metrics, executor } = deps;
   const cache = new ResultCache(config.cacheMaxEntries);
+  const sweeper = setInterval(() => cache.sweep(), SWEEP_MS).unref();
   let nextId = 0;
 
   async function run(planned: PlannedCheck[], opts: RunOptions): Promise<CheckResult[]> {
@@ -142,6 +146,9 @@ export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics;
     run,
     cache,
     executor,
-    close: () => executor.close(),
+    close: () => {
+      clearInterval(sweeper);
+      return executor.close();
+    },
   };
 }
