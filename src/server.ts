@@ -18,12 +18,20 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
-  // Loaded after the configuration is known good, so a bad setting is reported at once.
-  const [{ compose }, { buildApp }] = await Promise.all([import('./compose.js'), import('./app.js')]);
-  let draining = false;
-  const service: Service = await compose(config, logger, { isDraining: () => draining });
-  const app = buildApp(service.deps);
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, app);
+  // The port opens first: /health answers at once while the service loads, and any other
+  // request is held until the app is ready, then served.
+  const bootedAt = Date.now();
+  let app: http.RequestListener | null = null;
+  const held: Array<() => void> = [];
+  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, (req, res) => {
+    if (app) return app(req, res);
+    if (req.method === 'GET' && req.url === '/health') {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(JSON.stringify({ status: 'ok', version: VERSION, uptime_s: Math.floor((Date.now() - bootedAt) / 1000) }));
+      return;
+    }
+    held.push(() => app!(req, res));
+  });
 
   // Node answers a malformed request or oversized headers itself, with no body; answer in the
   // service's error shape instead.
@@ -53,7 +61,22 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
-  logger.info({ port: addr.port, host: config.host, version: VERSION, pool: service.engine.executor.kind, threads: config.poolThreads, store: service.store.kind, billing: config.billing, payments: service.payments.configured }, 'listening');
+  logger.info({ port: addr.port, host: config.host, version: VERSION }, 'listening');
+
+  // Loaded after the configuration is known good, so a bad setting is reported at once.
+  const [{ compose }, { buildApp }] = await Promise.all([import('./compose.js'), import('./app.js')]);
+  let draining = false;
+  let service: Service;
+  try {
+    service = await compose(config, logger, { isDraining: () => draining });
+  } catch (err) {
+    server.closeAllConnections();
+    server.close();
+    throw err;
+  }
+  app = buildApp(service.deps);
+  for (const serve of held.splice(0)) serve();
+  logger.info({ pool: service.engine.executor.kind, threads: config.poolThreads, store: service.store.kind, billing: config.billing, payments: service.payments.configured, ms: Date.now() - bootedAt }, 'ready');
 
   async function shutdown(reason: string): Promise<void> {
     if (draining) return;
@@ -87,23 +110,22 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  let running: RunningServer;
-  try {
-    running = await startServer(config, logger);
-  } catch (err) {
-    logger.fatal({ err }, 'start-up failed');
-    logger.flush();
-    process.stderr.write(`start-up failed: ${(err as Error).message}\n`);
-    process.exit(1);
-  }
+  // Signals are handled from the first moment: one that arrives while the service is still
+  // loading is acted on as soon as it is up, so it drains and exits 0 like any other.
+  let running: RunningServer | null = null;
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
+  let pending: NodeJS.Signals | null = null;
+  const stop = (signal: NodeJS.Signals): void => {
     if (stopping) {
       if (signal === 'SIGINT') {
         logger.warn('second SIGINT: exiting now');
         logger.flush();
         process.exit(130);
       }
+      return;
+    }
+    if (!running) {
+      pending ??= signal;
       return;
     }
     stopping = true;
@@ -121,6 +143,15 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  try {
+    running = await startServer(config, logger);
+  } catch (err) {
+    logger.fatal({ err }, 'start-up failed');
+    logger.flush();
+    process.stderr.write(`start-up failed: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  if (pending) stop(pending);
 }
 
 const isMain = process.argv[1] && import.meta.url === new URL(process.argv[1], 'file://').href;
