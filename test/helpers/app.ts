@@ -16,6 +16,7 @@ import type { Store } from '../../src/store/types.js';
 import type { X402 } from '../../src/billing/x402/index.js';
 import { compose, type ComposeOptions } from '../../src/compose.js';
 import { buildApp, type AppDeps } from '../../src/app.js';
+import { OFFLINE_UPSTREAMS } from './offline.js';
 
 export interface TestApp {
   url: string;
@@ -48,7 +49,7 @@ export function captureLogger(level = 'info'): { logger: Logger; logs: Array<Rec
  */
 export async function startTestApp(env: Record<string, string> = {}, extra: Partial<AppDeps> = {}, opts: ComposeOptions = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'preflight-test-'));
-  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'test.db')}`, ...env });
+  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'test.db')}`, ...OFFLINE_UPSTREAMS, ...env });
   const { logger, logs } = captureLogger(config.logLevel);
   const service = await compose(config, logger, opts);
   await service.engine.executor.ready();

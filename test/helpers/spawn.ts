@@ -1,6 +1,7 @@
 /** Runs the real service entry (dist/src/server.js) as a child process on an ephemeral port. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { OFFLINE_UPSTREAMS } from './offline.js';
 
 export const SERVER_ENTRY = fileURLToPath(new URL('../../src/server.js', import.meta.url));
 
@@ -17,7 +18,7 @@ export interface ServiceProcess {
 export async function spawnService(env: Record<string, string>, timeoutMs = 15000): Promise<ServiceProcess> {
   const started = performance.now();
   const child = spawn(process.execPath, [SERVER_ENTRY], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...OFFLINE_UPSTREAMS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Array<Record<string, unknown>> = [];

@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.js';
 import { compose } from '../../src/compose.js';
 import { buildApp } from '../../src/app.js';
+import { OFFLINE_UPSTREAMS } from '../helpers/offline.js';
 import { captureLogger, post } from '../helpers/app.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
 import { promtool, promtoolGate } from '../ops/promtool.js';
@@ -23,7 +24,7 @@ async function startApp(env: Record<string, string>) {
   const cg = await startCoinGecko();
   cg.setPrice('ethereum', 'usd', 3120.55);
   const dir = mkdtempSync(join(tmpdir(), 'metrics-app-'));
-  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', PRICE_API_URL: cg.url, DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`, ...env });
+  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', ...OFFLINE_UPSTREAMS, PRICE_API_URL: cg.url, DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`, ...env });
   const { logger } = captureLogger('silent');
   const service = await compose(config, logger);
   const server = http.createServer(buildApp(service.deps));
