@@ -55,3 +55,56 @@ t.test('sqlite: an unusable path gives a StoreError naming it', async (t) => {
   t.ok(err instanceof StoreError);
   t.match((err as Error).message, /cannot open the SQLite database at .*a-file\/sub\/x\.db/);
 });
+
+t.test('sqlite: counts asked for together commit as one group, each exact and durable before it answers', async (t) => {
+  const url = `sqlite:${join(dir, 'group', 'g.db')}`;
+  const s = await openStore({ databaseUrl: url });
+  const k = newKey('group@example.com');
+  await s.createApiKey(k);
+  // 300 counts in one turn of the event loop against a limit of 200, over two keys' months.
+  const asks = Array.from({ length: 300 }, (_, i) => s.consumeQuota(k.id, i % 3 === 0 ? '2026-12' : '2026-11', 150));
+  const results = await Promise.all(asks);
+  const nov = results.filter((_, i) => i % 3 !== 0);
+  const dec = results.filter((_, i) => i % 3 === 0);
+  t.equal(nov.filter((r) => r.allowed).length, 150, 'November: exactly the limit allowed');
+  t.same(nov.filter((r) => r.allowed).map((r) => r.used), Array.from({ length: 150 }, (_, i) => i + 1), 'each allowed count saw its own number, in order asked');
+  t.ok(nov.filter((r) => !r.allowed).every((r) => r.used === 150), 'the refused ones see the full count');
+  t.equal(dec.filter((r) => r.allowed).length, 100, 'December: all 100 allowed');
+  // Read by another connection: what the callers were told is on disk, not just in this process.
+  const db = new Database(url.slice(7), { readonly: true });
+  t.same(db.prepare('SELECT period, used FROM key_usage ORDER BY period').all(), [{ period: '2026-11', used: 150 }, { period: '2026-12', used: 100 }]);
+  db.close();
+  await s.close();
+});
+
+t.test('sqlite: close() commits counts still waiting for their group', async (t) => {
+  const url = `sqlite:${join(dir, 'group-close', 'g.db')}`;
+  const s = await openStore({ databaseUrl: url });
+  const k = newKey('close@example.com');
+  await s.createApiKey(k);
+  const asks = Array.from({ length: 10 }, () => s.consumeQuota(k.id, '2026-11', 100));
+  await s.close(); // before the group's turn comes
+  t.same((await Promise.all(asks)).map((r) => r.used), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  const again = await openStore({ databaseUrl: url });
+  t.equal(await again.getUsage(k.id, '2026-11'), 10);
+  await again.close();
+});
+
+t.test('sqlite: a group that cannot commit fails every count in it, and none is recorded', async (t) => {
+  const url = `sqlite:${join(dir, 'group-fail', 'g.db')}`;
+  const s = await openStore({ databaseUrl: url });
+  const k = newKey('fail@example.com');
+  await s.createApiKey(k);
+  await s.consumeQuota(k.id, '2026-11', 100);
+  // Another connection holds the write lock past the busy timeout's reach.
+  const other = new Database(url.slice(7), { timeout: 0 });
+  other.pragma('busy_timeout = 0');
+  other.exec('BEGIN IMMEDIATE');
+  (s as unknown as { db: Database.Database }).db.pragma('busy_timeout = 50');
+  const asks = await Promise.allSettled(Array.from({ length: 5 }, () => s.consumeQuota(k.id, '2026-11', 100)));
+  other.exec('ROLLBACK');
+  other.close();
+  t.same(asks.map((a) => a.status), ['rejected', 'rejected', 'rejected', 'rejected', 'rejected']);
+  t.equal(await s.getUsage(k.id, '2026-11'), 1, 'only the count from before');
+  await s.close();
+});
