@@ -4,7 +4,8 @@
  * default) waits on any error; strict_mode false behaves like the guard's non-strict mode:
  * errors are tolerated while one page passes, and warnings proceed with risk medium.
  */
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from '../http/api.js';
+import { sendJson } from '../http/errors.js';
 import { randomUUID } from 'node:crypto';
 import type { CheckResult } from '../checks/types.js';
 import type { BridgeRiskRequest, BridgeRiskResponse } from '../generated/types.js';
@@ -55,7 +56,7 @@ export function bridgeRiskResponse(body: BridgeRiskRequest, urls: string[], resu
   };
 }
 
-export function bridgeRiskHandler(deps: AgentDeps): RequestHandler {
+export function bridgeRiskHandler(deps: AgentDeps): ApiHandler {
   const { config, engine, logger, metrics } = deps;
   return async (req, res) => {
     const started = performance.now();
@@ -70,6 +71,6 @@ export function bridgeRiskHandler(deps: AgentDeps): RequestHandler {
     const response = bridgeRiskResponse(body, urls, results, agentMeta(requestId, started));
     metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/agents/bridge-risk/analyze', response.verdict);
     logger.debug({ reqId: requestId, urls: urls.length, verdict: response.verdict }, 'bridges analysed');
-    res.json(response);
+    sendJson(res, 200, response);
   };
 }

@@ -4,7 +4,8 @@
  * by the engine's verdict rules (a depeg or an unknown asset blocks, a warning or an
  * unanswered provider waits).
  */
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from '../http/api.js';
+import { sendJson } from '../http/errors.js';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { CheckResult } from '../checks/types.js';
@@ -77,7 +78,7 @@ export interface AgentDeps {
   metrics?: Metrics;
 }
 
-export function stablecoinHandler(deps: AgentDeps): RequestHandler {
+export function stablecoinHandler(deps: AgentDeps): ApiHandler {
   const { config, logger, metrics } = deps;
   const snapshots = new PriceSnapshots(DEPEG_TTL_S * 1000);
   return async (req, res) => {
@@ -106,6 +107,6 @@ export function stablecoinHandler(deps: AgentDeps): RequestHandler {
     };
     metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/agents/stablecoin-intelligence/analyze', response.verdict);
     logger.debug({ reqId: requestId, assets: assets.length, verdict: response.verdict, cached: snap.cached }, 'stablecoins analysed');
-    res.json(response);
+    sendJson(res, 200, response);
   };
 }

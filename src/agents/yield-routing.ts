@@ -3,7 +3,8 @@
  * checked once through the engine (cached, single-flight), then the pure ranking in
  * yield-rank.ts excludes and orders the options.
  */
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from '../http/api.js';
+import { sendJson } from '../http/errors.js';
 import { randomUUID } from 'node:crypto';
 import type { CheckResult } from '../checks/types.js';
 import type { YieldRoutingRequest, YieldRoutingResponse } from '../generated/types.js';
@@ -52,7 +53,7 @@ export function yieldResponse(body: YieldRoutingRequest, results: CheckResult[],
   };
 }
 
-export function yieldRoutingHandler(deps: AgentDeps): RequestHandler {
+export function yieldRoutingHandler(deps: AgentDeps): ApiHandler {
   const { config, engine, logger } = deps;
   return async (req, res) => {
     const started = performance.now();
@@ -62,6 +63,6 @@ export function yieldRoutingHandler(deps: AgentDeps): RequestHandler {
     const results = await engine.run(planned, { deadlineMs: config.requestDeadlineMs, requestId });
     const response = yieldResponse(body, results, planned.map((p) => p.check.asset_id as string), agentMeta(requestId, started));
     logger.debug({ reqId: requestId, options: body.options.length, ranked: response.ranked.length, recommended: response.recommended?.name ?? null }, 'yield routed');
-    res.json(response);
+    sendJson(res, 200, response);
   };
 }

@@ -2,7 +2,7 @@
  * The billing gate: runs after body validation and before the handler, and decides who pays for
  * the call. Order (semantics §7): credentials (401), then quota (429) or payment (402).
  */
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ApiHandler, ApiRequest, ApiResponse, Next } from '../http/api.js';
 import type { Config } from '../config.js';
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
@@ -27,9 +27,9 @@ import type { Metrics } from '../metrics.js';
  */
 export interface PaymentGate {
   readonly configured: boolean;
-  hasPayment(req: Request): boolean;
-  challenge(req: Request, res: Response, note?: string): void;
-  handle(req: Request, res: Response): Promise<{ ok: true; onServed(): void } | { ok: false }>;
+  hasPayment(req: ApiRequest): boolean;
+  challenge(req: ApiRequest, res: ApiResponse, note?: string): void;
+  handle(req: ApiRequest, res: ApiResponse): Promise<{ ok: true; onServed(): void } | { ok: false }>;
 }
 
 export interface BillingInfo {
@@ -89,7 +89,7 @@ const isoSeconds = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z'
  * - A counted call whose response ends with a 5xx is refunded; a payment's `onServed` is then not
  *   called.
  */
-export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoint) => RequestHandler {
+export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoint) => ApiHandler {
   const { config, store } = deps;
   const payments = deps.payments?.configured ? deps.payments : undefined;
   const keys = deps.keys ?? new KeyResolver(store);
@@ -101,7 +101,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     return new HttpError(503, 'The billing store is unavailable right now; nothing was counted. Retry shortly.', {}, { 'Retry-After': '5' });
   }
 
-  async function viaPayment(req: Request, res: Response, next: NextFunction, note?: string): Promise<void> {
+  async function viaPayment(req: ApiRequest, res: ApiResponse, next: Next, note?: string): Promise<void> {
     if (!payments) throw new Error('viaPayment without configured payments');
     if (!payments.hasPayment(req)) {
       payments.challenge(req, res, note);
@@ -131,7 +131,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     return new HttpError(401, `${e.path} is paid per call with x402, which this server has not configured.${tail}`, { signup: SIGNUP_PATH }, { 'WWW-Authenticate': BEARER_REALM });
   }
 
-  async function viaKey(e: GatedEndpoint, raw: string, req: Request, res: Response, next: NextFunction): Promise<void> {
+  async function viaKey(e: GatedEndpoint, raw: string, req: ApiRequest, res: ApiResponse, next: Next): Promise<void> {
     let record;
     try {
       record = await keys.resolve(raw);

@@ -8,7 +8,7 @@
  * cached; they are always counted in the database.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import type { ApiKeyRecord, Store } from '../store/types.js';
 
 export const KEY_PREFIX = 'pvk_';
@@ -40,7 +40,7 @@ export function isWellFormedKey(s: string): boolean {
  * The key a request presents: `x-api-key: K`, else `Authorization: Bearer K`. Returns null when
  * neither carries a non-empty value (another Authorization scheme counts as no key).
  */
-export function presentedKey(req: Pick<Request, 'headers'>): string | null {
+export function presentedKey(req: Pick<IncomingMessage, 'headers'>): string | null {
   const header = req.headers['x-api-key'];
   const direct = (Array.isArray(header) ? header[0] : header)?.trim();
   if (direct) return direct;

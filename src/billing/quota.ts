@@ -2,7 +2,7 @@
  * Monthly quotas and signup windows as small pure functions of the clock. Periods are UTC calendar
  * months (`2026-11`), reset at 00:00 UTC on the 1st; signup windows are UTC hours (`2026-11-03T14`).
  */
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
 import type { Plan } from '../store/types.js';
 
@@ -49,7 +49,7 @@ export function quotaView(limit: number, used: number, now: Date): QuotaView {
 }
 
 /** The RateLimit-* headers every keyed answer carries (IETF draft, delta-seconds reset). */
-export function setQuotaHeaders(res: Response, q: QuotaView): void {
+export function setQuotaHeaders(res: ServerResponse, q: QuotaView): void {
   res.setHeader('RateLimit-Limit', String(q.limit));
   res.setHeader('RateLimit-Remaining', String(q.remaining));
   res.setHeader('RateLimit-Reset', String(q.resetSeconds));

@@ -2,7 +2,8 @@
  * POST /v1/guard and the endpoints that share it (execution-guard, x402, ACP): the validated
  * GuardRequest is planned, run through the engine within the request's deadline, and judged.
  */
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from '../http/api.js';
+import { sendJson } from '../http/errors.js';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
@@ -20,7 +21,7 @@ export interface GuardDeps {
   metrics?: Metrics;
 }
 
-export function guardHandler(deps: GuardDeps): RequestHandler {
+export function guardHandler(deps: GuardDeps): ApiHandler {
   const { config, engine, logger, metrics } = deps;
   return async (req, res) => {
     const started = performance.now();
@@ -33,6 +34,6 @@ export function guardHandler(deps: GuardDeps): RequestHandler {
     const response = guardResponse(body, plan, results, { requestId, deadlineMs, latencyMs: performance.now() - started });
     metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/guard', response.verdict);
     logger.debug({ reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks }, 'guard judged');
-    res.json(response);
+    sendJson(res, 200, response);
   };
 }

@@ -2,7 +2,8 @@
  * One error catalogue, one error middleware. Every error body is JSON with a `detail`;
  * validation errors carry the FastAPI-style array, everything else a sentence.
  */
-import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ServerResponse } from 'node:http';
+import type { ApiErrorHandler, ApiHandler } from './api.js';
 import type { Logger } from '../log.js';
 
 export interface ValidationDetail {
@@ -22,11 +23,28 @@ export class HttpError extends Error {
   }
 }
 
-export const notFound: RequestHandler = () => {
+/**
+ * Sends `body` as JSON with `status` in one write: express's res.json turns the text into a
+ * Buffer and hands node headers and body separately, which costs a second copy and a writev.
+ */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+/** The 422 for a body that is not JSON, with the parser's own sentence. */
+export function jsonInvalid(message: string): HttpError {
+  return new HttpError(422, [{ loc: ['body', 0], msg: `JSON decode error: ${message}`, type: 'json_invalid' }]);
+}
+
+export const notFound: ApiHandler = () => {
   throw new HttpError(404, 'Not Found');
 };
 
-export function methodNotAllowed(allowed: string[]): RequestHandler {
+export function methodNotAllowed(allowed: string[]): ApiHandler {
   return () => {
     throw new HttpError(405, 'Method Not Allowed', {}, { allow: allowed.join(', ') });
   };
@@ -36,7 +54,7 @@ export function methodNotAllowed(allowed: string[]): RequestHandler {
 function fromBodyParser(err: { type?: string; status?: number; code?: string; message?: string; body?: string }): HttpError | null {
   switch (err.type) {
     case 'entity.parse.failed':
-      return new HttpError(422, [{ loc: ['body', 0], msg: `JSON decode error: ${err.message ?? 'invalid JSON'}`, type: 'json_invalid' }]);
+      return jsonInvalid(err.message ?? 'invalid JSON');
     case 'entity.too.large':
       return new HttpError(413, 'Request body too large: the limit is 256 KiB');
     case 'encoding.unsupported':
@@ -56,11 +74,11 @@ function fromBodyParser(err: { type?: string; status?: number; code?: string; me
   }
 }
 
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+export function errorHandler(logger: Logger): ApiErrorHandler {
   return (err, req, res, _next) => {
-    const known = err instanceof HttpError ? err : fromBodyParser(err ?? {});
+    const known = err instanceof HttpError ? err : fromBodyParser((err ?? {}) as Parameters<typeof fromBodyParser>[0]);
     if (!known) {
-      logger.error({ err, reqId: res.locals.requestId, method: req.method, url: req.originalUrl }, 'unhandled error');
+      logger.error({ err, reqId: res.locals.requestId, method: req.method, url: req.originalUrl ?? req.url }, 'unhandled error');
     }
     const e = known ?? new HttpError(500, 'Internal Server Error');
     if (res.headersSent) {
@@ -68,6 +86,6 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);
-    res.status(e.status).json({ detail: e.detail, ...e.extra });
+    sendJson(res, e.status, { detail: e.detail, ...e.extra });
   };
 }

@@ -2,7 +2,7 @@
  * Request validation with the precompiled validators, answering FastAPI-style 422 bodies:
  * one `detail` entry per problem, `loc` from "body" to the field, a sentence, a stable type code.
  */
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from './api.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import * as validators from '../generated/validators.js';
 import { HttpError, type ValidationDetail } from './errors.js';
@@ -157,7 +157,7 @@ export function bodyProblem(body: unknown): ValidationDetail | null {
 }
 
 /** Validates `req.body` in place (defaults applied) or throws a 422. */
-export function validateBody(id: SchemaId): RequestHandler {
+export function validateBody(id: SchemaId): ApiHandler {
   const fn = validator(id);
   return (req, _res, next) => {
     if (req.body === undefined) {

@@ -3,9 +3,10 @@
  * implementation (which branch calls what, and when onServed fires), then against the real x402
  * engine for the answers a caller sees; paying for real is covered by the x402 tests.
  */
-import type { Request } from 'express';
 import t from 'tap';
 import type { PaymentGate } from '../../src/billing/gate.js';
+import type { ApiRequest } from '../../src/http/api.js';
+import { sendJson } from '../../src/http/errors.js';
 import { hashApiKey } from '../../src/billing/keys.js';
 import { usagePeriod } from '../../src/billing/quota.js';
 import { createX402 } from '../../src/billing/x402/index.js';
@@ -15,18 +16,18 @@ import { DECIDE, signup, startBilledApp } from './harness.js';
 /** Payments carried in a test header: `good` is accepted, `bad` refused with a 402. */
 function recordingPayments() {
   const calls: string[] = [];
-  const value = (req: Request) => req.headers['x-test-payment'];
+  const value = (req: ApiRequest) => req.headers['x-test-payment'];
   const gate: PaymentGate = {
     configured: true,
     hasPayment: (req) => value(req) !== undefined,
     challenge(_req, res, note) {
       calls.push('challenge');
-      res.status(402).json({ detail: 'payment required', note: note ?? null });
+      sendJson(res, 402, { detail: 'payment required', note: note ?? null });
     },
     async handle(req, res) {
       calls.push('handle');
       if (value(req) !== 'good') {
-        res.status(402).json({ detail: 'payment refused' });
+        sendJson(res, 402, { detail: 'payment refused' });
         return { ok: false };
       }
       return { ok: true, onServed: () => calls.push('served') };

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from '../../src/http/api.js';
 import { createBillingGate, type PaymentGate } from '../../src/billing/gate.js';
 import { KeyResolver } from '../../src/billing/keys.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -29,7 +29,7 @@ export interface BilledApp {
 
 export interface BilledOptions {
   payments?: (config: Readonly<Config>, store: Store) => PaymentGate;
-  handlers?: Partial<Record<HandlerKey, RequestHandler>>;
+  handlers?: Partial<Record<HandlerKey, ApiHandler>>;
   keyTtlMs?: number;
 }
 

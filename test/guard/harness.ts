@@ -2,7 +2,7 @@
  * The real app with the guard and agent handlers mounted, on a loopback port. The handlers need
  * the app's engine, which exists only once the app is built, so they are bound on first use.
  */
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from '../../src/http/api.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { guardHandler } from '../../src/guard/handler.js';
 import { stablecoinHandler, type AgentDeps } from '../../src/agents/stablecoin.js';
@@ -11,8 +11,8 @@ import { yieldRoutingHandler } from '../../src/agents/yield-routing.js';
 
 export async function startGuardApp(env: Record<string, string>): Promise<TestApp> {
   let deps: AgentDeps | null = null;
-  const bind = (make: (d: AgentDeps) => RequestHandler): RequestHandler => {
-    let h: RequestHandler | null = null;
+  const bind = (make: (d: AgentDeps) => ApiHandler): ApiHandler => {
+    let h: ApiHandler | null = null;
     return (req, res, next) => (h ??= make(deps!))(req, res, next);
   };
   const app = await startTestApp(env, {

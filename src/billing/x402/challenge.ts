@@ -3,7 +3,9 @@
  * `PAYMENT-REQUIRED` header and the v1 one as the JSON body. Receipts go in the header matching the
  * version the client paid with.
  */
-import type { Request, Response } from 'express';
+import type { ServerResponse } from 'node:http';
+import { requestOrigin, requestPath, type ApiRequest } from '../../http/api.js';
+import { sendJson } from '../../http/errors.js';
 import type { Config } from '../../config.js';
 import {
   API_KEY_SIGNUP_PATH, CHALLENGE_V2, EIP712_DOMAIN, MIME_TYPE, NETWORK_V1, NETWORK_V2, PRICE_ATOMIC,
@@ -12,15 +14,15 @@ import {
 import type { ErrorReason, Offers, PaymentRequiredV1, PaymentRequiredV2 } from './types.js';
 
 /** The full URL of the request, on the operator's public base URL when one is configured. */
-export function resourceUrl(config: Pick<Config, 'publicBaseUrl'>, req: Request): string {
-  const base = config.publicBaseUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-  return base + req.originalUrl;
+export function resourceUrl(config: Pick<Config, 'publicBaseUrl' | 'trustProxy'>, req: ApiRequest): string {
+  const base = config.publicBaseUrl ?? requestOrigin(req, config.trustProxy);
+  return base + (req.originalUrl ?? req.url ?? '/');
 }
 
-export function buildOffers(config: Pick<Config, 'publicBaseUrl' | 'x402PayTo' | 'x402MaxTimeoutSeconds'>, req: Request): Offers {
+export function buildOffers(config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'x402PayTo' | 'x402MaxTimeoutSeconds'>, req: ApiRequest): Offers {
   if (config.x402PayTo === null) throw new Error('x402 offers need X402_PAY_TO');
   const url = resourceUrl(config, req);
-  const description = `One paid call to ${req.method} ${req.path}: 0.01 USDC on Base per answer.`;
+  const description = `One paid call to ${req.method} ${requestPath(req)}: 0.01 USDC on Base per answer.`;
   const extra = { name: EIP712_DOMAIN.name, version: EIP712_DOMAIN.version };
   return {
     resource: { url, description, mimeType: MIME_TYPE },
@@ -61,7 +63,7 @@ export interface Receipt {
 }
 
 /** Sets `PAYMENT-RESPONSE` (v2) or `X-PAYMENT-RESPONSE` (v1), whichever the client paid with. */
-export function setReceipt(res: Response, version: 1 | 2, r: Omit<Receipt, 'network'>): void {
+export function setReceipt(res: ServerResponse, version: 1 | 2, r: Omit<Receipt, 'network'>): void {
   const receipt: Receipt = { ...r, network: version === 2 ? NETWORK_V2 : NETWORK_V1 };
   res.setHeader(version === 2 ? RECEIPT_V2 : RECEIPT_V1, encodeHeaderJson(receipt));
   res.setHeader('Access-Control-Expose-Headers', `${CHALLENGE_V2}, ${RECEIPT_V2}, ${RECEIPT_V1}`);
@@ -76,7 +78,7 @@ export interface ChallengeOptions {
   note?: string;
 }
 
-export function sendChallenge(res: Response, offers: Offers, opts: ChallengeOptions = {}): void {
+export function sendChallenge(res: ServerResponse, offers: Offers, opts: ChallengeOptions = {}): void {
   const v2: PaymentRequiredV2 = {
     x402Version: 2,
     error: opts.error ?? 'PAYMENT-SIGNATURE header is required',
@@ -93,9 +95,8 @@ export function sendChallenge(res: Response, offers: Offers, opts: ChallengeOpti
     v1.note = opts.note;
     v1.api_key_signup = API_KEY_SIGNUP_PATH;
   }
-  res.status(402);
   res.setHeader(CHALLENGE_V2, encodeHeaderJson(v2));
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Access-Control-Expose-Headers', `${CHALLENGE_V2}, ${RECEIPT_V2}, ${RECEIPT_V1}`);
-  res.json(v1);
+  sendJson(res, 402, v1);
 }

@@ -6,7 +6,9 @@
  * X402_SETTLE_BEFORE_RESPONSE) and is retried from the ledger until it lands or gives up.
  */
 import { randomUUID } from 'node:crypto';
-import type { Request, Response } from 'express';
+import type { ServerResponse } from 'node:http';
+import type { ApiRequest } from '../../http/api.js';
+import { sendJson } from '../../http/errors.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
@@ -71,7 +73,7 @@ export function createX402(deps: X402Deps): X402 {
   };
   const settler = new Settler(store, sender, chain, log, policy, count);
 
-  function refuse(res: Response, offers: Offers, version: 1 | 2, r: Rejection): { ok: false } {
+  function refuse(res: ServerResponse, offers: Offers, version: 1 | 2, r: Rejection): { ok: false } {
     log.info({ reason: r.reason, payer: r.payer, x402Version: version }, 'x402 payment refused');
     count(r.reason);
     setReceipt(res, version, { success: false, errorReason: r.reason, transaction: '', payer: r.payer });
@@ -79,16 +81,16 @@ export function createX402(deps: X402Deps): X402 {
     return { ok: false };
   }
 
-  function unavailable(res: Response, version: 1 | 2, payer: string, what: string, err: string): { ok: false } {
+  function unavailable(res: ServerResponse, version: 1 | 2, payer: string, what: string, err: string): { ok: false } {
     log.error({ err, payer }, `x402 ${what} unavailable`);
     count('unavailable');
     setReceipt(res, version, { success: false, errorReason: 'unexpected_verify_error', transaction: '', payer });
-    res.status(503).setHeader('Cache-Control', 'no-store').setHeader('Retry-After', '5');
-    res.json({ detail: `Payment verification is unavailable right now (${what}); the payment was not used, retry shortly.` });
+    res.setHeader('Cache-Control', 'no-store').setHeader('Retry-After', '5');
+    sendJson(res, 503, { detail: `Payment verification is unavailable right now (${what}); the payment was not used, retry shortly.` });
     return { ok: false };
   }
 
-  async function handle(req: Request, res: Response): Promise<HandleResult> {
+  async function handle(req: ApiRequest, res: ServerResponse): Promise<HandleResult> {
     const h = readPaymentHeader(req.headers);
     const offers = buildOffers(config, req);
     if (h.kind === 'none') {
@@ -97,7 +99,8 @@ export function createX402(deps: X402Deps): X402 {
     }
     if (h.kind === 'malformed') {
       count('malformed');
-      res.status(400).setHeader('Cache-Control', 'no-store').json({ detail: h.detail });
+      res.setHeader('Cache-Control', 'no-store');
+      sendJson(res, 400, { detail: h.detail });
       return { ok: false };
     }
     if (h.kind === 'rejected') return refuse(res, offers, h.version, h.rejection);

@@ -1,5 +1,6 @@
 /** POST /v1/decide and the endpoints that share it: a goal plus explicit checks. */
-import type { RequestHandler } from 'express';
+import type { ApiHandler } from '../api.js';
+import { sendJson } from '../errors.js';
 import type { Config } from '../../config.js';
 import type { DecideRequest } from '../../generated/types.js';
 import type { Metrics } from '../../metrics.js';
@@ -7,7 +8,7 @@ import type { Engine } from '../../engine/runner.js';
 import { buildDecideResponse, resolveDeadline } from '../../engine/respond.js';
 import { checkName } from '../../checks/index.js';
 
-export function decideHandler(deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics }, endpoint: string): RequestHandler {
+export function decideHandler(deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics }, endpoint: string): ApiHandler {
   const { config, engine, metrics } = deps;
   return async (req, res) => {
     const body = req.body as DecideRequest;
@@ -21,6 +22,6 @@ export function decideHandler(deps: { config: Readonly<Config>; engine: Engine; 
       { requestId, deadlineMs, judged: { goal: body.goal, ...(body.constraints ? { constraints: body.constraints } : {}) } },
     );
     metrics.verdict(endpoint, response.verdict);
-    res.json(response);
+    sendJson(res, 200, response);
   };
 }

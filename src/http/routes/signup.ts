@@ -6,14 +6,15 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { isIPv6 } from 'node:net';
-import type { Request, RequestHandler } from 'express';
+import type { IncomingMessage } from 'node:http';
+import { requestOrigin, type ApiHandler, type ApiRequest } from '../api.js';
 import { generateApiKey } from '../../billing/keys.js';
 import { nextSignupWindowStart, planLimit, secondsUntil, signupWindow } from '../../billing/quota.js';
 import type { Config } from '../../config.js';
 import type { ApiKeySignupRequest, ApiKeySignupResponse } from '../../generated/types.js';
 import type { Logger } from '../../log.js';
 import type { Store } from '../../store/types.js';
-import { HttpError } from '../errors.js';
+import { HttpError, sendJson } from '../errors.js';
 
 export interface SignupDeps {
   config: Readonly<Config>;
@@ -26,7 +27,7 @@ export interface SignupDeps {
  * The client address. With TRUST_PROXY the last X-Forwarded-For entry: the one our own proxy
  * appended, which the client cannot forge (earlier entries it can). So exactly one trusted hop.
  */
-export function clientAddress(req: Pick<Request, 'headers' | 'socket'>, trustProxy: boolean): string {
+export function clientAddress(req: Pick<IncomingMessage, 'headers' | 'socket'>, trustProxy: boolean): string {
   const xff = req.headers['x-forwarded-for'];
   const list = (Array.isArray(xff) ? xff.join(',') : xff ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const raw = trustProxy && list.length > 0 ? list[list.length - 1] : req.socket.remoteAddress ?? 'unknown';
@@ -46,16 +47,12 @@ export function addressBucket(addr: string): string {
 }
 
 /** docs_url and base_url: PUBLIC_BASE_URL when set, else from the request's own scheme and Host. */
-function links(config: Readonly<Config>, req: Request): Pick<ApiKeySignupResponse, 'docs_url' | 'base_url'> {
-  let base = config.publicBaseUrl;
-  if (base === null) {
-    const host = req.get('host');
-    base = `${req.protocol}://${host && /^[A-Za-z0-9.\-:[\]]+$/.test(host) ? host : 'localhost'}`;
-  }
+function links(config: Readonly<Config>, req: ApiRequest): Pick<ApiKeySignupResponse, 'docs_url' | 'base_url'> {
+  const base = config.publicBaseUrl ?? requestOrigin(req, config.trustProxy);
   return { docs_url: `${base}/openapi.json`, base_url: base };
 }
 
-export function signupHandler(deps: SignupDeps): RequestHandler {
+export function signupHandler(deps: SignupDeps): ApiHandler {
   const { config, store } = deps;
   const now = deps.now ?? (() => new Date());
   const log = deps.logger.child({ component: 'signup' });
@@ -102,6 +99,6 @@ export function signupHandler(deps: SignupDeps): RequestHandler {
         ...links(config, req),
       };
     }
-    res.json(answer);
+    sendJson(res, 200, answer);
   };
 }
