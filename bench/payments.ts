@@ -23,6 +23,9 @@ export async function startPaymentRig(maxPayments: number): Promise<PaymentRig> 
     const settler = await chain.wallet(0n, 10n ** 21n);
     const payer = await chain.wallet(BigInt(PRICE_ATOMIC) * BigInt(maxPayments), 0n);
     const signer = new Wallet(payer.privateKey);
+    // From here on the chain makes a block every 2 s like Base, instead of one per transaction.
+    await chain.rpc('evm_setAutomine', [false]);
+    await chain.rpc('evm_setIntervalMining', [2]);
     return {
       env: { X402_PAY_TO: payTo, X402_SETTLER_KEY: settler.privateKey, X402_RPC_URL: chain.rpcUrl, X402_SETTLEMENT: 'local' },
       async headers(count, validForSec) {

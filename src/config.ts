@@ -58,6 +58,8 @@ export interface Config {
   x402MaxTimeoutSeconds: number;
   /** When true the answer waits for on-chain settlement; default answers once verified and claimed. */
   x402SettleBeforeResponse: boolean;
+  /** Local settlements between gas estimate and broadcast at once. */
+  x402SettleConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -178,6 +180,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     x402FacilitatorUrl: url(env, 'X402_FACILITATOR_URL', null),
     x402MaxTimeoutSeconds: int(env, 'X402_MAX_TIMEOUT_SECONDS', 60, 30, 3600),
     x402SettleBeforeResponse: bool(env, 'X402_SETTLE_BEFORE_RESPONSE', false),
+    x402SettleConcurrency: int(env, 'X402_SETTLE_CONCURRENCY', 2, 1, 64),
   };
   return Object.freeze(cfg);
 }

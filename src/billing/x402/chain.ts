@@ -1,10 +1,12 @@
 /**
- * Reads the USDC contract over the operator's JSON-RPC (X402_RPC_URL): the payer's balance, whether
- * an authorization nonce is already spent, and which transaction spent it. One provider, no
- * request batching (batching adds a stall to every call) and a short timeout.
+ * The USDC contract over the operator's JSON-RPC (X402_RPC_URL), through the lean client (rpc.ts):
+ * the payer's balance, whether an authorization nonce is already spent, which transaction spent
+ * it, and what local settlement needs to send a transaction (gas estimate, fees, nonce, broadcast,
+ * receipt). ethers is used for ABI encoding and signing only: its provider cost several ms of
+ * CPU per call on the main thread, which every request waiting behind a settlement paid for.
  */
-import { FetchRequest, Interface, JsonRpcProvider, Network, type TransactionReceipt } from 'ethers';
-import { CHAIN_ID } from './constants.js';
+import { Interface } from 'ethers';
+import { JsonRpcClient } from './rpc.js';
 
 export const USDC_ABI = new Interface([
   'function balanceOf(address account) view returns (uint256)',
@@ -14,58 +16,131 @@ export const USDC_ABI = new Interface([
   'event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)',
 ]);
 
+const SELECTOR = {
+  balanceOf: USDC_ABI.getFunction('balanceOf')!.selector,
+  authorizationState: USDC_ABI.getFunction('authorizationState')!.selector,
+  transferWithAuthorization: USDC_ABI.getFunction('transferWithAuthorization')!.selector,
+};
+
+const UINT256_LIMIT = 1n << 256n;
+
+/** One ABI word from 0x-hex of at most 32 bytes (an address, a bytes32), left-padded. */
+function hexWord(hex: string): string {
+  if (!/^0x[0-9a-fA-F]{1,64}$/.test(hex)) throw new TypeError(`not an ABI word: ${hex}`);
+  return hex.slice(2).toLowerCase().padStart(64, '0');
+}
+
+/** One ABI word from an unsigned integer (bigint, number or decimal string). */
+function uintWord(v: bigint | number | string): string {
+  const n = BigInt(v);
+  if (n < 0n || n >= UINT256_LIMIT) throw new RangeError(`not a uint256: ${String(v)}`);
+  return n.toString(16).padStart(64, '0');
+}
+
+/**
+ * Calldata for the three USDC functions the paid path calls, encoded by hand: every argument is a
+ * static 32-byte word, and ethers' generic encoder cost about 0.4 ms per call on the request path.
+ * test/billing/x402/abi.test.ts checks these against ethers' Interface.
+ */
+export const calldata = {
+  balanceOf: (account: string): string => SELECTOR.balanceOf + hexWord(account),
+  authorizationState: (authorizer: string, nonce: string): string => SELECTOR.authorizationState + hexWord(authorizer) + hexWord(nonce),
+  transferWithAuthorization: (a: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }, v: number, r: string, sv: string): string =>
+    SELECTOR.transferWithAuthorization + hexWord(a.from) + hexWord(a.to) + uintWord(a.value) + uintWord(a.validAfter) + uintWord(a.validBefore) + hexWord(a.nonce) + uintWord(v) + hexWord(r) + hexWord(sv),
+};
+
+/** A single static return word: the uint256 (or bool) a view function answered. */
+function returnWord(out: unknown, fn: string): bigint {
+  if (typeof out !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(out)) throw new Error(`eth_call ${fn}: the node answered ${JSON.stringify(out)}, not one ABI word`);
+  return BigInt(out);
+}
+
 /** How far back to look for the transaction that used an authorization: about 5 hours on Base. */
 const LOG_LOOKBACK_BLOCKS = 9000;
-
-/** `pollingMs` paces the wait for a receipt: Base makes a block every 2 s. */
-export function createProvider(url: string, opts: { timeoutMs?: number; pollingMs?: number } = {}): JsonRpcProvider {
-  const req = new FetchRequest(url);
-  req.timeout = opts.timeoutMs ?? 5000;
-  const network = Network.from(CHAIN_ID);
-  // cacheTimeout -1: a nonce read again after a failed send must be fresh, not a cached answer.
-  return new JsonRpcProvider(req, network, { staticNetwork: network, batchMaxCount: 1, cacheTimeout: -1, pollingInterval: opts.pollingMs ?? 1000 });
-}
 
 export interface PayerState {
   balance: bigint;
   nonceUsed: boolean;
 }
 
-export class UsdcChain {
-  constructor(readonly provider: JsonRpcProvider, readonly asset: string) {}
+export interface Receipt {
+  /** 1 success, 0 reverted. */
+  status: number;
+  blockNumber: number;
+}
 
-  private async read(fn: string, args: unknown[]): Promise<unknown> {
-    const data = USDC_ABI.encodeFunctionData(fn, args);
-    const out = await this.provider.call({ to: this.asset, data });
-    return USDC_ABI.decodeFunctionResult(fn, out)[0];
+export interface FeeData {
+  /** EIP-1559 fees, or a legacy gas price on a chain without a base fee. */
+  maxFeePerGas: bigint | null;
+  maxPriorityFeePerGas: bigint | null;
+  gasPrice: bigint | null;
+}
+
+const hexQuantity = (v: unknown, what: string): bigint => {
+  if (typeof v !== 'string' || !/^0x[0-9a-fA-F]+$/.test(v)) throw new Error(`${what}: the node answered ${JSON.stringify(v)}, not a hex quantity`);
+  return BigInt(v);
+};
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** When the node names no priority fee (eth_maxPriorityFeePerGas unsupported): 1 gwei, as ethers assumes. */
+const FALLBACK_PRIORITY_FEE = 1_000_000_000n;
+
+export class UsdcChain {
+  /** `pollingMs` paces the wait for a receipt: Base makes a block every 2 s. */
+  constructor(readonly rpc: JsonRpcClient, readonly asset: string, readonly pollingMs = 1000) {}
+
+  static connect(url: string, asset: string, opts: { timeoutMs?: number; pollingMs?: number } = {}): UsdcChain {
+    return new UsdcChain(new JsonRpcClient(url, opts.timeoutMs ?? 5000), asset, opts.pollingMs ?? 1000);
   }
 
+  private async read(fn: string, data: string): Promise<bigint> {
+    return returnWord(await this.rpc.call('eth_call', [{ to: this.asset, data }, 'latest']), fn);
+  }
+
+  /** Cleared when the node refused a batch: from then on the two reads go as single calls. */
+  private batches = true;
+
+  /** Balance and nonce state in one round trip (a JSON-RPC batch), or two parallel calls. */
   async payerState(from: string, nonce: string): Promise<PayerState> {
-    const [balance, used] = await Promise.all([
-      this.read('balanceOf', [from]),
-      this.read('authorizationState', [from, nonce]),
-    ]);
-    return { balance: balance as bigint, nonceUsed: used as boolean };
+    const calls = [
+      { fn: 'balanceOf', data: calldata.balanceOf(from) },
+      { fn: 'authorizationState', data: calldata.authorizationState(from, nonce) },
+    ];
+    let words: bigint[] | null = null;
+    if (this.batches) {
+      try {
+        const out = await this.rpc.batch(calls.map((c) => ({ method: 'eth_call', params: [{ to: this.asset, data: c.data }, 'latest'] })));
+        words = out.map((o, i) => returnWord(o, calls[i].fn));
+      } catch (err) {
+        // A node that answered at all but not as a batch does not take batches; anything else
+        // (down, timing out) is reported as it is.
+        if (!(err instanceof Error && /batch answer|without a JSON-RPC batch/.test(err.message))) throw err;
+        this.batches = false;
+      }
+    }
+    words ??= await Promise.all(calls.map((c) => this.read(c.fn, c.data)));
+    return { balance: words[0], nonceUsed: words[1] !== 0n };
   }
 
   async authorizationUsed(from: string, nonce: string): Promise<boolean> {
-    return (await this.read('authorizationState', [from, nonce])) as boolean;
+    return (await this.read('authorizationState', calldata.authorizationState(from, nonce))) !== 0n;
   }
 
-  async receipt(txHash: string): Promise<TransactionReceipt | null> {
-    return this.provider.getTransactionReceipt(txHash);
+  async receipt(txHash: string): Promise<Receipt | null> {
+    const r = await this.rpc.call('eth_getTransactionReceipt', [txHash]);
+    if (r === null) return null;
+    if (!isObject(r)) throw new Error(`eth_getTransactionReceipt: the node answered ${JSON.stringify(r)}`);
+    return { status: Number(hexQuantity(r.status, 'receipt status')), blockNumber: Number(hexQuantity(r.blockNumber, 'receipt block')) };
   }
 
-  /**
-   * Polls for the receipt until `timeoutMs`. (ethers' own wait only looks again when a newer
-   * block arrives, which never happens on a chain that mines only when there are transactions.)
-   */
-  async waitForReceipt(txHash: string, timeoutMs: number): Promise<TransactionReceipt | null> {
+  /** Polls for the receipt until `timeoutMs`; null when none came. */
+  async waitForReceipt(txHash: string, timeoutMs: number): Promise<Receipt | null> {
     const end = Date.now() + timeoutMs;
     for (;;) {
-      const receipt = await this.provider.getTransactionReceipt(txHash);
+      const receipt = await this.receipt(txHash);
       if (receipt !== null || Date.now() >= end) return receipt;
-      await new Promise((resolve) => setTimeout(resolve, this.provider.pollingInterval));
+      await new Promise((resolve) => setTimeout(resolve, this.pollingMs));
     }
   }
 
@@ -73,13 +148,49 @@ export class UsdcChain {
   async findSpendingTx(from: string, nonce: string): Promise<string | null> {
     const event = USDC_ABI.getEvent('AuthorizationUsed');
     if (event === null) throw new Error('AuthorizationUsed missing from the USDC ABI');
-    const latest = await this.provider.getBlockNumber();
-    const logs = await this.provider.getLogs({
+    const latest = hexQuantity(await this.rpc.call('eth_blockNumber', []), 'eth_blockNumber');
+    const from0 = latest > BigInt(LOG_LOOKBACK_BLOCKS) ? latest - BigInt(LOG_LOOKBACK_BLOCKS) : 0n;
+    const logs = await this.rpc.call('eth_getLogs', [{
       address: this.asset,
       topics: USDC_ABI.encodeFilterTopics(event, [from, nonce]),
-      fromBlock: Math.max(0, latest - LOG_LOOKBACK_BLOCKS),
-      toBlock: latest,
-    });
-    return logs.length > 0 ? logs[logs.length - 1].transactionHash : null;
+      fromBlock: `0x${from0.toString(16)}`,
+      toBlock: `0x${latest.toString(16)}`,
+    }]);
+    if (!Array.isArray(logs)) throw new Error('eth_getLogs: the node answered no list');
+    const last = logs[logs.length - 1] as unknown;
+    return isObject(last) && typeof last.transactionHash === 'string' ? last.transactionHash : null;
+  }
+
+  /** Simulates the call; throws with the node's reason when it would revert. */
+  async estimateGas(tx: { from: string; to: string; data: string }): Promise<bigint> {
+    return hexQuantity(await this.rpc.call('eth_estimateGas', [tx]), 'eth_estimateGas');
+  }
+
+  async pendingNonce(address: string): Promise<number> {
+    return Number(hexQuantity(await this.rpc.call('eth_getTransactionCount', [address, 'pending']), 'eth_getTransactionCount'));
+  }
+
+  /** Fees for a transaction now: max fee twice the latest base fee plus the tip, as ethers computes it. */
+  async feeData(): Promise<FeeData> {
+    const [block, tip] = await Promise.all([
+      this.rpc.call('eth_getBlockByNumber', ['latest', false]),
+      this.rpc.call('eth_maxPriorityFeePerGas', []).then((v) => hexQuantity(v, 'eth_maxPriorityFeePerGas'), () => FALLBACK_PRIORITY_FEE),
+    ]);
+    if (isObject(block) && block.baseFeePerGas !== undefined && block.baseFeePerGas !== null) {
+      const base = hexQuantity(block.baseFeePerGas, 'baseFeePerGas');
+      return { maxFeePerGas: base * 2n + tip, maxPriorityFeePerGas: tip, gasPrice: null };
+    }
+    return { maxFeePerGas: null, maxPriorityFeePerGas: null, gasPrice: hexQuantity(await this.rpc.call('eth_gasPrice', []), 'eth_gasPrice') };
+  }
+
+  /** Broadcasts a signed transaction; the node's transaction hash. */
+  async sendRaw(signed: string): Promise<string> {
+    const hash = await this.rpc.call('eth_sendRawTransaction', [signed]);
+    if (typeof hash !== 'string') throw new Error(`eth_sendRawTransaction: the node answered ${JSON.stringify(hash)}`);
+    return hash;
+  }
+
+  close(): Promise<void> {
+    return this.rpc.close();
   }
 }

@@ -14,7 +14,7 @@ import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
 import type { Store } from '../../store/types.js';
 import type { PaymentGate } from '../gate.js';
-import { UsdcChain, createProvider } from './chain.js';
+import { UsdcChain } from './chain.js';
 import { buildOffers, sendChallenge, setReceipt } from './challenge.js';
 import { PRICE_ATOMIC, USDC_BASE } from './constants.js';
 import { errorText } from './errors.js';
@@ -55,7 +55,10 @@ export function createX402(deps: X402Deps): X402 {
   if (config.x402PayTo === null) return paymentsOff();
 
   const payTo = config.x402PayTo;
-  const chain = config.x402RpcUrl !== null ? new UsdcChain(createProvider(config.x402RpcUrl, { pollingMs: deps.receiptPollMs }), USDC_BASE) : null;
+  const chain = config.x402RpcUrl !== null ? UsdcChain.connect(config.x402RpcUrl, USDC_BASE, { pollingMs: deps.receiptPollMs }) : null;
+  // The request path reads through connections of its own: a burst of settlements (gas
+  // estimates, sends, receipt polls) never queues a paying caller's balance check behind it.
+  const reader = config.x402RpcUrl !== null ? UsdcChain.connect(config.x402RpcUrl, USDC_BASE) : null;
   let sender: SettlementSender;
   let facilitator: FacilitatorClient | null = null;
   if (config.x402Settlement === 'facilitator') {
@@ -64,7 +67,7 @@ export function createX402(deps: X402Deps): X402 {
     sender = facilitator;
   } else {
     if (config.x402SettlerKey === null || chain === null) throw new Error('X402_SETTLEMENT=local needs X402_SETTLER_KEY and X402_RPC_URL');
-    sender = new LocalSender(chain, config.x402SettlerKey);
+    sender = new LocalSender(chain, config.x402SettlerKey, { sending: config.x402SettleConcurrency });
   }
   const policy: RetryPolicy = {
     maxAttempts: 5, baseDelayMs: 2000, maxDelayMs: 60_000, pollMs: 1000,
@@ -110,10 +113,10 @@ export function createX402(deps: X402Deps): X402 {
     if (rejection !== null) return refuse(res, offers, p.version, rejection);
     const reject = (reason: Rejection['reason'], detail: string) => refuse(res, offers, p.version, { reason, detail, payer: a.from });
 
-    if (chain !== null) {
+    if (reader !== null) {
       let state;
       try {
-        state = await chain.payerState(a.from, a.nonce);
+        state = await reader.payerState(a.from, a.nonce);
       } catch (err) {
         return unavailable(res, p.version, a.from, 'chain RPC', errorText(err));
       }
@@ -179,7 +182,7 @@ export function createX402(deps: X402Deps): X402 {
     start: () => settler.start(),
     async stop() {
       await settler.stop();
-      chain?.provider.destroy();
+      await Promise.all([chain?.close(), reader?.close()]);
     },
     settleNow: (id) => settler.settle(id),
     settlePending: () => settler.poll(),

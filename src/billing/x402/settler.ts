@@ -81,24 +81,40 @@ export class Settler {
     return { state: 'retry', error: result.error };
   }
 
+  /**
+   * Whether the authorization is already spent, and by which transaction: a retry asks first, so a
+   * transfer that did land (sent before a crash, say) is never paid twice. A first attempt skips
+   * the question (nothing of ours was sent yet, and it costs an RPC call on every payment) and asks
+   * only when the token refuses the transfer.
+   */
+  private async spent(rec: PaymentRecord): Promise<Attempt | null> {
+    if (this.chain === null) return null;
+    if (rec.txHash !== null) {
+      const receipt = await this.chain.receipt(rec.txHash);
+      if (receipt !== null && receipt.status === 1) return { ok: true, txHash: rec.txHash };
+    }
+    if (await this.chain.authorizationUsed(rec.payer, rec.nonce)) {
+      const tx = await this.chain.findSpendingTx(rec.payer, rec.nonce);
+      if (tx !== null) return { ok: true, txHash: tx };
+      return { ok: false, final: true, error: 'the authorization was spent or canceled on chain by another transaction' };
+    }
+    return null;
+  }
+
   private async attempt(rec: PaymentRecord): Promise<Attempt> {
-    if (this.chain !== null) {
-      if (rec.txHash !== null) {
-        const receipt = await this.chain.receipt(rec.txHash);
-        if (receipt !== null && receipt.status === 1) return { ok: true, txHash: rec.txHash };
-      }
-      if (await this.chain.authorizationUsed(rec.payer, rec.nonce)) {
-        const tx = await this.chain.findSpendingTx(rec.payer, rec.nonce);
-        if (tx !== null) return { ok: true, txHash: tx };
-        return { ok: false, final: true, error: 'the authorization was spent or canceled on chain by another transaction' };
-      }
+    const retry = rec.attempts > 0 || rec.txHash !== null;
+    if (retry) {
+      const known = await this.spent(rec);
+      if (known !== null) return known;
     }
     if (Math.floor(Date.now() / 1000) >= rec.validBefore) {
       return { ok: false, final: true, error: 'the authorization expired before it could be settled' };
     }
-    return this.sender.send(rec, async (txHash) => {
+    const sent = await this.sender.send(rec, async (txHash) => {
       await this.store.updatePayment(rec.id, ['settling'], 'settling', { txHash });
     });
+    if (!sent.ok && !retry && sent.txHash === undefined) return (await this.spent(rec)) ?? sent;
+    return sent;
   }
 
   /** Settles every unsettled payment that is due; returns when this round is done. */

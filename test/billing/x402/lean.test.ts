@@ -1,0 +1,157 @@
+/**
+ * The paid path's hand-made parts against the references they replace: calldata against ethers'
+ * ABI coder, the EIP-712 digest against TypedDataEncoder, the native curve against ethers' curve;
+ * then the JSON-RPC client against an emulated node (batches, nodes refusing them, errors, URL
+ * credentials) and the settlement sender's limit on sends under way at once.
+ */
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { SigningKey, TypedDataEncoder, Wallet, getAddress, hexlify } from 'ethers';
+import { USDC_ABI, UsdcChain, calldata } from '../../../src/billing/x402/chain.js';
+import { EIP712_DOMAIN, PRICE_ATOMIC, TRANSFER_WITH_AUTHORIZATION_TYPES, USDC_BASE } from '../../../src/billing/x402/constants.js';
+import { transferDigest } from '../../../src/billing/x402/verify.js';
+import { SECP_BACKEND, recoverSigner, signDigest, useJsCurve } from '../../../src/billing/x402/secp.js';
+import { JsonRpcClient } from '../../../src/billing/x402/rpc.js';
+import { LocalSender } from '../../../src/billing/x402/settle-local.js';
+import type { PaymentRecord } from '../../../src/store/types.js';
+import { startJsonRpc } from '../../emulators/jsonrpc.js';
+
+const hex = (n: number): string => hexlify(randomBytes(n));
+const uint = (): string => BigInt(hex(8)).toString();
+
+function authorization() {
+  return { from: getAddress(hex(20)), to: getAddress(hex(20)), value: uint(), validAfter: uint(), validBefore: uint(), nonce: hex(32) };
+}
+
+t.test('calldata matches ethers\' ABI coder for the three USDC calls', async (t) => {
+  for (let i = 0; i < 25; i++) {
+    const a = authorization();
+    const sig = new SigningKey(hex(32)).sign(hex(32));
+    t.equal(calldata.balanceOf(a.from), USDC_ABI.encodeFunctionData('balanceOf', [a.from]));
+    t.equal(calldata.authorizationState(a.from, a.nonce), USDC_ABI.encodeFunctionData('authorizationState', [a.from, a.nonce]));
+    t.equal(
+      calldata.transferWithAuthorization(a, sig.v, sig.r, sig.s),
+      USDC_ABI.encodeFunctionData('transferWithAuthorization', [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, sig.v, sig.r, sig.s]),
+    );
+  }
+  t.throws(() => calldata.transferWithAuthorization({ ...authorization(), value: (1n << 256n).toString() }, 27, hex(32), hex(32)), RangeError, 'a value past uint256 is refused');
+});
+
+t.test('the EIP-712 digest matches TypedDataEncoder on our domain', async (t) => {
+  for (let i = 0; i < 25; i++) {
+    const a = authorization();
+    t.equal(transferDigest(a), TypedDataEncoder.hash(EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES, a));
+  }
+  t.throws(() => transferDigest({ ...authorization(), validBefore: '9'.repeat(78) }), RangeError);
+});
+
+t.test('recovery and signing give the same answers on the native curve and on ethers\' curve', async (t) => {
+  t.equal(SECP_BACKEND, 'native', 'the prebuilt binding loads on this machine');
+  t.teardown(() => useJsCurve(false));
+  for (let i = 0; i < 10; i++) {
+    const wallet = Wallet.createRandom();
+    const digest = hex(32);
+    useJsCurve(false);
+    const nativeSig = signDigest(digest, wallet.privateKey);
+    const nativeSigner = recoverSigner(digest, nativeSig.serialized);
+    useJsCurve(true);
+    const jsSig = signDigest(digest, wallet.privateKey);
+    const jsSigner = recoverSigner(digest, jsSig.serialized);
+    t.equal(nativeSig.serialized, jsSig.serialized, 'RFC 6979: the same signature');
+    t.equal(nativeSigner, wallet.address);
+    t.equal(jsSigner, wallet.address);
+    // A signature over another digest recovers to someone else on both curves.
+    const other = hex(32);
+    useJsCurve(false);
+    const n2 = recoverSigner(other, nativeSig.serialized);
+    useJsCurve(true);
+    t.equal(recoverSigner(other, nativeSig.serialized), n2);
+    t.not(n2, wallet.address);
+  }
+  useJsCurve(false);
+  const sig = signDigest(hex(32), Wallet.createRandom().privateKey).serialized;
+  t.throws(() => recoverSigner(hex(32), sig.slice(0, -2) + '1d'), /v must be 27 or 28/);
+  t.throws(() => recoverSigner(hex(32), sig.slice(0, -4)), /65 bytes/);
+});
+
+t.test('JSON-RPC client: batches, nodes that refuse them, errors and URL credentials', async (t) => {
+  const node = await startJsonRpc();
+  t.teardown(() => node.close());
+  const word = (n: bigint): string => `0x${n.toString(16).padStart(64, '0')}`;
+  node.setHandler('eth_call', (params) => {
+    const data = String((params[0] as { data: string }).data);
+    return { result: data.startsWith(calldata.balanceOf(USDC_BASE).slice(0, 10)) ? word(123456n) : word(1n) };
+  });
+  const chain = UsdcChain.connect(`${node.url.replace('http://', 'http://alice:s%3Acret@')}/v2/some-key`, USDC_BASE);
+  t.teardown(() => chain.close());
+  const a = authorization();
+
+  t.same(await chain.payerState(a.from, a.nonce), { balance: 123456n, nonceUsed: true });
+  t.equal(node.stats.requests, 1, 'both reads in one HTTP request');
+  t.equal(node.received[0].path, '/v2/some-key', 'the URL path (often an API key) is kept');
+  t.equal(node.received[0].headers.authorization, `Basic ${Buffer.from('alice:s:cret').toString('base64')}`, 'credentials in the URL go as Basic auth');
+
+  node.batchError = { code: -32600, message: 'batch requests are not supported' };
+  t.same(await chain.payerState(a.from, a.nonce), { balance: 123456n, nonceUsed: true }, 'a node refusing batches still answers');
+  node.resetStats();
+  node.batchError = null;
+  await chain.payerState(a.from, a.nonce);
+  t.equal(node.stats.requests, 2, 'after a refusal the reads go as two single calls');
+
+  node.setError('eth_call', 3, 'execution reverted');
+  await t.rejects(chain.payerState(a.from, a.nonce), /JSON-RPC error 3: execution reverted/);
+  const rpc = new JsonRpcClient(node.url, 500);
+  t.teardown(() => rpc.close());
+  await t.rejects(rpc.call('no_such_method', []), /-32601/);
+  node.fault = { status: 502, times: 1 };
+  await t.rejects(rpc.call('eth_blockNumber', []), /HTTP 502 without a JSON-RPC result/);
+  node.fault = { hang: true, times: 1 };
+  await t.rejects(rpc.call('eth_blockNumber', []), /abort|timeout/i, 'a node that never answers times out');
+  t.equal(await rpc.call('eth_blockNumber', []), '0x1234', 'and the next call works');
+});
+
+t.test('local settlement: at most `sending` settlements between gas estimate and broadcast', async (t) => {
+  const node = await startJsonRpc();
+  t.teardown(() => node.close());
+  const DELAY = 40;
+  node.fault = { delayMs: DELAY };
+  const estimates: number[] = [];
+  let txs = 0;
+  node
+    .setHandler('eth_estimateGas', () => {
+      estimates.push(performance.now());
+      return { result: '0x15f90' };
+    })
+    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
+    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
+    .setResult('eth_getTransactionCount', '0x0')
+    .setHandler('eth_sendRawTransaction', () => ({ result: `0x${(++txs).toString(16).padStart(64, '0')}` }))
+    .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
+  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
+  t.teardown(() => chain.close());
+  const settler = Wallet.createRandom();
+  const sender = new LocalSender(chain, settler.privateKey, { sending: 2 });
+
+  const payer = Wallet.createRandom();
+  const records: PaymentRecord[] = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
+    const a = { from: payer.address, to: settler.address, value: PRICE_ATOMIC, validAfter: '0', validBefore: '99999999999', nonce: hex(32) };
+    const signature = await payer.signTypedData(EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES, a);
+    return {
+      id: `p${i}`, asset: USDC_BASE, payer: a.from, nonce: a.nonce, payTo: a.to, value: a.value, network: 'eip155:8453', x402Version: 1,
+      payload: JSON.stringify({ payload: { signature, authorization: a } }), validBefore: Number(a.validBefore), resource: 'r',
+      state: 'settling', txHash: null, attempts: 1, lastError: null, createdAt: new Date(), updatedAt: new Date(),
+    } as PaymentRecord;
+  }));
+  const broadcast: string[] = [];
+  const results = await Promise.all(records.map((r) => sender.send(r, async (h) => void broadcast.push(h))));
+  t.ok(results.every((r) => r.ok), JSON.stringify(results));
+  t.equal(new Set(broadcast).size, 6, 'six transactions sent');
+  const nonces = node.calls.filter((c) => c.method === 'eth_sendRawTransaction').length;
+  t.equal(nonces, 6);
+  estimates.sort((x, y) => x - y);
+  t.equal(estimates.length, 6);
+  for (let i = 2; i < estimates.length; i++) {
+    t.ok(estimates[i] - estimates[i - 2] >= DELAY * 1.5, `estimate ${i} waited for a turn (${(estimates[i] - estimates[i - 2]).toFixed(0)} ms after estimate ${i - 2})`);
+  }
+  t.equal(node.calls.filter((c) => c.method === 'eth_getBlockByNumber').length, 1, 'one fee reading served the burst');
+});
