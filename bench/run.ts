@@ -69,7 +69,15 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
   }
 
   const measured = new Map<string, Measured | null>(rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]));
-  return { rows, verdicts: judge(measured, opts.latencyMs) };
+  const verdicts = judge(measured, opts.latencyMs);
+  for (const r of rows) {
+    if (r.ledger === undefined || r.result === null) continue;
+    // Every answer the load paid for (the probe's included) ends settled on chain, none failed or pending.
+    const { settled = 0, failed = 0, verified = 0, settling = 0 } = r.ledger;
+    const paid = r.result.requests + r.result.warmupRequests + 1;
+    verdicts.push({ target: `${r.name} payments all settled on chain`, ok: settled >= paid && failed === 0 && verified + settling === 0, detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers` });
+  }
+  return { rows, verdicts };
 }
 
 async function main(): Promise<number> {

@@ -21,6 +21,26 @@ export interface Row {
   upstreamCalls: Record<string, number>;
   /** Server CPU per answered request over warm-up and run, in ms (Linux). */
   cpuMsPerRequest: number | null;
+  /** Paid scenarios: the payment ledger once settlement had up to 60 s to finish. */
+  ledger?: Record<string, number>;
+}
+
+/** The ledger's state counts from the service's /metrics. */
+async function ledger(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^preflight_payment_ledger_entries\{state="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
+  return out;
+}
+
+/** Waits until no payment is still `verified` or `settling` (at most `ms`), then the counts. */
+async function settledLedger(url: string, ms: number): Promise<Record<string, number>> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const counts = await ledger(url);
+    if (((counts.verified ?? 0) + (counts.settling ?? 0) === 0) || Date.now() >= end) return counts;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 const root = mkdtempSync(join(tmpdir(), 'preflight-bench-'));
@@ -106,6 +126,7 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     const cpuAfter = cpuSeconds(ctx.pid);
     const answered = row.result.requests + row.result.warmupRequests;
     if (cpuBefore !== null && cpuAfter !== null && answered > 0) row.cpuMsPerRequest = Math.round(((cpuAfter - cpuBefore) * 1000 / answered) * 100) / 100;
+    if (s.auth === 'x402') row.ledger = await settledLedger(ctx.url, 60_000);
     return row;
   };
 }
