@@ -6,9 +6,9 @@
  * stream plumbing, res.send's buffer handling) cost more CPU than the service's own work: bare
  * express 5 answers a fixed body about five times slower than node:http (bench/, `reference`).
  * The chains are the same handler functions the router runs, so behaviour does not depend on which
- * door a request came through: other
- * spellings that express matches (a trailing slash, other letter case) take the router and reach
- * the same chains, and any body this module does not read itself goes to body-parser.
+ * door a request came through: other spellings that express matches (a trailing slash, other
+ * letter case) take the router and reach the same chains, and any body this module does not read
+ * itself goes to body-parser.
  */
 import type http from 'node:http';
 import type { ApiErrorHandler, ApiHandler, ApiRequest, ApiResponse, Next } from './api.js';
@@ -76,7 +76,12 @@ export function frontDoor(app: http.RequestListener, chains: ReadonlyMap<string,
 
     let i = 0;
     const fail = (err: unknown): void => {
-      onError(err, req, res, last);
+      try {
+        onError(err, req, res, last);
+      } catch {
+        // The error handler itself failed (as express would, give up on this response).
+        res.destroy();
+      }
     };
     const last: Next = (err?: unknown) => {
       if (err !== undefined && err !== 'route' && err !== 'router') return fail(err);

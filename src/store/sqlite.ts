@@ -14,6 +14,9 @@ import type { ApiKeyRecord, NewApiKey, NewPayment, PaymentRecord, PaymentState, 
 
 const BUSY_TIMEOUT_MS = 5000;
 
+/** Old signup buckets are deleted every this many signup counts. */
+const PRUNE_EVERY = 256;
+
 interface QuotaAsk {
   keyId: string;
   period: string;
@@ -21,8 +24,6 @@ interface QuotaAsk {
   resolve(r: UsageResult): void;
   reject(err: unknown): void;
 }
-/** Old signup buckets are deleted every this many signup counts. */
-const PRUNE_EVERY = 256;
 
 /** `sqlite:./data/x.db`, `sqlite:///abs/x.db` or `sqlite::memory:` → the path better-sqlite3 takes. */
 export function sqlitePath(databaseUrl: string): string {
