@@ -20,6 +20,7 @@ import { startServerChild, type Child } from './child.js';
 import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printTable, printVerdicts } from './report.js';
+import { judgeScrapes, scrape } from './scrape.js';
 
 interface Options { mode: 'all' | 'targets' | 'pool'; quick: boolean; latencyMs: number; billing: boolean; only: string[] | null }
 
@@ -48,6 +49,7 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
   const scenarios = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   const rows: Row[] = [];
+  const scrapeVerdicts: Verdict[] = [];
 
   if (scenarios.some((x) => x.server === 'reference')) {
     const reference = await startServerChild('./reference.js', {});
@@ -63,13 +65,31 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
   try {
     const apiKey = opts.billing ? await signup(service.url) : null;
     const run = scenarioRunner({ pid: service.proc.pid, url: service.url, apiKey, upstreams, rig, billing: opts.billing });
-    for (const s of scenarios.filter((x) => x.server === 'service')) rows.push(await run(s, 0));
+    const before = await scrape(service.url);
+    let underLoad: string | null = null;
+    let pending: Promise<void> | null = null;
+    for (const s of scenarios.filter((x) => x.server === 'service')) {
+      let timer: NodeJS.Timeout | undefined;
+      if (underLoad === null && pending === null && s.overallRate === undefined) {
+        // Halfway through the first full-speed scenario.
+        timer = setTimeout(() => {
+          pending = scrape(service.url).then((t) => void (underLoad = t), () => undefined);
+        }, (s.warmupSec + s.durationSec / 2) * 1000);
+      }
+      rows.push(await run(s, 0));
+      clearTimeout(timer);
+    }
+    await pending;
+    // Only answered checks move the series: a run of just the 422 scenario has nothing to show.
+    if (scenarios.some((x) => x.server === 'service' && x.expectStatus === 200)) {
+      scrapeVerdicts.push(...judgeScrapes(before, underLoad, await scrape(service.url), scenarios.some((x) => x.name === 'decide-cold' || x.name === 'guard-swap')));
+    }
   } finally {
     await service.stop();
   }
 
   const measured = new Map<string, Measured | null>(rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]));
-  const verdicts = judge(measured, opts.latencyMs);
+  const verdicts = [...judge(measured, opts.latencyMs), ...scrapeVerdicts];
   for (const r of rows) {
     if (r.ledger === undefined || r.result === null) continue;
     // Every answer the load paid for (the probe's included) ends settled on chain, none failed or pending.
