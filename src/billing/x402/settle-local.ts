@@ -48,15 +48,17 @@ export class LocalSender implements SettlementSender {
     this.sendingLimit = Math.max(1, opts.sending ?? 2);
   }
 
+  /** A place among the `sending`; released, it passes straight to the longest waiter. */
   private async turn(): Promise<() => void> {
-    if (this.sending >= this.sendingLimit) await new Promise<void>((resolve) => this.turns.push(resolve));
-    this.sending++;
+    if (this.sending < this.sendingLimit) this.sending++;
+    else await new Promise<void>((resolve) => this.turns.push(resolve));
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.sending--;
-      this.turns.shift()?.();
+      const next = this.turns.shift();
+      if (next) next();
+      else this.sending--;
     };
   }
 
