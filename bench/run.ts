@@ -68,10 +68,13 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
     const before = await scrape(service.url);
     let underLoad: string | null = null;
     let pending: Promise<void> | null = null;
+    // The mid-load scrape: halfway through the first full-speed scenario that answers checks, else
+    // the first rate-capped one.
+    const answering = scenarios.filter((x) => x.server === 'service' && x.expectStatus === 200);
+    const scrapeDuring = answering.find((x) => x.overallRate === undefined) ?? answering[0];
     for (const s of scenarios.filter((x) => x.server === 'service')) {
       let timer: NodeJS.Timeout | undefined;
-      if (underLoad === null && pending === null && s.overallRate === undefined) {
-        // Halfway through the first full-speed scenario.
+      if (s === scrapeDuring) {
         timer = setTimeout(() => {
           pending = scrape(service.url).then((t) => void (underLoad = t), () => undefined);
         }, (s.warmupSec + s.durationSec / 2) * 1000);
@@ -81,7 +84,7 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
     }
     await pending;
     // Only answered checks move the series: a run of just the 422 scenario has nothing to show.
-    if (scenarios.some((x) => x.server === 'service' && x.expectStatus === 200)) {
+    if (scrapeDuring !== undefined) {
       scrapeVerdicts.push(...judgeScrapes(before, underLoad, await scrape(service.url), scenarios.some((x) => x.name === 'decide-cold' || x.name === 'guard-swap')));
     }
   } finally {

@@ -11,6 +11,7 @@ import type { PaymentRig } from './payments.js';
 import type { Scenario } from './scenarios.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { cpuSeconds, runLoadInChild } from './child.js';
+import { scrape } from './scrape.js';
 
 export interface Row {
   name: string;
@@ -27,7 +28,7 @@ export interface Row {
 
 /** The ledger's state counts from the service's /metrics. */
 async function ledger(url: string): Promise<Record<string, number>> {
-  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+  const text = await scrape(url);
   const out: Record<string, number> = {};
   for (const m of text.matchAll(/^preflight_payment_ledger_entries\{state="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
   return out;

@@ -25,13 +25,13 @@ const SELECTOR = {
 const UINT256_LIMIT = 1n << 256n;
 
 /** One ABI word from 0x-hex of at most 32 bytes (an address, a bytes32), left-padded. */
-function hexWord(hex: string): string {
+export function hexWord(hex: string): string {
   if (!/^0x[0-9a-fA-F]{1,64}$/.test(hex)) throw new TypeError(`not an ABI word: ${hex}`);
   return hex.slice(2).toLowerCase().padStart(64, '0');
 }
 
 /** One ABI word from an unsigned integer (bigint, number or decimal string). */
-function uintWord(v: bigint | number | string): string {
+export function uintWord(v: bigint | number | string): string {
   const n = BigInt(v);
   if (n < 0n || n >= UINT256_LIMIT) throw new RangeError(`not a uint256: ${String(v)}`);
   return n.toString(16).padStart(64, '0');
@@ -40,7 +40,7 @@ function uintWord(v: bigint | number | string): string {
 /**
  * Calldata for the three USDC functions the paid path calls, encoded by hand: every argument is a
  * static 32-byte word, and ethers' generic encoder cost about 0.4 ms per call on the request path.
- * test/billing/x402/abi.test.ts checks these against ethers' Interface.
+ * test/billing/x402/lean.test.ts checks these against ethers' Interface.
  */
 export const calldata = {
   balanceOf: (account: string): string => SELECTOR.balanceOf + hexWord(account),

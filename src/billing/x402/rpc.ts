@@ -1,8 +1,8 @@
 /**
- * A lean JSON-RPC client for the reads on the paid path (the payer's balance and nonce state).
- * Keep-alive connections from an undici pool, one call per HTTP request, a hard timeout. The
- * ethers provider stays for sending and receipts; on the request path it cost about 3 ms per call
- * (a fresh connection and its own request pipeline) where this costs well under one.
+ * A lean JSON-RPC client for the x402 chain calls (chain.ts): keep-alive connections from an
+ * undici pool, single calls or one batch per HTTP request, a hard timeout. The ethers provider it
+ * replaces cost about 3 ms per call (a fresh connection and its own request pipeline) where this
+ * costs well under one.
  */
 import { Pool } from 'undici';
 
@@ -16,13 +16,15 @@ function isRpcError(e: unknown): e is { code?: unknown; message?: unknown } {
   return e !== null && typeof e === 'object' && ('code' in e || 'message' in e);
 }
 
-function parseReply(text: string): Reply | null {
-  try {
-    const v = JSON.parse(text) as unknown;
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Reply) : null;
-  } catch {
-    return null;
-  }
+function asReply(v: unknown): Reply | null {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Reply) : null;
+}
+
+/** A reply's result, or the error it carries. */
+function resultOf(method: string, reply: Reply): unknown {
+  if (isRpcError(reply.error)) throw new Error(`${method}: JSON-RPC error ${String(reply.error.code)}: ${String(reply.error.message)}`);
+  if (!('result' in reply)) throw new Error(`${method}: no result in the batch answer`);
+  return reply.result;
 }
 
 export class JsonRpcClient {
@@ -44,23 +46,30 @@ export class JsonRpcClient {
     }
   }
 
-  /** The call's `result`; throws on a transport failure, a non-JSON body or a JSON-RPC error. */
-  async call(method: string, params: unknown[]): Promise<unknown> {
-    const id = ++this.nextId;
+  /** One POST of a JSON-RPC payload: the HTTP status and the parsed body (null when not JSON). */
+  private async post(payload: unknown): Promise<{ status: number; body: unknown }> {
     const res = await this.pool.request({
       path: this.path,
       method: 'POST',
       headers: this.headers,
-      body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+      body: JSON.stringify(payload),
       signal: AbortSignal.timeout(this.timeoutMs),
     });
     const text = await res.body.text();
-    const reply = parseReply(text);
-    if (isRpcError(reply?.error)) {
-      throw new Error(`${method}: JSON-RPC error ${String(reply.error.code)}: ${String(reply.error.message)}`);
+    try {
+      return { status: res.statusCode, body: JSON.parse(text) as unknown };
+    } catch {
+      return { status: res.statusCode, body: null };
     }
-    if (res.statusCode !== 200 || reply === null || !('result' in reply)) {
-      throw new Error(`${method}: HTTP ${res.statusCode} without a JSON-RPC result`);
+  }
+
+  /** The call's `result`; throws on a transport failure, a non-JSON body or a JSON-RPC error. */
+  async call(method: string, params: unknown[]): Promise<unknown> {
+    const { status, body } = await this.post({ jsonrpc: '2.0', id: ++this.nextId, method, params });
+    const reply = asReply(body);
+    if (reply !== null && isRpcError(reply.error)) return resultOf(method, reply); // throws it
+    if (status !== 200 || reply === null || !('result' in reply)) {
+      throw new Error(`${method}: HTTP ${status} without a JSON-RPC result`);
     }
     return reply.result;
   }
@@ -73,29 +82,17 @@ export class JsonRpcClient {
   async batch(calls: ReadonlyArray<{ method: string; params: unknown[] }>): Promise<unknown[]> {
     const first = this.nextId + 1;
     this.nextId += calls.length;
-    const res = await this.pool.request({
-      path: this.path,
-      method: 'POST',
-      headers: this.headers,
-      body: JSON.stringify(calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params }))),
-      signal: AbortSignal.timeout(this.timeoutMs),
-    });
-    const text = await res.body.text();
-    let replies: unknown;
-    try {
-      replies = JSON.parse(text);
-    } catch {
-      replies = null;
-    }
-    if (res.statusCode !== 200 || !Array.isArray(replies)) throw new Error(`batch: HTTP ${res.statusCode} without a JSON-RPC batch answer`);
+    const { status, body } = await this.post(calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params })));
+    if (status !== 200 || !Array.isArray(body)) throw new Error(`batch: HTTP ${status} without a JSON-RPC batch answer`);
     const byId = new Map<unknown, Reply>();
-    for (const r of replies as unknown[]) if (r !== null && typeof r === 'object') byId.set((r as { id?: unknown }).id, r as Reply);
+    for (const r of body as unknown[]) {
+      const reply = asReply(r);
+      if (reply !== null) byId.set((r as { id?: unknown }).id, reply);
+    }
     return calls.map((c, i) => {
       const reply = byId.get(first + i);
       if (reply === undefined) throw new Error(`${c.method}: missing from the batch answer`);
-      if (isRpcError(reply.error)) throw new Error(`${c.method}: JSON-RPC error ${String(reply.error.code)}: ${String(reply.error.message)}`);
-      if (!('result' in reply)) throw new Error(`${c.method}: no result in the batch answer`);
-      return reply.result;
+      return resultOf(c.method, reply);
     });
   }
 

@@ -11,20 +11,13 @@ import {
 } from './constants.js';
 import type { Authorization, DecodedPayment, Offers, Rejection, RequirementsV2 } from './types.js';
 import { recoverSigner } from './secp.js';
+import { hexWord, uintWord } from './chain.js';
 
 /** secp256k1 n / 2: the token rejects signatures with a higher s (EIP-2), so we do too. */
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 const DOMAIN_SEPARATOR = TypedDataEncoder.hashDomain(EIP712_DOMAIN);
 const TYPE_HASH = keccak256(toUtf8Bytes(TypedDataEncoder.from(TRANSFER_WITH_AUTHORIZATION_TYPES).encodeType('TransferWithAuthorization')));
-const UINT256_LIMIT = 1n << 256n;
-
-const word = (hex: string): string => hex.slice(2).toLowerCase().padStart(64, '0');
-function uintWord(decimal: string): string {
-  const v = BigInt(decimal);
-  if (v >= UINT256_LIMIT) throw new RangeError('a uint256 field is out of range');
-  return v.toString(16).padStart(64, '0');
-}
 
 /**
  * The EIP-712 digest of a TransferWithAuthorization on our domain, encoded by hand for this one
@@ -33,7 +26,7 @@ function uintWord(decimal: string): string {
  * nonce are hex of the right length, amounts decimal.
  */
 export function transferDigest(a: Authorization): string {
-  const struct = keccak256(`${TYPE_HASH}${word(a.from)}${word(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${word(a.nonce)}`);
+  const struct = keccak256(`${TYPE_HASH}${hexWord(a.from)}${hexWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${hexWord(a.nonce)}`);
   return keccak256(concat(['0x1901', DOMAIN_SEPARATOR, struct]));
 }
 
