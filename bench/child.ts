@@ -47,8 +47,15 @@ function stopper(proc: ChildProcess, graceMs = 5000): () => Promise<void> {
 }
 
 /** Forks a server script (compiled, next to this file) that sends `{url}` once it listens. */
-export async function startServerChild(script: string, env: Record<string, string>, stdio: 'ignore' | 'inherit' = 'ignore'): Promise<Child> {
-  const proc = fork(here(script), [], { env: { ...process.env, ...env }, stdio: [stdio === 'inherit' ? 'inherit' : 'ignore', stdio, 'inherit', 'ipc'] });
+export async function startServerChild(
+  script: string,
+  env: Record<string, string>,
+  stdio: 'ignore' | 'inherit' = 'ignore',
+): Promise<Child> {
+  const proc = fork(here(script), [], {
+    env: { ...process.env, ...env },
+    stdio: [stdio === 'inherit' ? 'inherit' : 'ignore', stdio, 'inherit', 'ipc'],
+  });
   const m = await waitForMessage<{ url?: string; error?: string }>(proc, script, 30_000);
   if (m.url === undefined) throw new Error(`${script}: ${m.error ?? 'no url'}`);
   return { url: m.url, proc, stop: stopper(proc) };
@@ -57,7 +64,11 @@ export async function startServerChild(script: string, env: Record<string, strin
 /** Runs one load job in a fresh process, so autocannon never shares an event loop with a server. */
 export async function runLoadInChild(job: LoadJob): Promise<LoadResult> {
   const proc = fork(here('./load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const answer = waitForMessage<{ result?: LoadResult; error?: string }>(proc, 'load', (job.warmupSec + job.durationSec) * 1000 + 30_000);
+  const answer = waitForMessage<{ result?: LoadResult; error?: string }>(
+    proc,
+    'load',
+    (job.warmupSec + job.durationSec) * 1000 + 30_000,
+  );
   proc.send(job);
   const m = await answer;
   if (m.result === undefined) throw new Error(`load: ${m.error ?? 'no result'}`);

@@ -50,7 +50,10 @@ function run(job: LoadJob, durationSec: number, counter: { n: number }): Promise
     request.setupRequest = (req) => {
       const n = counter.n++;
       const out = { ...req };
-      if (perRequest) out.body = template.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) => String(n).padStart(Number(w ?? 0), '0'));
+      if (perRequest)
+        out.body = template.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) =>
+          String(n).padStart(Number(w ?? 0), '0'),
+        );
       if (pool !== undefined) {
         // The pool is sized for the run and `amount` stops the load before it wraps.
         out.headers = { ...job.headers, [pool.name]: pool.values[(n - (job.nStart ?? 0)) % pool.values.length] };
@@ -63,19 +66,32 @@ function run(job: LoadJob, durationSec: number, counter: { n: number }): Promise
     connections: job.connections,
     duration: durationSec,
     // autocannon ignores `duration` when `amount` is set, so the amount is the rate times the duration.
-    ...(pool !== undefined ? { amount: Math.max(1, Math.min(pool.values.length - (counter.n - (job.nStart ?? 0)), Math.ceil((job.overallRate ?? 1000) * durationSec))) } : {}),
+    ...(pool !== undefined
+      ? {
+          amount: Math.max(
+            1,
+            Math.min(
+              pool.values.length - (counter.n - (job.nStart ?? 0)),
+              Math.ceil((job.overallRate ?? 1000) * durationSec),
+            ),
+          ),
+        }
+      : {}),
     // autocannon's coordinated-omission correction takes ceil(1 / rate) as the expected interval in
     // ms, i.e. 1 ms for any rate above 1 req/s, and so back-fills every latency with values down to
     // 1 ms (a 70 ms answer reads as a p50 of 35). Raw latencies, plus the achieved rate, are honest.
     ...(job.overallRate !== undefined ? { overallRate: job.overallRate, ignoreCoordinatedOmission: true } : {}),
     requests: [request],
     timeout: 10,
-    ...(job.expectBodyIncludes !== undefined ? { verifyBody: (b: unknown) => typeof b === 'string' && b.includes(job.expectBodyIncludes!) } : {}),
+    ...(job.expectBodyIncludes !== undefined
+      ? { verifyBody: (b: unknown) => typeof b === 'string' && b.includes(job.expectBodyIncludes!) }
+      : {}),
   });
 }
 
 export async function runLoad(job: LoadJob): Promise<LoadResult> {
-  if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):\d+$/.test(job.url)) throw new Error(`load goes to loopback only, got ${job.url}`);
+  if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):\d+$/.test(job.url))
+    throw new Error(`load goes to loopback only, got ${job.url}`);
   const counter = { n: job.nStart ?? 0 };
   const warm = job.warmupSec > 0 ? await run(job, job.warmupSec, counter) : null;
   const r = await run(job, job.durationSec, counter);

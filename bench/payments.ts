@@ -7,7 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
 import { startUsdcChain, type UsdcChain } from '../test/helpers/usdc.js';
-import { EIP712_DOMAIN, NETWORK_V1, PRICE_ATOMIC, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../src/billing/x402/constants.js';
+import {
+  EIP712_DOMAIN,
+  NETWORK_V1,
+  PRICE_ATOMIC,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+} from '../src/billing/x402/constants.js';
 
 export interface PaymentRig {
   env: Record<string, string>;
@@ -27,7 +32,12 @@ export async function startPaymentRig(maxPayments: number): Promise<PaymentRig> 
     await chain.rpc('evm_setAutomine', [false]);
     await chain.rpc('evm_setIntervalMining', [2]);
     return {
-      env: { X402_PAY_TO: payTo, X402_SETTLER_KEY: settler.privateKey, X402_RPC_URL: chain.rpcUrl, X402_SETTLEMENT: 'local' },
+      env: {
+        X402_PAY_TO: payTo,
+        X402_SETTLER_KEY: settler.privateKey,
+        X402_RPC_URL: chain.rpcUrl,
+        X402_SETTLEMENT: 'local',
+      },
       async headers(count, validForSec) {
         const now = Math.floor(Date.now() / 1000);
         const out: string[] = [];
@@ -41,7 +51,12 @@ export async function startPaymentRig(maxPayments: number): Promise<PaymentRig> 
             nonce: `0x${randomBytes(32).toString('hex')}`,
           };
           const signature = await signer.signTypedData(EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES, authorization);
-          const payload = { x402Version: 1, scheme: 'exact', network: NETWORK_V1, payload: { signature, authorization } };
+          const payload = {
+            x402Version: 1,
+            scheme: 'exact',
+            network: NETWORK_V1,
+            payload: { signature, authorization },
+          };
           out.push(Buffer.from(JSON.stringify(payload)).toString('base64'));
         }
         return out;

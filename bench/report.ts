@@ -5,21 +5,35 @@ import type { PoolRow } from './pool-mode.js';
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
 const cells = (r: Row): string[] =>
   r.result === null
     ? [r.name, r.load, '-', '-', '-', 'not run', '-']
-    : [r.name, r.load, String(r.result.rps), String(r.result.p50), String(r.result.p99), String(r.result.errors), r.cpuMsPerRequest === null ? '-' : r.cpuMsPerRequest.toFixed(2)];
+    : [
+        r.name,
+        r.load,
+        String(r.result.rps),
+        String(r.result.p50),
+        String(r.result.p99),
+        String(r.result.errors),
+        r.cpuMsPerRequest === null ? '-' : r.cpuMsPerRequest.toFixed(2),
+      ];
 
 export function printTable(rows: Row[], latencyMs: number): void {
   process.stdout.write(`\nScenarios (upstream latency ${latencyMs} ms; latencies in ms)\n`);
-  process.stdout.write(table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows.map(cells)) + '\n');
+  process.stdout.write(
+    table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows.map(cells)) + '\n',
+  );
   for (const r of rows) {
     if (r.note) process.stdout.write(`  ${r.name}: ${r.note}\n`);
-    else if (r.result && r.result.errors > 0) process.stdout.write(`  ${r.name}: ${r.result.mismatches} answers without the expected body, statuses ${JSON.stringify(r.result.unexpectedStatus)}\n`);
+    else if (r.result && r.result.errors > 0)
+      process.stdout.write(
+        `  ${r.name}: ${r.result.mismatches} answers without the expected body, statuses ${JSON.stringify(r.result.unexpectedStatus)}\n`,
+      );
   }
 }
 
@@ -33,6 +47,9 @@ export function printVerdicts(verdicts: Verdict[]): void {
 export function printPool(pool: PoolRow[]): void {
   process.stdout.write('\nWorker pool vs inline (latencies in ms)\n');
   const rows = pool.flatMap((p) => p.rows.map((r) => [p.setting.name, ...cells(r)]));
-  process.stdout.write(table(['setting', 'scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows) + '\n');
-  for (const p of pool) for (const r of p.rows) if (r.note) process.stdout.write(`  ${p.setting.name} ${r.name}: ${r.note}\n`);
+  process.stdout.write(
+    table(['setting', 'scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows) + '\n',
+  );
+  for (const p of pool)
+    for (const r of p.rows) if (r.note) process.stdout.write(`  ${p.setting.name} ${r.name}: ${r.note}\n`);
 }

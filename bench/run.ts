@@ -22,7 +22,13 @@ import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printTable, printVerdicts } from './report.js';
 import { judgeScrapes, scrape } from './scrape.js';
 
-interface Options { mode: 'all' | 'targets' | 'pool'; quick: boolean; latencyMs: number; billing: boolean; only: string[] | null }
+interface Options {
+  mode: 'all' | 'targets' | 'pool';
+  quick: boolean;
+  latencyMs: number;
+  billing: boolean;
+  only: string[] | null;
+}
 
 function parseArgs(argv: string[]): Options {
   const opts: Options = { mode: 'all', quick: false, latencyMs: 50, billing: true, only: null };
@@ -33,7 +39,10 @@ function parseArgs(argv: string[]): Options {
     else if (k === 'latency' && /^\d+$/.test(v ?? '')) opts.latencyMs = Number(v);
     else if (k === 'billing' && (v === 'on' || v === 'off')) opts.billing = v === 'on';
     else if (k === 'only' && v) opts.only = v.split(',');
-    else throw new Error(`unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b)`);
+    else
+      throw new Error(
+        `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b)`,
+      );
   }
   const names = SCENARIOS.map((s) => s.name);
   for (const n of opts.only ?? []) {
@@ -45,7 +54,11 @@ function parseArgs(argv: string[]): Options {
 /** Every scenario's run is bounded; the whole bench aborts past this. */
 const HARD_LIMIT_MS = 9 * 60_000;
 
-async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig | null): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
+async function runTargets(
+  opts: Options,
+  upstreams: Upstreams,
+  rig: PaymentRig | null,
+): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
   const scenarios = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   const rows: Row[] = [];
@@ -54,17 +67,34 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
   if (scenarios.some((x) => x.server === 'reference')) {
     const reference = await startServerChild('./reference.js', {});
     try {
-      const run = scenarioRunner({ pid: reference.proc.pid, url: reference.url, apiKey: null, upstreams, rig, billing: false });
+      const run = scenarioRunner({
+        pid: reference.proc.pid,
+        url: reference.url,
+        apiKey: null,
+        upstreams,
+        rig,
+        billing: false,
+      });
       for (const s of scenarios.filter((x) => x.server === 'reference')) rows.push(await run(s, 0));
     } finally {
       await reference.stop();
     }
   }
 
-  const service: Child = await startServerChild('./service.js', serviceEnv(upstreams, rig, opts.billing ? {} : { BILLING: 'off' }));
+  const service: Child = await startServerChild(
+    './service.js',
+    serviceEnv(upstreams, rig, opts.billing ? {} : { BILLING: 'off' }),
+  );
   try {
     const apiKey = opts.billing ? await signup(service.url) : null;
-    const run = scenarioRunner({ pid: service.proc.pid, url: service.url, apiKey, upstreams, rig, billing: opts.billing });
+    const run = scenarioRunner({
+      pid: service.proc.pid,
+      url: service.url,
+      apiKey,
+      upstreams,
+      rig,
+      billing: opts.billing,
+    });
     const before = await scrape(service.url);
     let underLoad: string | null = null;
     let pending: Promise<void> | null = null;
@@ -75,9 +105,15 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
     for (const s of scenarios.filter((x) => x.server === 'service')) {
       let timer: NodeJS.Timeout | undefined;
       if (s === scrapeDuring) {
-        timer = setTimeout(() => {
-          pending = scrape(service.url).then((t) => void (underLoad = t), () => undefined);
-        }, (s.warmupSec + s.durationSec / 2) * 1000);
+        timer = setTimeout(
+          () => {
+            pending = scrape(service.url).then(
+              (t) => void (underLoad = t),
+              () => undefined,
+            );
+          },
+          (s.warmupSec + s.durationSec / 2) * 1000,
+        );
       }
       rows.push(await run(s, 0));
       clearTimeout(timer);
@@ -85,20 +121,33 @@ async function runTargets(opts: Options, upstreams: Upstreams, rig: PaymentRig |
     await pending;
     // Only answered checks move the series: a run of just the 422 scenario has nothing to show.
     if (scrapeDuring !== undefined) {
-      scrapeVerdicts.push(...judgeScrapes(before, underLoad, await scrape(service.url), scenarios.some((x) => x.name === 'decide-cold' || x.name === 'guard-swap')));
+      scrapeVerdicts.push(
+        ...judgeScrapes(
+          before,
+          underLoad,
+          await scrape(service.url),
+          scenarios.some((x) => x.name === 'decide-cold' || x.name === 'guard-swap'),
+        ),
+      );
     }
   } finally {
     await service.stop();
   }
 
-  const measured = new Map<string, Measured | null>(rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]));
+  const measured = new Map<string, Measured | null>(
+    rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]),
+  );
   const verdicts = [...judge(measured, opts.latencyMs), ...scrapeVerdicts];
   for (const r of rows) {
     if (r.ledger === undefined || r.result === null) continue;
     // Every answer the load paid for (the probe's included) ends settled on chain, none failed or pending.
     const { settled = 0, failed = 0, verified = 0, settling = 0 } = r.ledger;
     const paid = r.result.requests + r.result.warmupRequests + 1;
-    verdicts.push({ target: `${r.name} payments all settled on chain`, ok: settled >= paid && failed === 0 && verified + settling === 0, detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers` });
+    verdicts.push({
+      target: `${r.name} payments all settled on chain`,
+      ok: settled >= paid && failed === 0 && verified + settling === 0,
+      detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers`,
+    });
   }
   return { rows, verdicts };
 }
@@ -112,7 +161,8 @@ async function main(): Promise<number> {
     const paid = opts.only === null || opts.only.includes('decide-paid');
     if (opts.mode !== 'pool' && opts.billing && paid) rig = await startPaymentRig(PAID_RATE * 20);
     const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
-    const pool: PoolRow[] | null = opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
+    const pool: PoolRow[] | null =
+      opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
     if (targets) {
       printTable(targets.rows, opts.latencyMs);
@@ -133,7 +183,7 @@ async function main(): Promise<number> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(`${dir}latest.json`, JSON.stringify(out, null, 2) + '\n');
     process.stdout.write(`\nwrote bench/results/latest.json (${out.elapsedSec} s)\n`);
-    return targets && targets.verdicts.some((v) => !v.ok) ? 1 : 0;
+    return targets?.verdicts.some((v) => !v.ok) ? 1 : 0;
   } finally {
     await rig?.close();
     await upstreams.close();

@@ -25,7 +25,8 @@ export interface Scenario {
   overallRate?: number;
 }
 
-const decideBody = (checks: unknown[]): string => JSON.stringify({ goal: 'Swap 1 ETH for USDC on Base if the market is sane', checks });
+const decideBody = (checks: unknown[]): string =>
+  JSON.stringify({ goal: 'Swap 1 ETH for USDC on Base if the market is sane', checks });
 
 export const CACHED_DECIDE = decideBody([
   { type: 'price', asset_id: 'ethereum', min_price: 1000, max_price: 10000 },
@@ -42,7 +43,13 @@ export const COLD_DECIDE = decideBody([
   { type: 'stablecoin_depeg', asset_id: 'benchusd-{{n}}' },
 ]);
 
-export const GUARD_SWAP = JSON.stringify({ action: 'swap', chain: 'base', pair_address: PAIR, amount_usd: 5000, stablecoin_asset_id: 'usd-coin' });
+export const GUARD_SWAP = JSON.stringify({
+  action: 'swap',
+  chain: 'base',
+  pair_address: PAIR,
+  amount_usd: 5000,
+  stablecoin_asset_id: 'usd-coin',
+});
 
 /** A price check without its asset: a 422 before any billing or engine work. */
 export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
@@ -62,11 +69,91 @@ export const COLD_RATE = 50;
 const std = { durationSec: 10, warmupSec: 2 };
 
 export const SCENARIOS: readonly Scenario[] = [
-  { name: 'reference', about: 'bare express 5 + Ajv, same body, fixed answer', server: 'reference', path: '/v1/decide', body: CACHED_DECIDE, auth: 'none', expectStatus: 200, expectBody: PROCEED, connections: 50, ...std },
-  { name: 'decide-cached', about: 'API key, 4 checks all cached', server: 'service', path: '/v1/decide', body: CACHED_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 50, ...std },
-  { name: 'decide-cold', about: `API key, 4 fresh checks per request, upstreams answer in LATENCY ms, ${COLD_RATE} req/s`, server: 'service', path: '/v1/decide', body: COLD_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 4, overallRate: COLD_RATE, ...std },
-  { name: 'guard-swap', about: 'API key, guard for a swap (rpc health, peg, depth, rug signals)', server: 'service', path: '/v1/guard', body: GUARD_SWAP, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 50, ...std },
-  { name: 'invalid-body', about: 'schema violation, answered 422', server: 'service', path: '/v1/decide', body: INVALID_DECIDE, auth: 'none', expectStatus: 422, expectBody: '"detail":[', connections: 50, ...std },
-  { name: 'decide-keyed', about: `API key, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/decide', body: CACHED_DECIDE, auth: 'key', expectStatus: 200, expectBody: PROCEED, connections: 2, overallRate: PAID_RATE, ...std },
-  { name: 'decide-paid', about: `x402 payment per request, cached decide at ${PAID_RATE} req/s`, server: 'service', path: '/v1/x402/decide', body: CACHED_DECIDE, auth: 'x402', expectStatus: 200, expectBody: PROCEED, connections: 2, overallRate: PAID_RATE, ...std },
+  {
+    name: 'reference',
+    about: 'bare express 5 + Ajv, same body, fixed answer',
+    server: 'reference',
+    path: '/v1/decide',
+    body: CACHED_DECIDE,
+    auth: 'none',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'decide-cached',
+    about: 'API key, 4 checks all cached',
+    server: 'service',
+    path: '/v1/decide',
+    body: CACHED_DECIDE,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'decide-cold',
+    about: `API key, 4 fresh checks per request, upstreams answer in LATENCY ms, ${COLD_RATE} req/s`,
+    server: 'service',
+    path: '/v1/decide',
+    body: COLD_DECIDE,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 4,
+    overallRate: COLD_RATE,
+    ...std,
+  },
+  {
+    name: 'guard-swap',
+    about: 'API key, guard for a swap (rpc health, peg, depth, rug signals)',
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SWAP,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'invalid-body',
+    about: 'schema violation, answered 422',
+    server: 'service',
+    path: '/v1/decide',
+    body: INVALID_DECIDE,
+    auth: 'none',
+    expectStatus: 422,
+    expectBody: '"detail":[',
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'decide-keyed',
+    about: `API key, cached decide at ${PAID_RATE} req/s`,
+    server: 'service',
+    path: '/v1/decide',
+    body: CACHED_DECIDE,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 2,
+    overallRate: PAID_RATE,
+    ...std,
+  },
+  {
+    name: 'decide-paid',
+    about: `x402 payment per request, cached decide at ${PAID_RATE} req/s`,
+    server: 'service',
+    path: '/v1/x402/decide',
+    body: CACHED_DECIDE,
+    auth: 'x402',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 2,
+    overallRate: PAID_RATE,
+    ...std,
+  },
 ];

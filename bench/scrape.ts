@@ -44,11 +44,19 @@ export function judgeScrapes(before: string, underLoad: string | null, after: st
   const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
   if (probe.error === undefined && probe.status === 0) {
     if (underLoad === null) {
-      out.push({ target: 'promtool check metrics on a scrape under load', ok: false, detail: 'no scrape was taken under load' });
+      out.push({
+        target: 'promtool check metrics on a scrape under load',
+        ok: false,
+        detail: 'no scrape was taken under load',
+      });
     } else {
       const r = spawnSync('promtool', ['check', 'metrics'], { input: underLoad, encoding: 'utf8', timeout: 30_000 });
       const said = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
-      out.push({ target: 'promtool check metrics on a scrape under load', ok: r.status === 0 && said === '', detail: said === '' ? `clean (${underLoad.length} bytes)` : said.slice(0, 300) });
+      out.push({
+        target: 'promtool check metrics on a scrape under load',
+        ok: r.status === 0 && said === '',
+        detail: said === '' ? `clean (${underLoad.length} bytes)` : said.slice(0, 300),
+      });
     }
   }
   return out;

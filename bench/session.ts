@@ -30,7 +30,8 @@ export interface Row {
 async function ledger(url: string): Promise<Record<string, number>> {
   const text = await scrape(url);
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^preflight_payment_ledger_entries\{state="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
+  for (const m of text.matchAll(/^preflight_payment_ledger_entries\{state="(\w+)"\} (\S+)$/gm))
+    out[m[1]] = Number(m[2]);
   return out;
 }
 
@@ -39,7 +40,7 @@ async function settledLedger(url: string, ms: number): Promise<Record<string, nu
   const end = Date.now() + ms;
   for (;;) {
     const counts = await ledger(url);
-    if (((counts.verified ?? 0) + (counts.settling ?? 0) === 0) || Date.now() >= end) return counts;
+    if ((counts.verified ?? 0) + (counts.settling ?? 0) === 0 || Date.now() >= end) return counts;
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -49,7 +50,11 @@ process.once('exit', () => rmSync(root, { recursive: true, force: true }));
 let dbs = 0;
 
 /** The service's environment: loopback only, emulated upstreams, a fresh SQLite file, billing on. */
-export function serviceEnv(upstreams: Upstreams, rig: PaymentRig | null, overrides: Record<string, string>): Record<string, string> {
+export function serviceEnv(
+  upstreams: Upstreams,
+  rig: PaymentRig | null,
+  overrides: Record<string, string>,
+): Record<string, string> {
   return {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -83,13 +88,28 @@ export function describeLoad(s: Scenario): string {
 }
 
 /** Fills the body template the way the load process does, for the probe. */
-const fill = (body: string, n: number): string => body.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) => String(n).padStart(Number(w ?? 0), '0'));
+const fill = (body: string, n: number): string =>
+  body.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) => String(n).padStart(Number(w ?? 0), '0'));
 
-interface Ctx { pid?: number; url: string; apiKey: string | null; upstreams: Upstreams; rig: PaymentRig | null; billing: boolean }
+interface Ctx {
+  pid?: number;
+  url: string;
+  apiKey: string | null;
+  upstreams: Upstreams;
+  rig: PaymentRig | null;
+  billing: boolean;
+}
 
 export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promise<Row> {
   return async (s, nStart) => {
-    const row: Row = { name: s.name, about: s.about.replace('LATENCY', String(ctx.upstreams.latencyMs)), load: describeLoad(s), result: null, upstreamCalls: {}, cpuMsPerRequest: null };
+    const row: Row = {
+      name: s.name,
+      about: s.about.replace('LATENCY', String(ctx.upstreams.latencyMs)),
+      load: describeLoad(s),
+      result: null,
+      upstreamCalls: {},
+      cpuMsPerRequest: null,
+    };
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     let headerPool: LoadJob['headerPool'];
     if (!ctx.billing && s.auth === 'x402') return { ...row, note: 'billing off: nothing to pay' };
@@ -110,9 +130,17 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     let last = '';
     for (let attempt = 0; attempt < 5; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, 500));
-      const probe = await fetch(`${ctx.url}${s.path}`, { method: 'POST', headers: probeHeaders, body: fill(s.body, PROBE_N), signal: AbortSignal.timeout(10_000) });
+      const probe = await fetch(`${ctx.url}${s.path}`, {
+        method: 'POST',
+        headers: probeHeaders,
+        body: fill(s.body, PROBE_N),
+        signal: AbortSignal.timeout(10_000),
+      });
       const text = await probe.text();
-      last = probe.status === s.expectStatus && text.includes(s.expectBody) ? '' : `probe answered ${probe.status} (expected ${s.expectStatus} with ${s.expectBody}): ${text.slice(0, 300)}`;
+      last =
+        probe.status === s.expectStatus && text.includes(s.expectBody)
+          ? ''
+          : `probe answered ${probe.status} (expected ${s.expectStatus} with ${s.expectBody}): ${text.slice(0, 300)}`;
       if (last === '' || s.auth === 'x402') break; // a payment header buys one answer only
     }
     if (last !== '') return { ...row, note: last };
@@ -120,13 +148,25 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     ctx.upstreams.reset();
     const cpuBefore = cpuSeconds(ctx.pid);
     row.result = await runLoadInChild({
-      url: ctx.url, path: s.path, method: 'POST', headers, body: s.body, headerPool, nStart,
-      expectStatus: s.expectStatus, expectBodyIncludes: s.expectBody, connections: s.connections, durationSec: s.durationSec, warmupSec: s.warmupSec, overallRate: s.overallRate,
+      url: ctx.url,
+      path: s.path,
+      method: 'POST',
+      headers,
+      body: s.body,
+      headerPool,
+      nStart,
+      expectStatus: s.expectStatus,
+      expectBodyIncludes: s.expectBody,
+      connections: s.connections,
+      durationSec: s.durationSec,
+      warmupSec: s.warmupSec,
+      overallRate: s.overallRate,
     });
     row.upstreamCalls = ctx.upstreams.counts();
     const cpuAfter = cpuSeconds(ctx.pid);
     const answered = row.result.requests + row.result.warmupRequests;
-    if (cpuBefore !== null && cpuAfter !== null && answered > 0) row.cpuMsPerRequest = Math.round(((cpuAfter - cpuBefore) * 1000 / answered) * 100) / 100;
+    if (cpuBefore !== null && cpuAfter !== null && answered > 0)
+      row.cpuMsPerRequest = Math.round((((cpuAfter - cpuBefore) * 1000) / answered) * 100) / 100;
     if (s.auth === 'x402') row.ledger = await settledLedger(ctx.url, 60_000);
     return row;
   };

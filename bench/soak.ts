@@ -48,21 +48,58 @@ async function main(): Promise<number> {
     const apiKey = await signup(service.url);
     if (apiKey === null) throw new Error('no API key from the service');
     const base: Omit<LoadJob, 'durationSec' | 'connections'> = {
-      url: service.url, path: '/v1/decide', method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
-      body: CACHED_DECIDE, expectStatus: 200, expectBodyIncludes: '"verdict":"proceed"', warmupSec: 0,
+      url: service.url,
+      path: '/v1/decide',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+      body: CACHED_DECIDE,
+      expectStatus: 200,
+      expectBodyIncludes: '"verdict":"proceed"',
+      warmupSec: 0,
     };
     const rated = await runLoadInChild({ ...base, connections: 50, durationSec: 10, warmupSec: 2 });
     const rate = Math.max(1, Math.round(rated.rps * SHARE));
-    console.log(`rated load: ${rated.rps} req/s (cached decide, 50 connections); soak at ${rate} req/s + ${COLD_RATE} cold req/s for ${WINDOWS} × ${WINDOW_SEC} s`);
-    const windows: Array<{ window: number; rps: number; p50: number; p99: number; errors: number; coldP99: number; coldErrors: number; rssMiB: number | null; heapUsedMiB: number | null }> = [];
+    console.log(
+      `rated load: ${rated.rps} req/s (cached decide, 50 connections); soak at ${rate} req/s + ${COLD_RATE} cold req/s for ${WINDOWS} × ${WINDOW_SEC} s`,
+    );
+    const windows: Array<{
+      window: number;
+      rps: number;
+      p50: number;
+      p99: number;
+      errors: number;
+      coldP99: number;
+      coldErrors: number;
+      rssMiB: number | null;
+      heapUsedMiB: number | null;
+    }> = [];
     for (let w = 0; w < WINDOWS; w++) {
       const [hot, cold] = await Promise.all([
         runLoadInChild({ ...base, connections: 50, durationSec: WINDOW_SEC, overallRate: rate }),
-        runLoadInChild({ ...base, body: COLD_DECIDE, connections: 4, durationSec: WINDOW_SEC, overallRate: COLD_RATE, nStart: w * WINDOW_SEC * COLD_RATE * 2 }),
+        runLoadInChild({
+          ...base,
+          body: COLD_DECIDE,
+          connections: 4,
+          durationSec: WINDOW_SEC,
+          overallRate: COLD_RATE,
+          nStart: w * WINDOW_SEC * COLD_RATE * 2,
+        }),
       ]);
-      const row = { window: w + 1, rps: hot.rps, p50: hot.p50, p99: hot.p99, errors: hot.errors, coldP99: cold.p99, coldErrors: cold.errors, rssMiB: rssMiB(service.proc.pid), heapUsedMiB: await heapUsedMiB(service.url) };
+      const row = {
+        window: w + 1,
+        rps: hot.rps,
+        p50: hot.p50,
+        p99: hot.p99,
+        errors: hot.errors,
+        coldP99: cold.p99,
+        coldErrors: cold.errors,
+        rssMiB: rssMiB(service.proc.pid),
+        heapUsedMiB: await heapUsedMiB(service.url),
+      };
       windows.push(row);
-      console.log(`window ${row.window}: ${row.rps} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}; cold p99 ${row.coldP99} ms, errors ${row.coldErrors}; RSS ${row.rssMiB} MiB, heap used ${row.heapUsedMiB} MiB`);
+      console.log(
+        `window ${row.window}: ${row.rps} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}; cold p99 ${row.coldP99} ms, errors ${row.coldErrors}; RSS ${row.rssMiB} MiB, heap used ${row.heapUsedMiB} MiB`,
+      );
     }
     const p99s = windows.map((w) => w.p99);
     const med = median(p99s);
@@ -73,14 +110,41 @@ async function main(): Promise<number> {
     const growth = warmRss && endRss ? (endRss - warmRss) / warmRss : null;
     const verdicts = [
       { target: 'every window p99 < 300 ms', ok: p99s.every((p) => p < 300), value: `max ${Math.max(...p99s)} ms` },
-      { target: 'p99 stable: every window within 2 × the median window', ok: p99s.every((p) => p <= Math.max(2 * med, med + 5)), value: `median ${med} ms, max ${Math.max(...p99s)} ms` },
-      { target: 'resident memory growth after warm-up < 10 % (mean of windows 3-5 → mean of the last 3)', ok: growth !== null && growth < 0.1, value: growth === null ? 'unmeasured' : `${warmRss} → ${endRss} MiB (${(growth * 100).toFixed(1)} %)` },
-      { target: 'no errors at the soak load', ok: windows.every((w) => w.errors === 0), value: `${windows.reduce((a, w) => a + w.errors, 0)} (cold trickle, not judged: ${windows.reduce((a, w) => a + w.coldErrors, 0)} answers past their deadline)` },
+      {
+        target: 'p99 stable: every window within 2 × the median window',
+        ok: p99s.every((p) => p <= Math.max(2 * med, med + 5)),
+        value: `median ${med} ms, max ${Math.max(...p99s)} ms`,
+      },
+      {
+        target: 'resident memory growth after warm-up < 10 % (mean of windows 3-5 → mean of the last 3)',
+        ok: growth !== null && growth < 0.1,
+        value: growth === null ? 'unmeasured' : `${warmRss} → ${endRss} MiB (${(growth * 100).toFixed(1)} %)`,
+      },
+      {
+        target: 'no errors at the soak load',
+        ok: windows.every((w) => w.errors === 0),
+        value: `${windows.reduce((a, w) => a + w.errors, 0)} (cold trickle, not judged: ${windows.reduce((a, w) => a + w.coldErrors, 0)} answers past their deadline)`,
+      },
     ];
     for (const v of verdicts) console.log(`${v.ok ? 'PASS' : 'MISS'}  ${v.target}: ${v.value}`);
     const dir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
     mkdirSync(dir, { recursive: true });
-    writeFileSync(`${dir}soak.json`, JSON.stringify({ at: new Date().toISOString(), ratedRps: rated.rps, soakRps: rate, coldRps: COLD_RATE, windowSec: WINDOW_SEC, windows, verdicts }, null, 2) + '\n');
+    writeFileSync(
+      `${dir}soak.json`,
+      JSON.stringify(
+        {
+          at: new Date().toISOString(),
+          ratedRps: rated.rps,
+          soakRps: rate,
+          coldRps: COLD_RATE,
+          windowSec: WINDOW_SEC,
+          windows,
+          verdicts,
+        },
+        null,
+        2,
+      ) + '\n',
+    );
     return verdicts.every((v) => v.ok) ? 0 : 1;
   } finally {
     await service.stop();

@@ -35,24 +35,40 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       continue;
     }
     out.push({ target: `${name} p99 < ${LIMITS.p99Ms} ms`, ok: m.p99 < LIMITS.p99Ms, detail: `p99 ${m.p99} ms` });
-    out.push({ target: `${name} without errors`, ok: m.errors === 0 && m.requests > 0, detail: `${m.errors} errors in ${m.requests} requests` });
+    out.push({
+      target: `${name} without errors`,
+      ok: m.errors === 0 && m.requests > 0,
+      detail: `${m.errors} errors in ${m.requests} requests`,
+    });
   }
   const ref = get('reference');
   const cached = get('decide-cached');
   if (ref && cached) {
     const ratio = ref.rps > 0 ? cached.rps / ref.rps : 0;
-    out.push({ target: `decide-cached >= ${LIMITS.cachedVsReference} x reference req/s`, ok: ratio >= LIMITS.cachedVsReference, detail: `${cached.rps} vs ${ref.rps} req/s = ${ratio.toFixed(2)}` });
+    out.push({
+      target: `decide-cached >= ${LIMITS.cachedVsReference} x reference req/s`,
+      ok: ratio >= LIMITS.cachedVsReference,
+      detail: `${cached.rps} vs ${ref.rps} req/s = ${ratio.toFixed(2)}`,
+    });
   }
   const cold = get('decide-cold');
   if (cold) {
     const limit = upstreamLatencyMs + LIMITS.coldP50OverUpstreamMs;
-    out.push({ target: `decide-cold p50 <= upstream ${upstreamLatencyMs} + ${LIMITS.coldP50OverUpstreamMs} ms`, ok: cold.p50 <= limit, detail: `p50 ${cold.p50} ms (limit ${limit})` });
+    out.push({
+      target: `decide-cold p50 <= upstream ${upstreamLatencyMs} + ${LIMITS.coldP50OverUpstreamMs} ms`,
+      ok: cold.p50 <= limit,
+      detail: `p50 ${cold.p50} ms (limit ${limit})`,
+    });
   }
   const keyed = get('decide-keyed');
   const paid = get('decide-paid');
   if (keyed && paid) {
     const limit = keyed.p99 + LIMITS.paidP99OverKeyedMs;
-    out.push({ target: `decide-paid p99 <= decide-keyed p99 + ${LIMITS.paidP99OverKeyedMs} ms`, ok: paid.p99 <= limit, detail: `p99 ${paid.p99} vs ${keyed.p99} ms (limit ${limit})` });
+    out.push({
+      target: `decide-paid p99 <= decide-keyed p99 + ${LIMITS.paidP99OverKeyedMs} ms`,
+      ok: paid.p99 <= limit,
+      detail: `p99 ${paid.p99} vs ${keyed.p99} ms (limit ${limit})`,
+    });
   }
   return out;
 }

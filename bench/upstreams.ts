@@ -29,7 +29,13 @@ export interface Upstreams {
   close(): Promise<void>;
 }
 
-function seed(cg: CoinGeckoEmulator, dex: DexScreenerEmulator, src: SourcifyEmulator, rpc: JsonRpcEmulator, coldKeys: number): void {
+function seed(
+  cg: CoinGeckoEmulator,
+  dex: DexScreenerEmulator,
+  src: SourcifyEmulator,
+  rpc: JsonRpcEmulator,
+  coldKeys: number,
+): void {
   cg.setPrice('ethereum', 'usd', 3120.55).setPrice('usd-coin', 'usd', 0.9999);
   dex.setPair('base', PAIR);
   src.setVerified(8453, CONTRACT);
@@ -41,11 +47,21 @@ function seed(cg: CoinGeckoEmulator, dex: DexScreenerEmulator, src: SourcifyEmul
   }
   // Price timestamps and the chain head are read live so nothing turns stale during a long run.
   rpc.setResult('eth_getCode', '0x6080604052');
-  rpc.setHandler('eth_getBlockByNumber', () => ({ result: { number: `0x${rpc.blockNumber.toString(16)}`, timestamp: `0x${Math.floor(Date.now() / 1000).toString(16)}` } }));
+  rpc.setHandler('eth_getBlockByNumber', () => ({
+    result: {
+      number: `0x${rpc.blockNumber.toString(16)}`,
+      timestamp: `0x${Math.floor(Date.now() / 1000).toString(16)}`,
+    },
+  }));
 }
 
 export async function startUpstreams(latencyMs: number, coldKeys: number): Promise<Upstreams> {
-  const [cg, dex, src, rpc] = await Promise.all([startCoinGecko(), startDexScreener(), startSourcify(), startJsonRpc()]);
+  const [cg, dex, src, rpc] = await Promise.all([
+    startCoinGecko(),
+    startDexScreener(),
+    startSourcify(),
+    startJsonRpc(),
+  ]);
   seed(cg, dex, src, rpc, coldKeys);
   const all = { price_provider: cg, dex_provider: dex, sourcify: src, rpc } as const;
   const u: Upstreams = {

@@ -80,13 +80,21 @@ function tsType(s: Schema, indent: string): string {
   return types
     .map((t) => {
       switch (t) {
-        case 'string': return 'string';
-        case 'integer': case 'number': return 'number';
-        case 'boolean': return 'boolean';
-        case 'null': return 'null';
-        case 'array': return `Array<${s.items ? tsType(s.items, indent) : 'unknown'}>`;
-        case 'object': return objType(s, indent);
-        default: throw new Error(`unsupported type ${t}`);
+        case 'string':
+          return 'string';
+        case 'integer':
+        case 'number':
+          return 'number';
+        case 'boolean':
+          return 'boolean';
+        case 'null':
+          return 'null';
+        case 'array':
+          return `Array<${s.items ? tsType(s.items, indent) : 'unknown'}>`;
+        case 'object':
+          return objType(s, indent);
+        default:
+          throw new Error(`unsupported type ${t}`);
       }
     })
     .join(' | ');
@@ -101,9 +109,12 @@ function objType(s: Schema, indent: string): string {
     const doc = v.description ? `${inner}/** ${String(v.description).replace(/\*\//g, '* /')} */\n` : '';
     return `${doc}${inner}${k}${present ? '' : '?'}: ${tsType(v, inner)};`;
   });
-  const extra = s.additionalProperties && typeof s.additionalProperties === 'object'
-    ? [`${inner}[key: string]: ${tsType(s.additionalProperties, inner)};`]
-    : Object.keys(props).length === 0 || s.additionalProperties === true ? [`${inner}[key: string]: unknown;`] : [];
+  const extra =
+    s.additionalProperties && typeof s.additionalProperties === 'object'
+      ? [`${inner}[key: string]: ${tsType(s.additionalProperties, inner)};`]
+      : Object.keys(props).length === 0 || s.additionalProperties === true
+        ? [`${inner}[key: string]: unknown;`]
+        : [];
   return `{\n${[...lines, ...extra].join('\n')}\n${indent}}`;
 }
 
@@ -132,11 +143,17 @@ if (isMain) {
   for (const [name, content] of Object.entries(files)) {
     const p = join(outDir, name);
     let current = '';
-    try { current = readFileSync(p, 'utf8'); } catch { /* missing counts as drift */ }
+    try {
+      current = readFileSync(p, 'utf8');
+    } catch {
+      /* missing counts as drift */
+    }
     if (current === content) continue;
     if (check) {
       drift++;
-      console.error(`schema drift: src/generated/${name} is out of date; run \`npm run schemas\` and commit the result`);
+      console.error(
+        `schema drift: src/generated/${name} is out of date; run \`npm run schemas\` and commit the result`,
+      );
     } else {
       writeFileSync(p, content);
       console.log(`wrote src/generated/${name}`);

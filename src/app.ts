@@ -52,16 +52,28 @@ function requestContext(deps: AppDeps): ApiHandler {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       const route = (res.locals.route as string | undefined) ?? 'unmatched';
       metrics.httpRequest(route, req.method ?? '', res.statusCode, seconds);
-      access.info({ reqId: id, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100, auth: res.locals.billing?.kind }, 'request');
+      access.info(
+        {
+          reqId: id,
+          method: req.method,
+          route,
+          status: res.statusCode,
+          ms: Math.round(seconds * 1e5) / 100,
+          auth: res.locals.billing?.kind,
+        },
+        'request',
+      );
     });
     next();
   };
 }
 
-const routeLabel = (path: string): ApiHandler => (_req, res, next) => {
-  res.locals.route = path;
-  next();
-};
+const routeLabel =
+  (path: string): ApiHandler =>
+  (_req, res, next) => {
+    res.locals.route = path;
+    next();
+  };
 
 export function buildApp(deps: AppDeps): http.RequestListener {
   const { config, logger } = deps;

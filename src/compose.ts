@@ -60,7 +60,10 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     throw err;
   }
   // The signing and chain code loads only when payments are on: it is most of start-up time.
-  const payments = config.x402PayTo === null ? paymentsOff() : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
+  const payments =
+    config.x402PayTo === null
+      ? paymentsOff()
+      : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
   const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
   const agentDeps = { config, engine, logger, metrics };

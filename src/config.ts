@@ -2,7 +2,16 @@
  * The environment, read once, validated and frozen. A bad value stops start-up with a message
  * naming the variable. Every name here is public contract: the README documents each one.
  */
-export type ChainName = 'base' | 'ethereum' | 'optimism' | 'arbitrum' | 'polygon' | 'bsc' | 'avalanche' | 'base-sepolia' | 'sepolia';
+export type ChainName =
+  | 'base'
+  | 'ethereum'
+  | 'optimism'
+  | 'arbitrum'
+  | 'polygon'
+  | 'bsc'
+  | 'avalanche'
+  | 'base-sepolia'
+  | 'sepolia';
 
 /** Chain names used by contract_verified, rpc_health and payments, with their EVM chain ids. */
 export const CHAIN_IDS: Readonly<Record<ChainName, number>> = Object.freeze({
@@ -82,7 +91,13 @@ function int(env: Env, name: string, def: number, min: number, max: number): num
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
 }
-function bool(env: Env, name: string, def: boolean, truthy = ['true', '1', 'yes', 'on'], falsy = ['false', '0', 'no', 'off']): boolean {
+function bool(
+  env: Env,
+  name: string,
+  def: boolean,
+  truthy = ['true', '1', 'yes', 'on'],
+  falsy = ['false', '0', 'no', 'off'],
+): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
   const v = raw.trim().toLowerCase();
@@ -101,15 +116,20 @@ function url(env: Env, name: string, def: string | null): string | null {
   } catch {
     throw new ConfigError(`${name} must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${name} must use http or https, got ${u.protocol}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new ConfigError(`${name} must use http or https, got ${u.protocol}`);
   return raw.replace(/\/+$/, '');
 }
 function keyValueList(env: Env, name: string, def: string): Record<string, string> {
   const raw = str(env, name, def);
   const out: Record<string, string> = {};
-  for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`${name} must be a comma-separated list of name=value, got ${JSON.stringify(part)}`);
+    if (eq <= 0)
+      throw new ConfigError(`${name} must be a comma-separated list of name=value, got ${JSON.stringify(part)}`);
     out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
   }
   return out;
@@ -118,13 +138,15 @@ function keyValueList(env: Env, name: string, def: string): Record<string, strin
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const rpcRaw = keyValueList(env, 'RPC_URLS', '');
   const rpcUrls: Record<string, string> = {};
-  for (const [chain, u] of Object.entries(rpcRaw)) rpcUrls[chain] = url({ [`RPC_URLS[${chain}]`]: u }, `RPC_URLS[${chain}]`, '');
+  for (const [chain, u] of Object.entries(rpcRaw))
+    rpcUrls[chain] = url({ [`RPC_URLS[${chain}]`]: u }, `RPC_URLS[${chain}]`, '');
 
   const planRaw = keyValueList(env, 'PLAN_LIMITS', 'DeFi=10000,Execution=100000');
   const freeTier = int(env, 'FREE_TIER_MONTHLY_LIMIT', 100, 0, 1e9);
   const planLimits = { Basic: freeTier, DeFi: 10000, Execution: 100000 };
   for (const [plan, v] of Object.entries(planRaw)) {
-    if (plan !== 'DeFi' && plan !== 'Execution' && plan !== 'Basic') throw new ConfigError(`PLAN_LIMITS: unknown plan ${JSON.stringify(plan)} (Basic, DeFi, Execution)`);
+    if (plan !== 'DeFi' && plan !== 'Execution' && plan !== 'Basic')
+      throw new ConfigError(`PLAN_LIMITS: unknown plan ${JSON.stringify(plan)} (Basic, DeFi, Execution)`);
     planLimits[plan] = int({ v }, 'v', 0, 0, 1e12);
   }
 
@@ -134,13 +156,17 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   }
   const logLevel = str(env, 'LOG_LEVEL', 'info');
   const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-  if (!levels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${levels.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  if (!levels.includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${levels.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const settlement = str(env, 'X402_SETTLEMENT', 'local');
-  if (settlement !== 'local' && settlement !== 'facilitator') throw new ConfigError(`X402_SETTLEMENT must be local or facilitator, got ${JSON.stringify(settlement)}`);
+  if (settlement !== 'local' && settlement !== 'facilitator')
+    throw new ConfigError(`X402_SETTLEMENT must be local or facilitator, got ${JSON.stringify(settlement)}`);
   const payTo = optStr(env, 'X402_PAY_TO');
-  if (payTo !== null && !/^0x[0-9a-fA-F]{40}$/.test(payTo)) throw new ConfigError(`X402_PAY_TO must be a 0x-prefixed 20-byte address, got ${JSON.stringify(payTo)}`);
+  if (payTo !== null && !/^0x[0-9a-fA-F]{40}$/.test(payTo))
+    throw new ConfigError(`X402_PAY_TO must be a 0x-prefixed 20-byte address, got ${JSON.stringify(payTo)}`);
   const settlerKey = optStr(env, 'X402_SETTLER_KEY');
-  if (settlerKey !== null && !/^0x[0-9a-fA-F]{64}$/.test(settlerKey)) throw new ConfigError('X402_SETTLER_KEY must be a 0x-prefixed 32-byte hex private key');
+  if (settlerKey !== null && !/^0x[0-9a-fA-F]{64}$/.test(settlerKey))
+    throw new ConfigError('X402_SETTLER_KEY must be a 0x-prefixed 32-byte hex private key');
 
   const requestDeadlineMs = int(env, 'REQUEST_DEADLINE_MS', 250, 10, 10000);
   const cfg: Config = {
@@ -161,7 +187,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     maxDeadlineMs: 10000,
     billing: bool(env, 'BILLING', true),
     headStaleSeconds: int(env, 'HEAD_STALE_SECONDS', 60, 1, 86400),
-    bridgeStatusUrls: Object.freeze(str(env, 'BRIDGE_STATUS_URLS', '').split(',').map((s) => s.trim()).filter(Boolean).map((u, i) => url({ [`BRIDGE_STATUS_URLS[${i}]`]: u }, `BRIDGE_STATUS_URLS[${i}]`, ''))),
+    bridgeStatusUrls: Object.freeze(
+      str(env, 'BRIDGE_STATUS_URLS', '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map((u, i) => url({ [`BRIDGE_STATUS_URLS[${i}]`]: u }, `BRIDGE_STATUS_URLS[${i}]`, '')),
+    ),
     poolThreads: int(env, 'POOL_THREADS', 2, 0, 64),
     poolConcurrency: int(env, 'POOL_CONCURRENCY', 64, 1, 4096),
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 4096, 1, 1e6),

@@ -13,7 +13,11 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export type Verdict = 'proceed' | 'wait' | 'block';
 export type CacheOutcome = 'hit' | 'miss' | 'join';
 export type CircuitState = 'closed' | 'open' | 'half_open';
-export interface PoolSnapshot { queueSize: number; utilization: number; threads: number }
+export interface PoolSnapshot {
+  queueSize: number;
+  utilization: number;
+  threads: number;
+}
 
 export interface Metrics {
   registry: Registry;
@@ -82,32 +86,101 @@ export function createMetrics(): Metrics {
   collectDefaultMetrics({ register: registry });
   // These three default gauges end in _total, which Prometheus reserves for counters (promtool
   // rejects them); the same counts stay available, by type, in nodejs_active_{handles,requests,resources}.
-  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+    registry.removeSingleMetric(name);
   const reg = [registry];
 
-  const http = new Histogram({ name: 'preflight_http_request_duration_seconds', help: 'HTTP request duration by route pattern, method and status.', labelNames: ['route', 'method', 'status'], buckets: HTTP_BUCKETS, registers: reg });
-  const verdicts = new Counter({ name: 'preflight_verdicts_total', help: 'Verdicts returned, by endpoint and verdict.', labelNames: ['endpoint', 'verdict'], registers: reg });
-  const checks = new Counter({ name: 'preflight_checks_total', help: 'Checks evaluated, by check type and result status.', labelNames: ['type', 'status'], registers: reg });
-  const checkDuration = new Histogram({ name: 'preflight_check_duration_seconds', help: 'Check duration by check type and cache outcome (hit, miss, join).', labelNames: ['type', 'cache'], buckets: TASK_BUCKETS, registers: reg });
-  const cache = new Counter({ name: 'preflight_cache_lookups_total', help: 'Check cache lookups by result: hit, miss, or join of an in-flight single-flight call.', labelNames: ['result'], registers: reg });
-  const upstreams = new Counter({ name: 'preflight_upstream_requests_total', help: 'Upstream calls by upstream and outcome (ok or a reason code).', labelNames: ['upstream', 'outcome'], registers: reg });
-  const poolTask = new Histogram({ name: 'preflight_pool_task_duration_seconds', help: 'Worker pool task duration, queue wait included.', buckets: TASK_BUCKETS, registers: reg });
-  const payments = new Counter({ name: 'preflight_payments_total', help: 'x402 payment attempts by outcome.', labelNames: ['outcome'], registers: reg });
-  const quota = new Counter({ name: 'preflight_quota_rejections_total', help: 'Requests rejected for an exhausted plan quota, by plan.', labelNames: ['plan'], registers: reg });
-  const circuit = new Gauge({ name: 'preflight_circuit_breaker_state', help: 'Circuit breaker state per upstream: 1 for the current state, 0 for the others.', labelNames: ['upstream', 'state'], registers: reg });
+  const http = new Histogram({
+    name: 'preflight_http_request_duration_seconds',
+    help: 'HTTP request duration by route pattern, method and status.',
+    labelNames: ['route', 'method', 'status'],
+    buckets: HTTP_BUCKETS,
+    registers: reg,
+  });
+  const verdicts = new Counter({
+    name: 'preflight_verdicts_total',
+    help: 'Verdicts returned, by endpoint and verdict.',
+    labelNames: ['endpoint', 'verdict'],
+    registers: reg,
+  });
+  const checks = new Counter({
+    name: 'preflight_checks_total',
+    help: 'Checks evaluated, by check type and result status.',
+    labelNames: ['type', 'status'],
+    registers: reg,
+  });
+  const checkDuration = new Histogram({
+    name: 'preflight_check_duration_seconds',
+    help: 'Check duration by check type and cache outcome (hit, miss, join).',
+    labelNames: ['type', 'cache'],
+    buckets: TASK_BUCKETS,
+    registers: reg,
+  });
+  const cache = new Counter({
+    name: 'preflight_cache_lookups_total',
+    help: 'Check cache lookups by result: hit, miss, or join of an in-flight single-flight call.',
+    labelNames: ['result'],
+    registers: reg,
+  });
+  const upstreams = new Counter({
+    name: 'preflight_upstream_requests_total',
+    help: 'Upstream calls by upstream and outcome (ok or a reason code).',
+    labelNames: ['upstream', 'outcome'],
+    registers: reg,
+  });
+  const poolTask = new Histogram({
+    name: 'preflight_pool_task_duration_seconds',
+    help: 'Worker pool task duration, queue wait included.',
+    buckets: TASK_BUCKETS,
+    registers: reg,
+  });
+  const payments = new Counter({
+    name: 'preflight_payments_total',
+    help: 'x402 payment attempts by outcome.',
+    labelNames: ['outcome'],
+    registers: reg,
+  });
+  const quota = new Counter({
+    name: 'preflight_quota_rejections_total',
+    help: 'Requests rejected for an exhausted plan quota, by plan.',
+    labelNames: ['plan'],
+    registers: reg,
+  });
+  const circuit = new Gauge({
+    name: 'preflight_circuit_breaker_state',
+    help: 'Circuit breaker state per upstream: 1 for the current state, 0 for the others.',
+    labelNames: ['upstream', 'state'],
+    registers: reg,
+  });
 
   let poolSource: (() => PoolSnapshot) | null = null;
-  const readPool = (pick: (s: PoolSnapshot) => number) => function (this: Gauge) {
-    if (poolSource === null) return;
-    try {
-      this.set(pick(poolSource()));
-    } catch {
-      sourceErrors.inc({ source: 'pool' });
-    }
-  };
-  new Gauge({ name: 'preflight_pool_queue_size', help: 'Tasks waiting in the worker pool queue.', registers: reg, collect: readPool((s) => s.queueSize) });
-  new Gauge({ name: 'preflight_pool_utilization_ratio', help: 'Worker pool utilisation, 0 to 1.', registers: reg, collect: readPool((s) => s.utilization) });
-  new Gauge({ name: 'preflight_pool_threads', help: 'Worker pool threads (0 runs checks inline).', registers: reg, collect: readPool((s) => s.threads) });
+  const readPool = (pick: (s: PoolSnapshot) => number) =>
+    function (this: Gauge) {
+      if (poolSource === null) return;
+      try {
+        this.set(pick(poolSource()));
+      } catch {
+        sourceErrors.inc({ source: 'pool' });
+      }
+    };
+  new Gauge({
+    name: 'preflight_pool_queue_size',
+    help: 'Tasks waiting in the worker pool queue.',
+    registers: reg,
+    collect: readPool((s) => s.queueSize),
+  });
+  new Gauge({
+    name: 'preflight_pool_utilization_ratio',
+    help: 'Worker pool utilisation, 0 to 1.',
+    registers: reg,
+    collect: readPool((s) => s.utilization),
+  });
+  new Gauge({
+    name: 'preflight_pool_threads',
+    help: 'Worker pool threads (0 runs checks inline).',
+    registers: reg,
+    collect: readPool((s) => s.threads),
+  });
 
   let ledgerSource: (() => Promise<Record<string, number>>) | null = null;
   let ledgerRead: Promise<void> = Promise.resolve();

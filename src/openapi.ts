@@ -28,11 +28,28 @@ export function buildOpenApi(serverUrl: string | null): Json {
   const paths: Json = {};
 
   for (const e of GET_ENDPOINTS) {
-    const schema = e.response ? (e.array ? { type: 'array', items: ref(e.response) } : ref(e.response)) : { type: 'object' };
-    const ok = e.path === '/metrics'
-      ? { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }
-      : json(schema, 'OK');
-    paths[e.path] = { get: { operationId: `get${e.path.replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}` || 'getRoot', summary: e.summary, tags: [e.tag], responses: { 200: ok } } };
+    const schema = e.response
+      ? e.array
+        ? { type: 'array', items: ref(e.response) }
+        : ref(e.response)
+      : { type: 'object' };
+    const ok =
+      e.path === '/metrics'
+        ? {
+            description: 'Prometheus text exposition format',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          }
+        : json(schema, 'OK');
+    paths[e.path] = {
+      get: {
+        operationId:
+          `get${e.path.replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}` ||
+          'getRoot',
+        summary: e.summary,
+        tags: [e.tag],
+        responses: { 200: ok },
+      },
+    };
   }
 
   for (const e of POST_ENDPOINTS) {
@@ -43,11 +60,20 @@ export function buildOpenApi(serverUrl: string | null): Json {
     };
     const security: Json[] = [];
     if (e.access !== 'free') {
-      responses[402] = { description: 'Payment required: the x402 challenge (v2 in the PAYMENT-REQUIRED header, v1 as the body)', headers: { 'PAYMENT-REQUIRED': { schema: { type: 'string' }, description: 'base64 JSON of the x402 v2 PaymentRequired' } }, content: { 'application/json': { schema: { type: 'object' } } } };
+      responses[402] = {
+        description: 'Payment required: the x402 challenge (v2 in the PAYMENT-REQUIRED header, v1 as the body)',
+        headers: {
+          'PAYMENT-REQUIRED': { schema: { type: 'string' }, description: 'base64 JSON of the x402 v2 PaymentRequired' },
+        },
+        content: { 'application/json': { schema: { type: 'object' } } },
+      };
       responses[400] = json(errorBody, 'Malformed payment header');
     }
     if (e.access === 'paid') {
-      responses[401] = json(errorBody, 'Unknown or revoked API key, or no credentials when payments are not configured');
+      responses[401] = json(
+        errorBody,
+        'Unknown or revoked API key, or no credentials when payments are not configured',
+      );
       responses[429] = json(errorBody, 'Monthly quota used up (with limit, used, resets_at) or too many signups');
       security.push({ ApiKey: [] }, { BearerKey: [] }, { X402Payment: [] }, { X402PaymentV1: [] });
     } else if (e.access === 'payment_only') {
@@ -57,7 +83,9 @@ export function buildOpenApi(serverUrl: string | null): Json {
     }
     paths[e.path] = {
       post: {
-        operationId: e.path.replace(/^\/v1\//, '').replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : '')),
+        operationId: e.path
+          .replace(/^\/v1\//, '')
+          .replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : '')),
         summary: e.summary,
         tags: [e.tag],
         requestBody: { required: true, content: { 'application/json': { schema: ref(e.request) } } },
@@ -72,7 +100,8 @@ export function buildOpenApi(serverUrl: string | null): Json {
     info: {
       title: 'Pre-execution verification service',
       version: VERSION,
-      description: 'Checks an on-chain action against live data before an agent executes it, and answers proceed, wait or block with confidence, risk, expiry and evidence.',
+      description:
+        'Checks an on-chain action against live data before an agent executes it, and answers proceed, wait or block with confidence, risk, expiry and evidence.',
     },
     servers: [{ url: serverUrl ?? '/' }],
     tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS].map((e) => e.tag))].map((name) => ({ name })),
@@ -82,8 +111,18 @@ export function buildOpenApi(serverUrl: string | null): Json {
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
         BearerKey: { type: 'http', scheme: 'bearer', description: 'The API key as a Bearer token' },
-        X402Payment: { type: 'apiKey', in: 'header', name: 'PAYMENT-SIGNATURE', description: 'x402 v2 payment payload, base64 JSON' },
-        X402PaymentV1: { type: 'apiKey', in: 'header', name: 'X-PAYMENT', description: 'x402 v1 payment payload, base64 JSON' },
+        X402Payment: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'PAYMENT-SIGNATURE',
+          description: 'x402 v2 payment payload, base64 JSON',
+        },
+        X402PaymentV1: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-PAYMENT',
+          description: 'x402 v1 payment payload, base64 JSON',
+        },
       },
     },
   };

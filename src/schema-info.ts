@@ -1,7 +1,13 @@
 /** Facts derived from the schemas, so no list is copied by hand. */
 import { schemas } from './generated/schemas.js';
 
-type AnySchema = { $id?: string; properties?: Record<string, any>; required?: readonly string[]; description?: string; oneOf?: readonly { $ref: string }[] };
+type AnySchema = {
+  $id?: string;
+  properties?: Record<string, any>;
+  required?: readonly string[];
+  description?: string;
+  oneOf?: readonly { $ref: string }[];
+};
 
 const all = schemas as unknown as Record<string, AnySchema>;
 
@@ -10,7 +16,9 @@ export const CHECK_TYPES: readonly string[] = Object.freeze(
   (all.Check.oneOf ?? []).map((ref) => all[ref.$ref].properties!.type.const as string),
 );
 
-export const GUARD_ACTIONS: readonly string[] = Object.freeze([...(all.GuardRequest.properties!.action.enum as string[])]);
+export const GUARD_ACTIONS: readonly string[] = Object.freeze([
+  ...(all.GuardRequest.properties!.action.enum as string[]),
+]);
 
 export interface FieldInfo {
   name: string;

@@ -23,25 +23,33 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   const bootedAt = Date.now();
   let app: http.RequestListener | null = null;
   const held: Array<() => void> = [];
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 }, (req, res) => {
-    if (app) return app(req, res);
-    if (req.method === 'GET' && req.url === '/health') {
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-      res.end(JSON.stringify({ status: 'ok', version: VERSION, uptime_s: Math.floor((Date.now() - bootedAt) / 1000) }));
-      return;
-    }
-    held.push(() => app!(req, res));
-  });
+  const server = http.createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: 30_000, headersTimeout: 20_000 },
+    (req, res) => {
+      if (app) return app(req, res);
+      if (req.method === 'GET' && req.url === '/health') {
+        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+        res.end(
+          JSON.stringify({ status: 'ok', version: VERSION, uptime_s: Math.floor((Date.now() - bootedAt) / 1000) }),
+        );
+        return;
+      }
+      held.push(() => app!(req, res));
+    },
+  );
 
   // Node answers a malformed request or oversized headers itself, with no body; answer in the
   // service's error shape instead.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy();
-    const [status, reason, detail] = err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request Header Fields Too Large', 'Request headers too large: the limit is 16 KiB']
-      : [400, 'Bad Request', 'Malformed HTTP request'];
+    const [status, reason, detail] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'Request headers too large: the limit is 16 KiB']
+        : [400, 'Bad Request', 'Malformed HTTP request'];
     const body = JSON.stringify({ detail });
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
 
   let inflight = 0;
@@ -76,7 +84,17 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   }
   app = buildApp(service.deps);
   for (const serve of held.splice(0)) serve();
-  logger.info({ pool: service.engine.executor.kind, threads: config.poolThreads, store: service.store.kind, billing: config.billing, payments: service.payments.configured, ms: Date.now() - bootedAt }, 'ready');
+  logger.info(
+    {
+      pool: service.engine.executor.kind,
+      threads: config.poolThreads,
+      store: service.store.kind,
+      billing: config.billing,
+      payments: service.payments.configured,
+      ms: Date.now() - bootedAt,
+    },
+    'ready',
+  );
 
   async function shutdown(reason: string): Promise<void> {
     if (draining) return;

@@ -9,7 +9,9 @@ import { executeOne, type ExecItem } from '../src/engine/execute.js';
 
 const config = (workerData as { config: Readonly<Config> }).config;
 
-export default async function run(task: { items: ExecItem[]; hardTimeoutMs: number; port: MessagePort } | { warm: true }): Promise<number> {
+export default async function run(
+  task: { items: ExecItem[]; hardTimeoutMs: number; port: MessagePort } | { warm: true },
+): Promise<number> {
   if (!('items' in task)) return 0; // warm-up: loading this module was the work
   await Promise.all(
     task.items.map(async (item) => {

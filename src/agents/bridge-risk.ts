@@ -24,7 +24,12 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is
 
 /** The per-URL view of one bridge_exploit_monitor result. */
 export function bridgeView(url: string, r: CheckResult): Bridge {
-  const obs = (r.observed ?? {}) as { http_status?: unknown; indicator?: unknown; danger_found?: unknown; safe_found?: unknown };
+  const obs = (r.observed ?? {}) as {
+    http_status?: unknown;
+    indicator?: unknown;
+    danger_found?: unknown;
+    safe_found?: unknown;
+  };
   return {
     status_url: url,
     status: r.status,
@@ -39,7 +44,12 @@ export function bridgeView(url: string, r: CheckResult): Bridge {
   };
 }
 
-export function bridgeRiskResponse(body: BridgeRiskRequest, urls: string[], results: CheckResult[], meta: ReturnType<typeof agentMeta>): BridgeRiskResponse {
+export function bridgeRiskResponse(
+  body: BridgeRiskRequest,
+  urls: string[],
+  results: CheckResult[],
+  meta: ReturnType<typeof agentMeta>,
+): BridgeRiskResponse {
   const v = verdict(results, bridgePolicy(body.strict_mode));
   return {
     verdict: v.verdict,

@@ -23,7 +23,11 @@ export class PriceSnapshots {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<UpstreamResult<Record<string, SimplePrice>>>>();
 
-  constructor(private readonly ttlMs = 30_000, private readonly maxEntries = 256, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly ttlMs = 30_000,
+    private readonly maxEntries = 256,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async get(config: Readonly<Config>, ids: readonly string[], quote: string, signal: AbortSignal): Promise<Snapshot> {
     const key = `${quote}|${[...ids].sort().join(',')}`;

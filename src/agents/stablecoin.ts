@@ -31,14 +31,38 @@ export function requestedAssets(body: StablecoinIntelligenceRequest): string[] {
 }
 
 /** One result per asset from the one snapshot: the stablecoin_depeg rule, or the provider's failure. */
-export function assessAssets(body: StablecoinIntelligenceRequest, assets: string[], snap: Snapshot, nowMs: number): { results: CheckResult[]; views: Asset[] } {
+export function assessAssets(
+  body: StablecoinIntelligenceRequest,
+  assets: string[],
+  snap: Snapshot,
+  nowMs: number,
+): { results: CheckResult[]; views: Asset[] } {
   const results: CheckResult[] = [];
   const views: Asset[] = [];
   for (const asset_id of assets) {
-    const check = { type: 'stablecoin_depeg' as const, asset_id, quote: body.quote, warn_deviation_pct: body.warn_deviation_pct, block_deviation_pct: body.block_deviation_pct };
-    const outcome = snap.res.ok ? evaluateDepeg(check, snap.res.data[asset_id], snap.res.source) : fromUpstreamFail(snap.res, DEPEG_TTL_S);
-    results.push({ ...outcome, name: `stablecoin_depeg[${asset_id}]`, type: 'stablecoin_depeg', latency_ms: snap.cached ? 0 : snap.res.latencyMs, cached: snap.cached, age_s: snap.ageS });
-    const obs = (outcome.observed ?? {}) as { price?: number | null; deviation_pct?: number; last_updated_at?: number | null };
+    const check = {
+      type: 'stablecoin_depeg' as const,
+      asset_id,
+      quote: body.quote,
+      warn_deviation_pct: body.warn_deviation_pct,
+      block_deviation_pct: body.block_deviation_pct,
+    };
+    const outcome = snap.res.ok
+      ? evaluateDepeg(check, snap.res.data[asset_id], snap.res.source)
+      : fromUpstreamFail(snap.res, DEPEG_TTL_S);
+    results.push({
+      ...outcome,
+      name: `stablecoin_depeg[${asset_id}]`,
+      type: 'stablecoin_depeg',
+      latency_ms: snap.cached ? 0 : snap.res.latencyMs,
+      cached: snap.cached,
+      age_s: snap.ageS,
+    });
+    const obs = (outcome.observed ?? {}) as {
+      price?: number | null;
+      deviation_pct?: number;
+      last_updated_at?: number | null;
+    };
     const updated = typeof obs.last_updated_at === 'number' ? obs.last_updated_at : null;
     views.push({
       asset_id,
@@ -58,9 +82,18 @@ export function assessAssets(body: StablecoinIntelligenceRequest, assets: string
 export function summariseAssets(views: Asset[]): Summary {
   const counts = { pegged: 0, warning: 0, depegged: 0, unknown: 0 };
   for (const v of views) counts[v.status]++;
-  const worst = [...views].sort((a, b) => PEG_SEVERITY[b.status] - PEG_SEVERITY[a.status] || (b.deviation_pct ?? 0) - (a.deviation_pct ?? 0))[0];
+  const worst = [...views].sort(
+    (a, b) => PEG_SEVERITY[b.status] - PEG_SEVERITY[a.status] || (b.deviation_pct ?? 0) - (a.deviation_pct ?? 0),
+  )[0];
   const tally = `${counts.pegged} pegged, ${counts.warning} warning, ${counts.depegged} depegged, ${counts.unknown} unknown`;
-  if (!worst) return { worst_asset: null, worst_status: null, worst_deviation_pct: null, counts, message: 'No asset was analysed.' };
+  if (!worst)
+    return {
+      worst_asset: null,
+      worst_status: null,
+      worst_deviation_pct: null,
+      counts,
+      message: 'No asset was analysed.',
+    };
   const off = worst.deviation_pct === null ? '' : ` (${fmtPct(worst.deviation_pct)} off peg)`;
   return {
     worst_asset: worst.asset_id,
@@ -105,8 +138,14 @@ export function stablecoinHandler(deps: AgentDeps): ApiHandler {
       cached: snap.cached,
       ...agentMeta(requestId, started),
     };
-    metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/agents/stablecoin-intelligence/analyze', response.verdict);
-    logger.debug({ reqId: requestId, assets: assets.length, verdict: response.verdict, cached: snap.cached }, 'stablecoins analysed');
+    metrics?.verdict(
+      (res.locals.route as string | undefined) ?? '/v1/agents/stablecoin-intelligence/analyze',
+      response.verdict,
+    );
+    logger.debug(
+      { reqId: requestId, assets: assets.length, verdict: response.verdict, cached: snap.cached },
+      'stablecoins analysed',
+    );
     sendJson(res, 200, response);
   };
 }

@@ -35,7 +35,11 @@ export function stablecoinOf(o: YieldRouteOption): string {
 }
 
 /** Each exclusion rule as data: the code, when it applies, and its sentence. */
-const RULES: ReadonlyArray<{ code: Reason['code']; applies: (o: YieldRouteOption, r: YieldRoutingRequest, peg: PegFinding) => boolean; message: (o: YieldRouteOption, r: YieldRoutingRequest, peg: PegFinding) => string }> = [
+const RULES: ReadonlyArray<{
+  code: Reason['code'];
+  applies: (o: YieldRouteOption, r: YieldRoutingRequest, peg: PegFinding) => boolean;
+  message: (o: YieldRouteOption, r: YieldRoutingRequest, peg: PegFinding) => string;
+}> = [
   {
     code: 'liquidity_unknown',
     // Unknown liquidity cannot be shown to meet a positive minimum.
@@ -45,7 +49,8 @@ const RULES: ReadonlyArray<{ code: Reason['code']; applies: (o: YieldRouteOption
   {
     code: 'liquidity_below_min',
     applies: (o, r) => typeof o.liquidity_usd === 'number' && o.liquidity_usd < r.min_liquidity_usd,
-    message: (o, r) => `Liquidity ${fmtUsd(o.liquidity_usd as number)} is below the minimum ${fmtUsd(r.min_liquidity_usd)}.`,
+    message: (o, r) =>
+      `Liquidity ${fmtUsd(o.liquidity_usd as number)} is below the minimum ${fmtUsd(r.min_liquidity_usd)}.`,
   },
   {
     code: 'risk_above_max',
@@ -53,7 +58,11 @@ const RULES: ReadonlyArray<{ code: Reason['code']; applies: (o: YieldRouteOption
     message: (o, r) => `Risk score ${fmtNum(o.risk_score)} is above the maximum ${fmtNum(r.max_risk_score)}.`,
   },
   { code: 'stablecoin_depegged', applies: (_o, _r, p) => p.status === 'depegged', message: (_o, _r, p) => p.message },
-  { code: 'stablecoin_unknown', applies: (_o, _r, p) => p.status === 'unknown' && !p.unverified, message: (_o, _r, p) => p.message },
+  {
+    code: 'stablecoin_unknown',
+    applies: (_o, _r, p) => p.status === 'unknown' && !p.unverified,
+    message: (_o, _r, p) => p.message,
+  },
   // Could not verify is never safe: an option whose peg could not be checked is not recommended.
   { code: 'stablecoin_unverified', applies: (_o, _r, p) => p.unverified, message: (_o, _r, p) => p.message },
 ];
@@ -70,7 +79,12 @@ export function routeYield(req: YieldRoutingRequest, pegs: Readonly<Record<strin
   const excluded: Excluded[] = [];
   req.options.forEach((o, index) => {
     const asset = stablecoinOf(o);
-    const peg = pegs[asset] ?? { status: 'unknown', reason: 'not_checked', message: `The peg of ${asset} was not checked.`, unverified: true };
+    const peg = pegs[asset] ?? {
+      status: 'unknown',
+      reason: 'not_checked',
+      message: `The peg of ${asset} was not checked.`,
+      unverified: true,
+    };
     const view = {
       name: o.name,
       protocol: o.protocol ?? null,
@@ -81,11 +95,23 @@ export function routeYield(req: YieldRoutingRequest, pegs: Readonly<Record<strin
       stablecoin_asset_id: asset,
       stablecoin_status: peg.status,
     };
-    const reasons = RULES.filter((rule) => rule.applies(o, req, peg)).map((rule) => ({ code: rule.code, message: rule.message(o, req, peg) }));
+    const reasons = RULES.filter((rule) => rule.applies(o, req, peg)).map((rule) => ({
+      code: rule.code,
+      message: rule.message(o, req, peg),
+    }));
     if (reasons.length > 0) excluded.push({ ...view, reasons });
-    else ranked.push({ ...view, rank: 0, score: score(o.apy, o.risk_score), preferred_chain: prefer !== null && o.chain === prefer, index });
+    else
+      ranked.push({
+        ...view,
+        rank: 0,
+        score: score(o.apy, o.risk_score),
+        preferred_chain: prefer !== null && o.chain === prefer,
+        index,
+      });
   });
-  ranked.sort((a, b) => b.score - a.score || Number(b.preferred_chain) - Number(a.preferred_chain) || a.index - b.index);
+  ranked.sort(
+    (a, b) => b.score - a.score || Number(b.preferred_chain) - Number(a.preferred_chain) || a.index - b.index,
+  );
   const out = ranked.map(({ index: _index, ...r }, i) => ({ ...r, rank: i + 1 }));
   return { recommended: out[0] ?? null, ranked: out, excluded };
 }
@@ -93,7 +119,11 @@ export function routeYield(req: YieldRoutingRequest, pegs: Readonly<Record<strin
 /** One sentence for the caller: the pick and why, or why there is none. */
 export function summarise(routed: Routed, total: number): string {
   const r = routed.recommended;
-  if (r === null) return `No option qualifies: all ${total} excluded (${[...new Set(routed.excluded.flatMap((e) => e.reasons.map((x) => x.code)))].join(', ')}).`;
-  const tie = routed.ranked[1] !== undefined && routed.ranked[1].score === r.score && r.preferred_chain ? ', preferred chain breaking a tie' : '';
+  if (r === null)
+    return `No option qualifies: all ${total} excluded (${[...new Set(routed.excluded.flatMap((e) => e.reasons.map((x) => x.code)))].join(', ')}).`;
+  const tie =
+    routed.ranked[1] !== undefined && routed.ranked[1].score === r.score && r.preferred_chain
+      ? ', preferred chain breaking a tie'
+      : '';
   return `Recommended ${r.name} on ${r.chain}: ${fmtNum(r.apy)}% APY at risk ${fmtNum(r.risk_score)} scores ${fmtNum(r.score)}${tie}; ${routed.ranked.length} of ${total} option(s) qualify, ${routed.excluded.length} excluded.`;
 }

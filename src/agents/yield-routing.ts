@@ -14,11 +14,19 @@ import { agentMeta, pegStatus } from './peg.js';
 import { SCORE_FORMULA, routeYield, stablecoinOf, summarise, type PegFinding } from './yield-rank.js';
 
 /** The depeg checks, one per distinct stablecoin, with the guard's peg thresholds. */
-export function pegChecks(body: YieldRoutingRequest): Array<{ name: string; check: { type: string; [k: string]: unknown } }> {
+export function pegChecks(
+  body: YieldRoutingRequest,
+): Array<{ name: string; check: { type: string; [k: string]: unknown } }> {
   const assets = [...new Set(body.options.map(stablecoinOf))];
   return assets.map((asset_id) => ({
     name: `stablecoin_depeg[${asset_id}]`,
-    check: { type: 'stablecoin_depeg', asset_id, quote: 'usd', warn_deviation_pct: GUARD_THRESHOLDS.depegWarnPct, block_deviation_pct: GUARD_THRESHOLDS.depegBlockPct },
+    check: {
+      type: 'stablecoin_depeg',
+      asset_id,
+      quote: 'usd',
+      warn_deviation_pct: GUARD_THRESHOLDS.depegWarnPct,
+      block_deviation_pct: GUARD_THRESHOLDS.depegBlockPct,
+    },
   }));
 }
 
@@ -30,12 +38,22 @@ export function pegFindings(results: CheckResult[], assets: string[]): Record<st
   return out;
 }
 
-export function yieldResponse(body: YieldRoutingRequest, results: CheckResult[], assets: string[], meta: ReturnType<typeof agentMeta>): YieldRoutingResponse {
+export function yieldResponse(
+  body: YieldRoutingRequest,
+  results: CheckResult[],
+  assets: string[],
+  meta: ReturnType<typeof agentMeta>,
+): YieldRoutingResponse {
   const pegs = pegFindings(results, assets);
   const routed = routeYield(body, pegs);
   return {
     ...routed,
-    criteria: { min_liquidity_usd: body.min_liquidity_usd, max_risk_score: body.max_risk_score, prefer_chain: body.prefer_chain ?? null, score: SCORE_FORMULA },
+    criteria: {
+      min_liquidity_usd: body.min_liquidity_usd,
+      max_risk_score: body.max_risk_score,
+      prefer_chain: body.prefer_chain ?? null,
+      score: SCORE_FORMULA,
+    },
     stablecoins: results.map((r, i) => {
       const obs = (r.observed ?? {}) as { price?: unknown; deviation_pct?: unknown };
       return {
@@ -61,8 +79,21 @@ export function yieldRoutingHandler(deps: AgentDeps): ApiHandler {
     const requestId = (res.locals.requestId as string | undefined) ?? randomUUID();
     const planned = pegChecks(body);
     const results = await engine.run(planned, { deadlineMs: config.requestDeadlineMs, requestId });
-    const response = yieldResponse(body, results, planned.map((p) => p.check.asset_id as string), agentMeta(requestId, started));
-    logger.debug({ reqId: requestId, options: body.options.length, ranked: response.ranked.length, recommended: response.recommended?.name ?? null }, 'yield routed');
+    const response = yieldResponse(
+      body,
+      results,
+      planned.map((p) => p.check.asset_id as string),
+      agentMeta(requestId, started),
+    );
+    logger.debug(
+      {
+        reqId: requestId,
+        options: body.options.length,
+        ranked: response.ranked.length,
+        recommended: response.recommended?.name ?? null,
+      },
+      'yield routed',
+    );
     sendJson(res, 200, response);
   };
 }

@@ -98,7 +98,12 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
 
   function storeDown(err: unknown, what: string): HttpError {
     log.error({ err, what }, 'billing store unavailable');
-    return new HttpError(503, 'The billing store is unavailable right now; nothing was counted. Retry shortly.', {}, { 'Retry-After': '5' });
+    return new HttpError(
+      503,
+      'The billing store is unavailable right now; nothing was counted. Retry shortly.',
+      {},
+      { 'Retry-After': '5' },
+    );
   }
 
   async function viaPayment(req: ApiRequest, res: ApiResponse, next: Next, note?: string): Promise<void> {
@@ -127,24 +132,36 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
 
   function paymentsOff(e: GatedEndpoint): HttpError {
     const alt = keyedPath(e);
-    const tail = alt ? ` Use ${alt} with an API key instead (free key: POST ${SIGNUP_PATH}).` : ` Use an API key on the keyed endpoints (free key: POST ${SIGNUP_PATH}).`;
-    return new HttpError(401, `${e.path} is paid per call with x402, which this server has not configured.${tail}`, { signup: SIGNUP_PATH }, { 'WWW-Authenticate': BEARER_REALM });
+    const tail = alt
+      ? ` Use ${alt} with an API key instead (free key: POST ${SIGNUP_PATH}).`
+      : ` Use an API key on the keyed endpoints (free key: POST ${SIGNUP_PATH}).`;
+    return new HttpError(
+      401,
+      `${e.path} is paid per call with x402, which this server has not configured.${tail}`,
+      { signup: SIGNUP_PATH },
+      { 'WWW-Authenticate': BEARER_REALM },
+    );
   }
 
   async function viaKey(e: GatedEndpoint, raw: string, req: ApiRequest, res: ApiResponse, next: Next): Promise<void> {
-    let record;
+    let record: Awaited<ReturnType<typeof keys.resolve>>;
     try {
       record = await keys.resolve(raw);
     } catch (err) {
       throw storeDown(err, 'key lookup');
     }
     if (!record || record.revokedAt !== null) {
-      throw new HttpError(401, `Unknown or revoked API key. Get a new one with POST ${SIGNUP_PATH}.`, { signup: SIGNUP_PATH }, { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` });
+      throw new HttpError(
+        401,
+        `Unknown or revoked API key. Get a new one with POST ${SIGNUP_PATH}.`,
+        { signup: SIGNUP_PATH },
+        { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` },
+      );
     }
     const at = now();
     const period = usagePeriod(at);
     const limit = planLimit(config, record.plan);
-    let usage;
+    let usage: Awaited<ReturnType<typeof store.consumeQuota>>;
     try {
       usage = await store.consumeQuota(record.id, period, limit);
     } catch (err) {
@@ -160,7 +177,13 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
         429,
         `The monthly quota of this API key (${record.plan} plan, ${limit} calls) is used up; it resets at ${resetsAt}.` +
           (payments ? ` Meanwhile each call can be paid with x402 at ${payPerCallPath(e)} (${PRICE_DISPLAY}).` : ''),
-        { limit, used: usage.used, resets_at: resetsAt, plan: record.plan, pay_per_call: payments ? { endpoint: payPerCallPath(e), price: PRICE_DISPLAY } : null },
+        {
+          limit,
+          used: usage.used,
+          resets_at: resetsAt,
+          plan: record.plan,
+          pay_per_call: payments ? { endpoint: payPerCallPath(e), price: PRICE_DISPLAY } : null,
+        },
         { 'Retry-After': String(view.resetSeconds) },
       );
     }
@@ -190,7 +213,12 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
       const raw = presentedKey(req);
       if (raw !== null) return viaKey(e, raw, req, res, next);
       if (!payments) throw noCredentials();
-      await viaPayment(req, res, next, `An API key also works here: get a free one with POST ${SIGNUP_PATH} and send it as x-api-key.`);
+      await viaPayment(
+        req,
+        res,
+        next,
+        `An API key also works here: get a free one with POST ${SIGNUP_PATH} and send it as x-api-key.`,
+      );
     };
   };
 }

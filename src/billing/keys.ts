@@ -67,7 +67,10 @@ export class KeyResolver {
   private readonly maxEntries: number;
   private readonly now: () => number;
 
-  constructor(private readonly store: Pick<Store, 'findApiKeyByHash'>, opts: KeyResolverOptions = {}) {
+  constructor(
+    private readonly store: Pick<Store, 'findApiKeyByHash'>,
+    opts: KeyResolverOptions = {},
+  ) {
     this.ttlMs = opts.ttlMs ?? 5000;
     this.maxEntries = opts.maxEntries ?? 10_000;
     this.now = opts.now ?? Date.now;

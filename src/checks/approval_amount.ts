@@ -22,7 +22,12 @@ export function evaluateApproval(check: ApprovalAmountCheck): CheckOutcome {
   const expected = { unlimited_threshold: UNLIMITED_THRESHOLD.toString() };
   const base = { source: null, ttl_s: APPROVAL_TTL_S, expected };
   // The schema already refuses other strings with a 422; this guards direct callers.
-  if (!AMOUNT.test(check.amount)) return checkError('invalid_amount', `The amount ${JSON.stringify(check.amount)} is not a decimal or 0x-hex integer.`, null);
+  if (!AMOUNT.test(check.amount))
+    return checkError(
+      'invalid_amount',
+      `The amount ${JSON.stringify(check.amount)} is not a decimal or 0x-hex integer.`,
+      null,
+    );
   const amount = BigInt(check.amount);
   const spender = check.spender ? check.spender : null;
   const safeList = (check.known_safe_addresses ?? []).map((a) => a.toLowerCase());
@@ -33,21 +38,57 @@ export function evaluateApproval(check: ApprovalAmountCheck): CheckOutcome {
   const to = spender === null ? 'to an unnamed spender' : `to ${spender}`;
 
   if (amount === 0n) {
-    return { ...base, observed, status: 'pass', reason: null, message: `An approval of 0 ${to} revokes the allowance.` };
+    return {
+      ...base,
+      observed,
+      status: 'pass',
+      reason: null,
+      message: `An approval of 0 ${to} revokes the allowance.`,
+    };
   }
   if (spender !== null && ZERO_ADDRESS.test(spender)) {
-    return { ...base, observed, status: 'fail', reason: 'zero_address_spender', message: `${what} to the zero address can never be used legitimately.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'zero_address_spender',
+      message: `${what} to the zero address can never be used legitimately.`,
+    };
   }
   if (unlimited && knownSafe) {
-    return { ...base, observed, status: 'warn', reason: 'unlimited_approval', message: `${what} ${to}, a known safe spender; an exact amount is still safer.` };
+    return {
+      ...base,
+      observed,
+      status: 'warn',
+      reason: 'unlimited_approval',
+      message: `${what} ${to}, a known safe spender; an exact amount is still safer.`,
+    };
   }
   if (unlimited) {
-    return { ...base, observed, status: 'fail', reason: 'unlimited_approval', message: `${what} ${to} lets the spender move the whole balance at any time.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'unlimited_approval',
+      message: `${what} ${to} lets the spender move the whole balance at any time.`,
+    };
   }
   if (spender === null) {
-    return { ...base, observed, status: 'warn', reason: 'spender_unknown', message: `${what} names no spender, so it cannot be judged.` };
+    return {
+      ...base,
+      observed,
+      status: 'warn',
+      reason: 'spender_unknown',
+      message: `${what} names no spender, so it cannot be judged.`,
+    };
   }
-  return { ...base, observed, status: 'pass', reason: null, message: `${what} ${to} is bounded (below ${describe(UNLIMITED_THRESHOLD)}).` };
+  return {
+    ...base,
+    observed,
+    status: 'pass',
+    reason: null,
+    message: `${what} ${to} is bounded (below ${describe(UNLIMITED_THRESHOLD)}).`,
+  };
 }
 
 export const approvalAmount: CheckModule<ApprovalAmountCheck> = {

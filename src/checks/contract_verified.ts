@@ -38,34 +38,73 @@ export function evaluateVerified(check: ContractVerifiedCheck, ev: VerificationE
   const chainId = CHAIN_IDS[check.chain];
   const addr = check.contract_address;
   const code = hasCode(ev.code);
-  const observed: Record<string, unknown> = { chain_id: chainId, has_code: code, sourcify: ev.sourcify.ok ? ev.sourcify.data.match ?? 'not_verified' : 'error' };
-  if (ev.etherscan) observed.etherscan = ev.etherscan.ok ? (ev.etherscan.data.verified ? ev.etherscan.data.match ?? 'verified' : 'not_verified') : 'error';
+  const observed: Record<string, unknown> = {
+    chain_id: chainId,
+    has_code: code,
+    sourcify: ev.sourcify.ok ? (ev.sourcify.data.match ?? 'not_verified') : 'error',
+  };
+  if (ev.etherscan)
+    observed.etherscan = ev.etherscan.ok
+      ? ev.etherscan.data.verified
+        ? (ev.etherscan.data.match ?? 'verified')
+        : 'not_verified'
+      : 'error';
   const expected = { verified: true };
   const on = `${addr} on ${check.chain} (${chainId})`;
   if (code === false) {
     const message = `${on} has no code: it is not a contract.`;
-    return { status: 'fail', reason: 'not_a_contract', message, observed, expected, source: ev.code?.source ?? null, ttl_s: VERIFIED_FAIL_TTL_S };
+    return {
+      status: 'fail',
+      reason: 'not_a_contract',
+      message,
+      observed,
+      expected,
+      source: ev.code?.source ?? null,
+      ttl_s: VERIFIED_FAIL_TTL_S,
+    };
   }
-  for (const [name, res] of [['Sourcify', ev.sourcify], ['the explorer', ev.etherscan]] as const) {
+  for (const [name, res] of [
+    ['Sourcify', ev.sourcify],
+    ['the explorer', ev.etherscan],
+  ] as const) {
     if (res?.ok && res.data.verified) {
       const message = `${on} is verified on ${name} (${res.data.match ?? 'match'}).`;
-      return { status: 'pass', reason: null, message, observed, expected, source: res.source, ttl_s: VERIFIED_PASS_TTL_S };
+      return {
+        status: 'pass',
+        reason: null,
+        message,
+        observed,
+        expected,
+        source: res.source,
+        ttl_s: VERIFIED_PASS_TTL_S,
+      };
     }
   }
   // Not verified anywhere we could ask. If a source could not answer, "not verified" is unproven.
-  const failed = [ev.sourcify, ev.etherscan].find((r): r is Extract<UpstreamResult<Verification>, { ok: false }> => r !== undefined && !r.ok);
+  const failed = [ev.sourcify, ev.etherscan].find(
+    (r): r is Extract<UpstreamResult<Verification>, { ok: false }> => r !== undefined && !r.ok,
+  );
   if (failed) return fromUpstreamFail(failed, VERIFIED_FAIL_TTL_S, observed);
   const message = ev.etherscan
     ? `${on} is not verified: neither Sourcify nor the explorer has its source.`
     : `${on} is not verified: Sourcify does not have its source (no explorer key configured).`;
-  return { status: 'fail', reason: 'not_verified', message, observed, expected, source: (ev.etherscan ?? ev.sourcify).source, ttl_s: VERIFIED_FAIL_TTL_S };
+  return {
+    status: 'fail',
+    reason: 'not_verified',
+    message,
+    observed,
+    expected,
+    source: (ev.etherscan ?? ev.sourcify).source,
+    ttl_s: VERIFIED_FAIL_TTL_S,
+  };
 }
 
 export const contractVerified: CheckModule<ContractVerifiedCheck> = {
   type: 'contract_verified',
   run: neverThrow(async (check, ctx) => {
     const chainId = CHAIN_IDS[check.chain];
-    if (chainId === undefined) return checkError('unknown_chain', `Unknown chain ${JSON.stringify(check.chain)}.`, null);
+    if (chainId === undefined)
+      return checkError('unknown_chain', `Unknown chain ${JSON.stringify(check.chain)}.`, null);
     const rpcUrl = ctx.config.rpcUrls[check.chain];
     // The code lookup and Sourcify run side by side; the operator's RPC URL is trusted (not SSRF-checked).
     const getCode = [{ method: 'eth_getCode', params: [check.contract_address, 'latest'] }];

@@ -14,7 +14,12 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** The response fields the checks read. */
 export type FetchedPage = Pick<SafeResponse, 'status' | 'body' | 'truncated' | 'finalUrl'>;
 
-export async function fetchTarget(url: string, method: 'GET' | 'HEAD', headers: Record<string, string> | undefined, ctx: CheckContext): Promise<UpstreamResult<SafeResponse>> {
+export async function fetchTarget(
+  url: string,
+  method: 'GET' | 'HEAD',
+  headers: Record<string, string> | undefined,
+  ctx: CheckContext,
+): Promise<UpstreamResult<SafeResponse>> {
   const res = await safeFetch(url, {
     method,
     headers: headers ?? {},

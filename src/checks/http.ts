@@ -13,15 +13,30 @@ export function evaluateHttp(check: HttpCheck, page: FetchedPage, source: string
   const mustContain = check.must_contain ?? null;
   const expected = { status: check.expect_status, must_contain: mustContain };
   const text = page.body;
-  const observed = { status: page.status, final_url: page.finalUrl, body_bytes: Buffer.byteLength(text), truncated: page.truncated };
+  const observed = {
+    status: page.status,
+    final_url: page.finalUrl,
+    body_bytes: Buffer.byteLength(text),
+    truncated: page.truncated,
+  };
   const base = { observed, expected, source, ttl_s: HTTP_TTL_S };
   const target = `${check.method} ${check.url}`;
   if (page.status !== check.expect_status) {
-    return { ...base, status: 'fail', reason: 'unexpected_status', message: `${target} answered ${page.status}, expected ${check.expect_status}.` };
+    return {
+      ...base,
+      status: 'fail',
+      reason: 'unexpected_status',
+      message: `${target} answered ${page.status}, expected ${check.expect_status}.`,
+    };
   }
   if (mustContain !== null && !text.includes(mustContain)) {
     const scope = page.truncated ? 'the first 1 MiB of the body' : `the ${observed.body_bytes}-byte body`;
-    return { ...base, status: 'fail', reason: 'body_mismatch', message: `${target} answered ${page.status} but ${scope} lacks ${JSON.stringify(mustContain.slice(0, 80))}.` };
+    return {
+      ...base,
+      status: 'fail',
+      reason: 'body_mismatch',
+      message: `${target} answered ${page.status} but ${scope} lacks ${JSON.stringify(mustContain.slice(0, 80))}.`,
+    };
   }
   const found = mustContain === null ? '' : ` and contains ${JSON.stringify(mustContain.slice(0, 80))}`;
   return { ...base, status: 'pass', reason: null, message: `${target} answered ${page.status}${found}.` };

@@ -5,29 +5,47 @@
  */
 
 export const DEFAULT_DANGER_KEYWORDS: readonly string[] = Object.freeze([
-  'exploit', 'exploits', 'exploited', 'exploiter',
-  'hacked', 'hacker', 'hackers',
+  'exploit',
+  'exploits',
+  'exploited',
+  'exploiter',
+  'hacked',
+  'hacker',
+  'hackers',
   'compromised',
-  'drain', 'drained', 'draining',
-  'theft', 'stolen',
-  'pause', 'paused', 'pausing',
-  'halt', 'halted', 'halting',
-  'suspend', 'suspended', 'suspending',
-  'breach', 'breaches', 'breached',
-  'attacker', 'attackers',
+  'drain',
+  'drained',
+  'draining',
+  'theft',
+  'stolen',
+  'pause',
+  'paused',
+  'pausing',
+  'halt',
+  'halted',
+  'halting',
+  'suspend',
+  'suspended',
+  'suspending',
+  'breach',
+  'breaches',
+  'breached',
+  'attacker',
+  'attackers',
   'unauthorized',
-  'abnormal', 'abnormally',
+  'abnormal',
+  'abnormally',
   'incident',
   'emergency',
 ]);
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The keywords found in `text` as whole words (letters, digits and `_` do not border a match). */
 export function findKeywords(text: string, keywords: readonly string[]): string[] {
   const found: string[] = [];
   for (const k of keywords) {
-    const re = new RegExp(`(?<![\\p{L}\\p{N}_])${escape(k)}(?![\\p{L}\\p{N}_])`, 'iu');
+    const re = new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(k)}(?![\\p{L}\\p{N}_])`, 'iu');
     if (re.test(text) && !found.includes(k)) found.push(k);
   }
   return found;
@@ -69,7 +87,10 @@ export function parseStatusPage(text: string): StatusPage | null {
   const description = (status as { description?: unknown }).description;
   const incidents = (doc as { incidents?: unknown }).incidents;
   const unresolved = (Array.isArray(incidents) ? incidents : []).filter(
-    (i): i is Record<string, unknown> => typeof i === 'object' && i !== null && !RESOLVED.has(String((i as { status?: unknown }).status ?? '').toLowerCase()),
+    (i): i is Record<string, unknown> =>
+      typeof i === 'object' &&
+      i !== null &&
+      !RESOLVED.has(String((i as { status?: unknown }).status ?? '').toLowerCase()),
   );
   const unresolvedText: string[] = [];
   for (const inc of unresolved) {
@@ -77,5 +98,10 @@ export function parseStatusPage(text: string): StatusPage | null {
     const updates = Array.isArray(inc.incident_updates) ? inc.incident_updates : [];
     for (const u of updates) if (u && typeof u.body === 'string') unresolvedText.push(u.body);
   }
-  return { indicator: indicator.toLowerCase(), description: typeof description === 'string' ? description : null, unresolvedText, unresolvedCount: unresolved.length };
+  return {
+    indicator: indicator.toLowerCase(),
+    description: typeof description === 'string' ? description : null,
+    unresolvedText,
+    unresolvedCount: unresolved.length,
+  };
 }

@@ -21,7 +21,11 @@ const FAIL_REASONS: ReadonlySet<string> = new Set(['target_forbidden', 'too_many
  * get ttl_s 0 so they are never reused as an answer, except rate limits and an open circuit,
  * which stay cached for their retry-after so a burst does not hammer a provider that said stop.
  */
-export function fromUpstreamFail(fail: UpstreamFail, failTtlS: number, observed: Record<string, unknown> = {}): CheckOutcome {
+export function fromUpstreamFail(
+  fail: UpstreamFail,
+  failTtlS: number,
+  observed: Record<string, unknown> = {},
+): CheckOutcome {
   const message = /[.!?]$/.test(fail.message) ? fail.message : `${fail.message}.`;
   const obs = fail.status === undefined ? observed : { ...observed, http_status: fail.status };
   const withObserved = Object.keys(obs).length > 0 ? { observed: obs } : {};
@@ -41,7 +45,12 @@ export function fromUpstreamFail(fail: UpstreamFail, failTtlS: number, observed:
 }
 
 /** An error the check found itself in an upstream answer (a missing field, a wrong shape). */
-export function checkError(reason: string, message: string, source: string | null, extra: Partial<CheckOutcome> = {}): CheckOutcome {
+export function checkError(
+  reason: string,
+  message: string,
+  source: string | null,
+  extra: Partial<CheckOutcome> = {},
+): CheckOutcome {
   return { status: 'error', reason, message, source, ttl_s: 0, retry_after_s: DEFAULT_RETRY_AFTER_S, ...extra };
 }
 

@@ -18,7 +18,12 @@ export type PriceQuote = SimplePrice;
 /** The client answers under the lower-cased, trimmed id it sent. */
 export const priceKey = (assetId: string): string => assetId.trim().toLowerCase();
 
-export function evaluatePrice(check: PriceCheck, quote: PriceQuote | undefined, nowMs: number, source = 'price_provider'): CheckOutcome {
+export function evaluatePrice(
+  check: PriceCheck,
+  quote: PriceQuote | undefined,
+  nowMs: number,
+  source = 'price_provider',
+): CheckOutcome {
   const min = check.min_price ?? null;
   const max = check.max_price ?? null;
   const expected = { min_price: min, max_price: max, max_age_s: PRICE_STALE_AFTER_S };
@@ -32,10 +37,22 @@ export function evaluatePrice(check: PriceCheck, quote: PriceQuote | undefined, 
   const ageS = quote.lastUpdatedAt === null ? null : Math.max(0, Math.round(nowMs / 1000 - quote.lastUpdatedAt));
   const observed = { price, quote: check.quote, last_updated_at: quote.lastUpdatedAt, age_s: ageS };
   if (min !== null && price < min) {
-    return { ...base, observed, status: 'fail', reason: 'price_below_min', message: `${pair} at ${fmtNum(price)} is below the minimum ${fmtNum(min)}.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'price_below_min',
+      message: `${pair} at ${fmtNum(price)} is below the minimum ${fmtNum(min)}.`,
+    };
   }
   if (max !== null && price > max) {
-    return { ...base, observed, status: 'fail', reason: 'price_above_max', message: `${pair} at ${fmtNum(price)} is above the maximum ${fmtNum(max)}.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'price_above_max',
+      message: `${pair} at ${fmtNum(price)} is above the maximum ${fmtNum(max)}.`,
+    };
   }
   // No timestamp means freshness cannot be shown, which is treated like a stale quote.
   if (ageS === null || ageS > PRICE_STALE_AFTER_S) {
@@ -43,9 +60,17 @@ export function evaluatePrice(check: PriceCheck, quote: PriceQuote | undefined, 
     const message = `${pair} at ${fmtNum(price)} ${age}; quotes older than ${PRICE_STALE_AFTER_S} s are stale.`;
     return { ...base, observed, status: 'warn', reason: 'price_stale', message };
   }
-  const bounds = [min === null ? null : `>= ${fmtNum(min)}`, max === null ? null : `<= ${fmtNum(max)}`].filter(Boolean).join(' and ');
+  const bounds = [min === null ? null : `>= ${fmtNum(min)}`, max === null ? null : `<= ${fmtNum(max)}`]
+    .filter(Boolean)
+    .join(' and ');
   const within = bounds ? ` is within bounds (${bounds})` : '';
-  return { ...base, observed, status: 'pass', reason: null, message: `${pair} at ${fmtNum(price)}${within}, updated ${ageS} s ago.` };
+  return {
+    ...base,
+    observed,
+    status: 'pass',
+    reason: null,
+    message: `${pair} at ${fmtNum(price)}${within}, updated ${ageS} s ago.`,
+  };
 }
 
 export const price: CheckModule<PriceCheck> = {

@@ -36,7 +36,12 @@ function describe(result: unknown): string {
 }
 
 /** `head` is the eth_blockNumber reply when one was batched, else undefined. */
-export function evaluateRpc(check: RpcCheck, reply: RpcReply, head: RpcReply | undefined, source: string): CheckOutcome {
+export function evaluateRpc(
+  check: RpcCheck,
+  reply: RpcReply,
+  head: RpcReply | undefined,
+  source: string,
+): CheckOutcome {
   const min = check.min_block_number ?? null;
   const expected = { hex_result: check.expect_hex_result, min_block_number: min };
   const base = { source, ttl_s: RPC_TTL_S, expected };
@@ -44,25 +49,48 @@ export function evaluateRpc(check: RpcCheck, reply: RpcReply, head: RpcReply | u
   if (reply.error) {
     const { code, message } = reply.error;
     if (RPC_RATE_LIMIT_CODES.has(code)) return rateLimited(source, reply.error);
-    return { ...base, status: 'fail', reason: 'rpc_error', message: `${call} answered JSON-RPC error ${code}: ${message}.`, observed: { rpc_error: { code, message } } };
+    return {
+      ...base,
+      status: 'fail',
+      reason: 'rpc_error',
+      message: `${call} answered JSON-RPC error ${code}: ${message}.`,
+      observed: { rpc_error: { code, message } },
+    };
   }
   const result = reply.result ?? null;
   const observed = observedResult(result);
-  if (result === null) return { ...base, observed, status: 'fail', reason: 'empty_result', message: `${call} returned null.` };
+  if (result === null)
+    return { ...base, observed, status: 'fail', reason: 'empty_result', message: `${call} returned null.` };
   if (check.expect_hex_result && !(typeof result === 'string' && HEX.test(result))) {
-    return { ...base, observed, status: 'fail', reason: 'not_hex', message: `${call} returned ${describe(result)}, not 0x-hex.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'not_hex',
+      message: `${call} returned ${describe(result)}, not 0x-hex.`,
+    };
   }
   if (min === null) {
-    return { ...base, observed, status: 'pass', reason: null, message: `${call} returned a ${check.expect_hex_result ? 'hex ' : ''}result.` };
+    return {
+      ...base,
+      observed,
+      status: 'pass',
+      reason: null,
+      message: `${call} returned a ${check.expect_hex_result ? 'hex ' : ''}result.`,
+    };
   }
 
   const headReply = call === 'eth_blockNumber' ? reply : head;
-  if (headReply === undefined) return checkError('internal_error', 'No chain head was fetched for min_block_number.', source);
+  if (headReply === undefined)
+    return checkError('internal_error', 'No chain head was fetched for min_block_number.', source);
   if (headReply.error) {
     const { code, message } = headReply.error;
     if (RPC_RATE_LIMIT_CODES.has(code)) return rateLimited(source, headReply.error);
     const text = `eth_blockNumber answered JSON-RPC error ${code}: ${message}.`;
-    return checkError('upstream_error', text, source, { observed: { ...observed, rpc_error: { code, message } }, expected });
+    return checkError('upstream_error', text, source, {
+      observed: { ...observed, rpc_error: { code, message } },
+      expected,
+    });
   }
   const headBlock = hexQuantity(headReply.result);
   if (headBlock === null) {
@@ -74,7 +102,13 @@ export function evaluateRpc(check: RpcCheck, reply: RpcReply, head: RpcReply | u
     const message = `The node's head is block ${headBlock}, ${min - headBlock} behind the required ${min}.`;
     return { ...base, observed: withHead, status: 'fail', reason: 'block_behind', message };
   }
-  return { ...base, observed: withHead, status: 'pass', reason: null, message: `${call} returned a result; head block ${headBlock} >= ${min}.` };
+  return {
+    ...base,
+    observed: withHead,
+    status: 'pass',
+    reason: null,
+    message: `${call} returned a result; head block ${headBlock} >= ${min}.`,
+  };
 }
 
 export const rpc: CheckModule<RpcCheck> = {
@@ -84,11 +118,19 @@ export const rpc: CheckModule<RpcCheck> = {
     const needHead = check.min_block_number != null && check.method_name !== 'eth_blockNumber';
     if (needHead) calls.push({ method: 'eth_blockNumber', params: [] });
     // rpc_url comes from the request: the SSRF rules apply.
-    const res = await rpcBatch(check.rpc_url, calls, { signal: ctx.signal, safe: !isOperatorUrl(ctx.config, check.rpc_url), allowPrivate: ctx.config.allowPrivateTargets });
+    const res = await rpcBatch(check.rpc_url, calls, {
+      signal: ctx.signal,
+      safe: !isOperatorUrl(ctx.config, check.rpc_url),
+      allowPrivate: ctx.config.allowPrivateTargets,
+    });
     if (!res.ok) return fromUpstreamFail(res, RPC_TTL_S);
     const [reply, head] = res.data;
     if (reply === undefined || (needHead && head === undefined)) {
-      return checkError('upstream_bad_response', `The RPC node answered ${res.data.length} of ${calls.length} batched calls.`, res.source);
+      return checkError(
+        'upstream_bad_response',
+        `The RPC node answered ${res.data.length} of ${calls.length} batched calls.`,
+        res.source,
+      );
     }
     return evaluateRpc(check, reply, needHead ? head : undefined, res.source);
   }),

@@ -26,9 +26,17 @@ export const RISK_POINTS: Readonly<Record<string, number>> = Object.freeze({
 });
 const FAILS_ALONE = ['liquidity_below_min', 'sells_blocked'];
 
-interface Signal { reason: string; text: string }
+interface Signal {
+  reason: string;
+  text: string;
+}
 
-export function evaluateRug(check: RugPullRiskCheck, pair: DexPairView | null, nowMs: number, source = 'dex_provider'): CheckOutcome {
+export function evaluateRug(
+  check: RugPullRiskCheck,
+  pair: DexPairView | null,
+  nowMs: number,
+  source = 'dex_provider',
+): CheckOutcome {
   const expected = {
     min_liquidity_usd: check.min_liquidity_usd,
     min_pair_age_minutes: check.min_pair_age_minutes,
@@ -39,7 +47,13 @@ export function evaluateRug(check: RugPullRiskCheck, pair: DexPairView | null, n
   const base = { source, ttl_s: RUG_TTL_S, expected };
   const where = `${check.chain}/${check.pair_address}`;
   if (pair === null) {
-    return { ...base, status: 'fail', reason: 'pair_not_found', message: `The DEX provider knows no pair ${where}.`, observed: { pair: null } };
+    return {
+      ...base,
+      status: 'fail',
+      reason: 'pair_not_found',
+      message: `The DEX provider knows no pair ${where}.`,
+      observed: { pair: null },
+    };
   }
   const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
   const liq = pair.liquidityUsd;
@@ -53,26 +67,44 @@ export function evaluateRug(check: RugPullRiskCheck, pair: DexPairView | null, n
   const signals: Signal[] = [];
   const skipped: string[] = [];
 
-  if (liq < check.min_liquidity_usd) signals.push({ reason: 'liquidity_below_min', text: `liquidity ${fmtUsd(liq)} is below ${fmtUsd(check.min_liquidity_usd)}` });
+  if (liq < check.min_liquidity_usd)
+    signals.push({
+      reason: 'liquidity_below_min',
+      text: `liquidity ${fmtUsd(liq)} is below ${fmtUsd(check.min_liquidity_usd)}`,
+    });
   if (buys !== null && sells !== null) {
-    if (buys >= SELLS_BLOCKED_MIN_BUYS && sells === 0) signals.push({ reason: 'sells_blocked', text: `${buys} buys and no sells in 24 h` });
+    if (buys >= SELLS_BLOCKED_MIN_BUYS && sells === 0)
+      signals.push({ reason: 'sells_blocked', text: `${buys} buys and no sells in 24 h` });
   } else skipped.push('sells_blocked');
   if (ageMin === null) skipped.push('pair_too_young');
-  else if (ageMin < check.min_pair_age_minutes) signals.push({ reason: 'pair_too_young', text: `the pair is ${ageMin} min old (minimum ${check.min_pair_age_minutes})` });
-  if (ageMin === null || ageMin >= FDV_SIGNAL_MAX_AGE_MINUTES || ratio === null) skipped.push('fdv_liquidity_ratio_high');
+  else if (ageMin < check.min_pair_age_minutes)
+    signals.push({
+      reason: 'pair_too_young',
+      text: `the pair is ${ageMin} min old (minimum ${check.min_pair_age_minutes})`,
+    });
+  if (ageMin === null || ageMin >= FDV_SIGNAL_MAX_AGE_MINUTES || ratio === null)
+    skipped.push('fdv_liquidity_ratio_high');
   else if (ratio > check.max_fdv_to_liquidity_ratio) {
-    signals.push({ reason: 'fdv_liquidity_ratio_high', text: `FDV is ${fmtNum(ratio, 4)}x the liquidity (maximum ${fmtNum(check.max_fdv_to_liquidity_ratio)}x)` });
+    signals.push({
+      reason: 'fdv_liquidity_ratio_high',
+      text: `FDV is ${fmtNum(ratio, 4)}x the liquidity (maximum ${fmtNum(check.max_fdv_to_liquidity_ratio)}x)`,
+    });
   }
   if (check.min_buys_h24 != null) {
     if (buys === null) skipped.push('buys_below_min');
-    else if (buys < check.min_buys_h24) signals.push({ reason: 'buys_below_min', text: `${buys} buys in 24 h (minimum ${check.min_buys_h24})` });
+    else if (buys < check.min_buys_h24)
+      signals.push({ reason: 'buys_below_min', text: `${buys} buys in 24 h (minimum ${check.min_buys_h24})` });
   }
   if (check.min_sells_h24 != null) {
     if (sells === null) skipped.push('sells_below_min');
-    else if (sells < check.min_sells_h24) signals.push({ reason: 'sells_below_min', text: `${sells} sells in 24 h (minimum ${check.min_sells_h24})` });
+    else if (sells < check.min_sells_h24)
+      signals.push({ reason: 'sells_below_min', text: `${sells} sells in 24 h (minimum ${check.min_sells_h24})` });
   }
 
-  const score = Math.min(100, signals.reduce((s, x) => s + (RISK_POINTS[x.reason] ?? 0), 0));
+  const score = Math.min(
+    100,
+    signals.reduce((s, x) => s + (RISK_POINTS[x.reason] ?? 0), 0),
+  );
   const observed = {
     risk_score: score,
     signals: signals.map((s) => s.reason),
@@ -88,10 +120,22 @@ export function evaluateRug(check: RugPullRiskCheck, pair: DexPairView | null, n
   const detail = signals.map((s) => s.text).join('; ');
   const hard = signals.find((s) => FAILS_ALONE.includes(s.reason));
   if (hard) return { ...out, status: 'fail', reason: hard.reason, message: `${label} risk ${score}/100: ${detail}.` };
-  if (signals.length >= 2) return { ...out, status: 'fail', reason: 'rug_risk_high', message: `${label} risk ${score}/100 from ${signals.length} signals: ${detail}.` };
-  if (signals.length === 1) return { ...out, status: 'warn', reason: signals[0].reason, message: `${label} risk ${score}/100: ${detail}.` };
+  if (signals.length >= 2)
+    return {
+      ...out,
+      status: 'fail',
+      reason: 'rug_risk_high',
+      message: `${label} risk ${score}/100 from ${signals.length} signals: ${detail}.`,
+    };
+  if (signals.length === 1)
+    return { ...out, status: 'warn', reason: signals[0].reason, message: `${label} risk ${score}/100: ${detail}.` };
   const age = ageMin === null ? 'age unknown' : `${ageMin} min old`;
-  return { ...out, status: 'pass', reason: null, message: `${label} risk ${score}/100: liquidity ${fmtUsd(liq)}, ${age}, no rug signal.` };
+  return {
+    ...out,
+    status: 'pass',
+    reason: null,
+    message: `${label} risk ${score}/100: liquidity ${fmtUsd(liq)}, ${age}, no rug signal.`,
+  };
 }
 
 export const rugPullRisk: CheckModule<RugPullRiskCheck> = {

@@ -11,8 +11,16 @@ import { priceKey, type PriceQuote } from './price.js';
 
 export const DEPEG_TTL_S = 30;
 
-export function evaluateDepeg(check: StablecoinDepegCheck, quote: PriceQuote | undefined, source = 'price_provider'): CheckOutcome {
-  const expected = { peg: 1, warn_deviation_pct: check.warn_deviation_pct, block_deviation_pct: check.block_deviation_pct };
+export function evaluateDepeg(
+  check: StablecoinDepegCheck,
+  quote: PriceQuote | undefined,
+  source = 'price_provider',
+): CheckOutcome {
+  const expected = {
+    peg: 1,
+    warn_deviation_pct: check.warn_deviation_pct,
+    block_deviation_pct: check.block_deviation_pct,
+  };
   const base = { source, ttl_s: DEPEG_TTL_S, expected };
   if (quote === undefined || quote.price === null || !Number.isFinite(quote.price)) {
     const message = `The price provider has no ${check.quote} price for ${check.asset_id}, so its peg cannot be judged.`;
@@ -23,13 +31,25 @@ export function evaluateDepeg(check: StablecoinDepegCheck, quote: PriceQuote | u
   const observed = { price, deviation_pct: deviation, quote: check.quote, last_updated_at: quote.lastUpdatedAt };
   const at = `${check.asset_id} at ${fmtNum(price)} ${check.quote} is ${fmtPct(deviation)} off peg`;
   if (deviation >= check.block_deviation_pct) {
-    return { ...base, observed, status: 'fail', reason: 'depegged', message: `${at}; block limit ${fmtPct(check.block_deviation_pct)}.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'depegged',
+      message: `${at}; block limit ${fmtPct(check.block_deviation_pct)}.`,
+    };
   }
   if (deviation >= check.warn_deviation_pct) {
     const message = `${at}; warn limit ${fmtPct(check.warn_deviation_pct)}, block limit ${fmtPct(check.block_deviation_pct)}.`;
     return { ...base, observed, status: 'warn', reason: 'depeg_warning', message };
   }
-  return { ...base, observed, status: 'pass', reason: null, message: `${at}; warn limit ${fmtPct(check.warn_deviation_pct)}.` };
+  return {
+    ...base,
+    observed,
+    status: 'pass',
+    reason: null,
+    message: `${at}; warn limit ${fmtPct(check.warn_deviation_pct)}.`,
+  };
 }
 
 export const stablecoinDepeg: CheckModule<StablecoinDepegCheck> = {

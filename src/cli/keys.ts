@@ -35,28 +35,52 @@ async function target(store: Store, arg: string): Promise<string> {
 async function list(store: Store, config: Readonly<Config>, json: boolean, io: CliIo): Promise<number> {
   const period = usagePeriod(new Date());
   const keys = await store.listApiKeys();
-  const rows = await Promise.all(keys.map(async (k) => ({
-    id: k.id, prefix: k.prefix, email: k.email, plan: k.plan, requested_plan: k.requestedPlan,
-    created_at: k.createdAt.toISOString(), revoked_at: k.revokedAt?.toISOString() ?? null,
-    used: await store.getUsage(k.id, period), limit: planLimit(config, k.plan),
-  })));
+  const rows = await Promise.all(
+    keys.map(async (k) => ({
+      id: k.id,
+      prefix: k.prefix,
+      email: k.email,
+      plan: k.plan,
+      requested_plan: k.requestedPlan,
+      created_at: k.createdAt.toISOString(),
+      revoked_at: k.revokedAt?.toISOString() ?? null,
+      used: await store.getUsage(k.id, period),
+      limit: planLimit(config, k.plan),
+    })),
+  );
   if (json) {
     io.out(JSON.stringify({ period, keys: rows }, null, 2));
     return 0;
   }
   const table = [['ID', 'PREFIX', 'EMAIL', 'PLAN', 'REQUESTED', `USED ${period}`, 'CREATED', 'STATUS']];
   for (const r of rows) {
-    table.push([r.id, r.prefix, r.email, r.plan, r.requested_plan ?? '-', `${r.used}/${r.limit}`, r.created_at.slice(0, 19) + 'Z', r.revoked_at ? `revoked ${r.revoked_at.slice(0, 10)}` : 'active']);
+    table.push([
+      r.id,
+      r.prefix,
+      r.email,
+      r.plan,
+      r.requested_plan ?? '-',
+      `${r.used}/${r.limit}`,
+      r.created_at.slice(0, 19) + 'Z',
+      r.revoked_at ? `revoked ${r.revoked_at.slice(0, 10)}` : 'active',
+    ]);
   }
   const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)));
-  for (const row of table) io.out(row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
+  for (const row of table)
+    io.out(
+      row
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    );
   io.out(`${rows.length} key(s), ${rows.filter((r) => !r.revoked_at).length} active`);
   return 0;
 }
 
 export async function runKeysCli(args: string[], store: Store, config: Readonly<Config>, io: CliIo): Promise<number> {
   const [cmd, a, b] = args;
-  if (cmd === 'list' && (args.length === 1 || (args.length === 2 && a === '--json'))) return list(store, config, a === '--json', io);
+  if (cmd === 'list' && (args.length === 1 || (args.length === 2 && a === '--json')))
+    return list(store, config, a === '--json', io);
   if (cmd === 'revoke' && args.length === 2) {
     const n = await store.revokeApiKey(await target(store, a));
     if (n === 0) {
@@ -111,8 +135,11 @@ async function main(): Promise<number> {
 
 const entry = process.argv[1] ? realpathSync(process.argv[1]) : '';
 if (entry === fileURLToPath(import.meta.url)) {
-  main().then((code) => process.exit(code), (err: unknown) => {
-    process.stderr.write(`error: ${(err as Error).stack ?? String(err)}\n`);
-    process.exit(3);
-  });
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`error: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(3);
+    },
+  );
 }

@@ -15,7 +15,10 @@ export class ResultCache {
   private readonly entries = new Map<string, CacheEntry>();
   private readonly inflight = new Map<string, Promise<CacheEntry>>();
 
-  constructor(private readonly maxEntries: number, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly maxEntries: number,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** A fresh entry, or undefined. Expired entries are dropped on read. */
   get(key: string): CacheEntry | undefined {

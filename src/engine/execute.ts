@@ -20,16 +20,34 @@ export interface ExecResult {
 
 export async function executeOne(item: ExecItem, config: Readonly<Config>, hardTimeoutMs: number): Promise<ExecResult> {
   const started = performance.now();
-  const mod = (registry as Record<string, { run(c: unknown, ctx: unknown): Promise<CheckOutcome> } | undefined>)[item.type];
+  const mod = (registry as Record<string, { run(c: unknown, ctx: unknown): Promise<CheckOutcome> } | undefined>)[
+    item.type
+  ];
   let outcome: CheckOutcome;
   if (!mod) {
-    outcome = { status: 'error', reason: 'unknown_check_type', message: `No check module for type ${item.type}.`, source: null, ttl_s: 0 };
+    outcome = {
+      status: 'error',
+      reason: 'unknown_check_type',
+      message: `No check module for type ${item.type}.`,
+      source: null,
+      ttl_s: 0,
+    };
   } else {
     try {
-      outcome = await mod.run(item.check, { config, signal: AbortSignal.timeout(hardTimeoutMs), timeoutMs: hardTimeoutMs });
+      outcome = await mod.run(item.check, {
+        config,
+        signal: AbortSignal.timeout(hardTimeoutMs),
+        timeoutMs: hardTimeoutMs,
+      });
     } catch (err) {
       // A module bug, not a target failure: still an answer, never a crash.
-      outcome = { status: 'error', reason: 'internal_error', message: `The ${item.type} check failed internally: ${(err as Error)?.message ?? String(err)}`, source: null, ttl_s: 0 };
+      outcome = {
+        status: 'error',
+        reason: 'internal_error',
+        message: `The ${item.type} check failed internally: ${(err as Error)?.message ?? String(err)}`,
+        source: null,
+        ttl_s: 0,
+      };
     }
   }
   return { id: item.id, outcome, latencyMs: Math.round((performance.now() - started) * 100) / 100 };

@@ -63,7 +63,9 @@ class PoolExecutor implements Executor {
     this.pool.on('error', () => {});
     // Piscina marks its first workers ready before they have loaded the check modules; a few
     // empty tasks per thread make every worker load them now rather than on a caller's time.
-    this.started = Promise.all(Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true }))).then(
+    this.started = Promise.all(
+      Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true })),
+    ).then(
       () => {
         this.warm = true;
       },
@@ -98,8 +100,22 @@ class PoolExecutor implements Executor {
               id,
               latencyMs: 0,
               outcome: saturated
-                ? { status: 'error', reason: 'pool_saturated', message: 'The check queue is full; retry shortly.', source: null, ttl_s: 0, retry_after_s: 1 }
-                : { status: 'error', reason: 'worker_crashed', message: `The worker running this check stopped: ${err?.message ?? 'unknown cause'}.`, source: null, ttl_s: 0, retry_after_s: 1 },
+                ? {
+                    status: 'error',
+                    reason: 'pool_saturated',
+                    message: 'The check queue is full; retry shortly.',
+                    source: null,
+                    ttl_s: 0,
+                    retry_after_s: 1,
+                  }
+                : {
+                    status: 'error',
+                    reason: 'worker_crashed',
+                    message: `The worker running this check stopped: ${err?.message ?? 'unknown cause'}.`,
+                    source: null,
+                    ttl_s: 0,
+                    retry_after_s: 1,
+                  },
             });
           }
           open.clear();

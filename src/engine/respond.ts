@@ -15,13 +15,18 @@ const LEAD: Record<string, string> = { proceed: 'Proceed', wait: 'Wait', block: 
 export function summarize(v: VerdictOutcome, total: number): string {
   const c = v.counts;
   const tally = `${c.pass} passed, ${c.warn} warned, ${c.fail} failed, ${c.error} could not be evaluated${c.skipped ? `, ${c.skipped} skipped` : ''}`;
-  if (total === 0 || v.failure_modes.includes('no_checks')) return 'Wait: no check could be evaluated, so nothing supports acting now.';
+  if (total === 0 || v.failure_modes.includes('no_checks'))
+    return 'Wait: no check could be evaluated, so nothing supports acting now.';
   const first = v.deciding.find((r) => r.status !== 'pass');
   const why = first ? ` ${first.message}` : '';
   return `${LEAD[v.verdict]}: of ${total} checks, ${tally}.${why}`;
 }
 
-export function buildDecideResponse(results: CheckResult[], policy: VerdictPolicy, meta: ResponseMeta): DecideResponse & { decision: Record<string, unknown> } {
+export function buildDecideResponse(
+  results: CheckResult[],
+  policy: VerdictPolicy,
+  meta: ResponseMeta,
+): DecideResponse & { decision: Record<string, unknown> } {
   const v = verdict(results, policy);
   const decision: Record<string, unknown> = {
     verdict: v.verdict,
@@ -45,7 +50,10 @@ export function buildDecideResponse(results: CheckResult[], policy: VerdictPolic
 }
 
 /** The request's deadline: the configured default, raised by `context.deadline_ms` up to the maximum. */
-export function resolveDeadline(config: { requestDeadlineMs: number; maxDeadlineMs: number }, context: { deadline_ms?: number } | undefined): number {
+export function resolveDeadline(
+  config: { requestDeadlineMs: number; maxDeadlineMs: number },
+  context: { deadline_ms?: number } | undefined,
+): number {
   const asked = context?.deadline_ms;
   if (typeof asked !== 'number') return config.requestDeadlineMs;
   return Math.min(config.maxDeadlineMs, Math.max(config.requestDeadlineMs, asked));

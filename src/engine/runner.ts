@@ -34,7 +34,13 @@ export interface Engine {
 const SWEEP_MS = 5000;
 
 const UPSTREAM_BY_SOURCE = new Set(['price_provider', 'dex_provider', 'sourcify', 'etherscan']);
-const UPSTREAM_BY_TYPE: Record<string, string> = { http: 'http_target', bridge_exploit_monitor: 'bridge_status', rpc: 'rpc', tx: 'rpc', rpc_health: 'rpc' };
+const UPSTREAM_BY_TYPE: Record<string, string> = {
+  http: 'http_target',
+  bridge_exploit_monitor: 'bridge_status',
+  rpc: 'rpc',
+  tx: 'rpc',
+  rpc_health: 'rpc',
+};
 
 /** A bounded label for the upstream metric: never a URL or host. */
 function upstreamLabel(type: string, outcome: CheckOutcome): string {
@@ -42,7 +48,14 @@ function upstreamLabel(type: string, outcome: CheckOutcome): string {
   return UPSTREAM_BY_TYPE[type] ?? 'other';
 }
 
-function result(name: string, type: string, outcome: CheckOutcome, latencyMs: number, cached: boolean, ageS: number): CheckResult {
+function result(
+  name: string,
+  type: string,
+  outcome: CheckOutcome,
+  latencyMs: number,
+  cached: boolean,
+  ageS: number,
+): CheckResult {
   return {
     name,
     type,
@@ -95,15 +108,22 @@ export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics;
         metrics.check(type, hit.outcome.status, 'hit', 0);
         return;
       }
-      const { promise, joined } = cache.flight(key, () => new Promise<CacheEntry>((resolve) => {
-        const id = nextId++;
-        batch.push({ id, type, check: p.check });
-        waiters.set(id, (entry) => {
-          if (entry.outcome.status !== 'error') cache.set(key, entry);
-          metrics.upstream(upstreamLabel(type, entry.outcome), entry.outcome.status === 'error' ? entry.outcome.reason ?? 'error' : 'ok');
-          resolve(entry);
-        });
-      }));
+      const { promise, joined } = cache.flight(
+        key,
+        () =>
+          new Promise<CacheEntry>((resolve) => {
+            const id = nextId++;
+            batch.push({ id, type, check: p.check });
+            waiters.set(id, (entry) => {
+              if (entry.outcome.status !== 'error') cache.set(key, entry);
+              metrics.upstream(
+                upstreamLabel(type, entry.outcome),
+                entry.outcome.status === 'error' ? (entry.outcome.reason ?? 'error') : 'ok',
+              );
+              resolve(entry);
+            });
+          }),
+      );
       const mode = joined ? 'join' : 'miss';
       metrics.cacheEvent(mode);
       pending.push(
@@ -135,7 +155,14 @@ export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics;
       clearTimeout(timer);
       planned.forEach((p, i) => {
         if (out[i]) return;
-        out[i] = result(p.name, p.check.type, deadlineOutcome(opts.deadlineMs), Math.round(performance.now() - started), false, 0);
+        out[i] = result(
+          p.name,
+          p.check.type,
+          deadlineOutcome(opts.deadlineMs),
+          Math.round(performance.now() - started),
+          false,
+          0,
+        );
         metrics.check(p.check.type, 'error', 'miss', opts.deadlineMs / 1000);
       });
     }

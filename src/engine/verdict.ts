@@ -70,7 +70,11 @@ export function verdict(results: CheckResult[], policy: VerdictPolicy = DEFAULT_
   const definite = results.filter((r) => r.status === 'pass' || r.status === 'warn' || r.status === 'fail');
   const considered = results.length - counts.skipped;
   const coverage = considered === 0 ? 0 : definite.length / considered;
-  const freshness = definite.length === 0 ? 0 : definite.reduce((a, r) => a + (r.ttl_s > 0 ? 1 - 0.1 * Math.min(1, r.age_s / r.ttl_s) : 1), 0) / definite.length;
+  const freshness =
+    definite.length === 0
+      ? 0
+      : definite.reduce((a, r) => a + (r.ttl_s > 0 ? 1 - 0.1 * Math.min(1, r.age_s / r.ttl_s) : 1), 0) /
+        definite.length;
   const failure_modes = failureModes(results);
 
   let v: Verdict;
@@ -109,9 +113,19 @@ export function verdict(results: CheckResult[], policy: VerdictPolicy = DEFAULT_
 
   const ttls = deciding.filter((r) => r.status !== 'error').map(timeLeft);
   const expires_in = ttls.length > 0 ? Math.max(0, Math.floor(Math.min(...ttls))) : 0;
-  const out: VerdictOutcome = { verdict: v, risk, confidence: round(Math.min(1, Math.max(0, confidence))), expires_in, failure_modes, counts, deciding };
+  const out: VerdictOutcome = {
+    verdict: v,
+    risk,
+    confidence: round(Math.min(1, Math.max(0, confidence))),
+    expires_in,
+    failure_modes,
+    counts,
+    deciding,
+  };
   if (v === 'wait') {
-    const hints = deciding.map((r) => (r.status === 'error' ? (r as { retry_after_s?: number }).retry_after_s ?? 1 : timeLeft(r)));
+    const hints = deciding.map((r) =>
+      r.status === 'error' ? ((r as { retry_after_s?: number }).retry_after_s ?? 1) : timeLeft(r),
+    );
     out.retry_after_s = hints.length > 0 ? Math.max(1, Math.ceil(Math.min(...hints))) : 1;
   }
   return out;

@@ -31,9 +31,16 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
     const plan = planGuard(body, config);
     const planned = plan.planned.map(({ name, check }) => ({ name, check }));
     const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
-    const response = guardResponse(body, plan, results, { requestId, deadlineMs, latencyMs: performance.now() - started });
+    const response = guardResponse(body, plan, results, {
+      requestId,
+      deadlineMs,
+      latencyMs: performance.now() - started,
+    });
     metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/guard', response.verdict);
-    logger.debug({ reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks }, 'guard judged');
+    logger.debug(
+      { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
+      'guard judged',
+    );
     sendJson(res, 200, response);
   };
 }

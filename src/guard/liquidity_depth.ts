@@ -24,7 +24,11 @@ export interface LiquidityDepthCheck {
   min_liquidity_usd: number;
 }
 
-export function evaluateLiquidityDepth(check: LiquidityDepthCheck, pair: DexPairView | null, source = 'dex_provider'): CheckOutcome {
+export function evaluateLiquidityDepth(
+  check: LiquidityDepthCheck,
+  pair: DexPairView | null,
+  source = 'dex_provider',
+): CheckOutcome {
   const expected = {
     min_liquidity_usd: check.min_liquidity_usd,
     impact_pass_pct: check.impact_pass_pct,
@@ -33,29 +37,74 @@ export function evaluateLiquidityDepth(check: LiquidityDepthCheck, pair: DexPair
   const base = { source, ttl_s: LIQUIDITY_DEPTH_TTL_S, expected };
   const where = `${check.chain}/${check.pair_address}`;
   if (pair === null) {
-    return { ...base, status: 'fail', reason: 'pair_not_found', message: `The DEX provider knows no pair ${where}.`, observed: { pair: null } };
+    return {
+      ...base,
+      status: 'fail',
+      reason: 'pair_not_found',
+      message: `The DEX provider knows no pair ${where}.`,
+      observed: { pair: null },
+    };
   }
   const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
   const liquidity = pair.liquidityUsd;
   if (liquidity === null || !Number.isFinite(liquidity)) {
-    return checkError('field_missing', `The DEX provider gave no liquidity for ${label}.`, source, { observed: { pair: label, liquidity_usd: null }, expected });
+    return checkError('field_missing', `The DEX provider gave no liquidity for ${label}.`, source, {
+      observed: { pair: label, liquidity_usd: null },
+      expected,
+    });
   }
   const impact = check.amount_usd === null ? null : liquidity > 0 ? roundRatio(check.amount_usd / liquidity) : null;
-  const observed = { pair: label, liquidity_usd: liquidity, amount_usd: check.amount_usd, price_impact_pct: impact, url: pair.url };
+  const observed = {
+    pair: label,
+    liquidity_usd: liquidity,
+    amount_usd: check.amount_usd,
+    price_impact_pct: impact,
+    url: pair.url,
+  };
   if (liquidity < check.min_liquidity_usd) {
-    return { ...base, observed, status: 'fail', reason: 'liquidity_below_min', message: `${label} holds ${fmtUsd(liquidity)} of liquidity, below the minimum ${fmtUsd(check.min_liquidity_usd)}.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'liquidity_below_min',
+      message: `${label} holds ${fmtUsd(liquidity)} of liquidity, below the minimum ${fmtUsd(check.min_liquidity_usd)}.`,
+    };
   }
   if (check.amount_usd === null || impact === null) {
-    return { ...base, observed, status: 'pass', reason: null, message: `${label} holds ${fmtUsd(liquidity)} of liquidity (minimum ${fmtUsd(check.min_liquidity_usd)}); no amount_usd, so price impact not estimated.` };
+    return {
+      ...base,
+      observed,
+      status: 'pass',
+      reason: null,
+      message: `${label} holds ${fmtUsd(liquidity)} of liquidity (minimum ${fmtUsd(check.min_liquidity_usd)}); no amount_usd, so price impact not estimated.`,
+    };
   }
   const trade = `${fmtUsd(check.amount_usd)} into ${label} with ${fmtUsd(liquidity)} of liquidity is an estimated ${fmtPct(impact)} price impact`;
   if (impact > check.impact_warn_pct) {
-    return { ...base, observed, status: 'fail', reason: 'price_impact_too_high', message: `${trade}; block above ${fmtPct(check.impact_warn_pct)}.` };
+    return {
+      ...base,
+      observed,
+      status: 'fail',
+      reason: 'price_impact_too_high',
+      message: `${trade}; block above ${fmtPct(check.impact_warn_pct)}.`,
+    };
   }
   if (impact > check.impact_pass_pct) {
-    return { ...base, observed, status: 'warn', reason: 'price_impact_high', message: `${trade}; warn above ${fmtPct(check.impact_pass_pct)}, block above ${fmtPct(check.impact_warn_pct)}.` };
+    return {
+      ...base,
+      observed,
+      status: 'warn',
+      reason: 'price_impact_high',
+      message: `${trade}; warn above ${fmtPct(check.impact_pass_pct)}, block above ${fmtPct(check.impact_warn_pct)}.`,
+    };
   }
-  return { ...base, observed, status: 'pass', reason: null, message: `${trade}; within ${fmtPct(check.impact_pass_pct)}.` };
+  return {
+    ...base,
+    observed,
+    status: 'pass',
+    reason: null,
+    message: `${trade}; within ${fmtPct(check.impact_pass_pct)}.`,
+  };
 }
 
 export const liquidityDepth: GuardCheckModule<LiquidityDepthCheck> = {

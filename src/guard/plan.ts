@@ -71,7 +71,16 @@ interface PlanRow {
 }
 
 /** Actions that move value get the peg and pool checks; approve and contract_call do not. */
-const MOVES_VALUE = new Set<GuardRequest['action']>(['swap', 'transfer', 'bridge', 'yield_deposit', 'generic', 'mint', 'stake', 'add_liquidity']);
+const MOVES_VALUE = new Set<GuardRequest['action']>([
+  'swap',
+  'transfer',
+  'bridge',
+  'yield_deposit',
+  'generic',
+  'mint',
+  'stake',
+  'add_liquidity',
+]);
 const POOL_ACTIONS = new Set<GuardRequest['action']>(['swap', 'add_liquidity']);
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
@@ -87,7 +96,11 @@ export const GUARD_THRESHOLDS = Object.freeze({
 
 const given = (v: string | null | undefined): v is string => typeof v === 'string' && v !== '';
 const contractTarget = (r: ResolvedRequest): string | null =>
-  given(r.req.contract_address) ? r.req.contract_address : r.req.action === 'approve' && given(r.req.spender) ? r.req.spender : null;
+  given(r.req.contract_address)
+    ? r.req.contract_address
+    : r.req.action === 'approve' && given(r.req.spender)
+      ? r.req.spender
+      : null;
 const lack = (kind: Lack['kind'], inputs: string[], message: string): Lack => ({ kind, inputs, message });
 
 export const PLAN: readonly PlanRow[] = [
@@ -95,7 +108,14 @@ export const PLAN: readonly PlanRow[] = [
     entry: 'rpc_health',
     type: 'rpc_health',
     applies: () => true,
-    lacks: (r) => (r.rpc ? null : lack('skipped', ['rpc_url', 'RPC_URLS'], `No rpc_url given and no RPC configured for chain ${r.chain}; node health not checked.`)),
+    lacks: (r) =>
+      r.rpc
+        ? null
+        : lack(
+            'skipped',
+            ['rpc_url', 'RPC_URLS'],
+            `No rpc_url given and no RPC configured for chain ${r.chain}; node health not checked.`,
+          ),
     build: (r) => [{ type: 'rpc_health', rpc_url: r.rpc!, chain: r.chain, chain_id: r.chainId }],
   },
   {
@@ -103,51 +123,103 @@ export const PLAN: readonly PlanRow[] = [
     type: 'stablecoin_depeg',
     applies: (r) => MOVES_VALUE.has(r.req.action),
     lacks: () => null,
-    build: (r) => [{ type: 'stablecoin_depeg', asset_id: r.asset, quote: 'usd', warn_deviation_pct: GUARD_THRESHOLDS.depegWarnPct, block_deviation_pct: GUARD_THRESHOLDS.depegBlockPct }],
+    build: (r) => [
+      {
+        type: 'stablecoin_depeg',
+        asset_id: r.asset,
+        quote: 'usd',
+        warn_deviation_pct: GUARD_THRESHOLDS.depegWarnPct,
+        block_deviation_pct: GUARD_THRESHOLDS.depegBlockPct,
+      },
+    ],
   },
   {
     entry: 'liquidity_depth',
     type: 'liquidity_depth',
     applies: (r) => MOVES_VALUE.has(r.req.action) || given(r.req.pair_address),
-    lacks: (r) => (given(r.req.pair_address) ? null : lack('skipped', ['pair_address'], 'No pair_address given; pool depth not checked.')),
-    build: (r) => [{
-      type: 'liquidity_depth',
-      chain: r.chain,
-      pair_address: r.req.pair_address,
-      amount_usd: r.req.amount_usd ?? null,
-      impact_pass_pct: GUARD_THRESHOLDS.impactPassPct,
-      impact_warn_pct: GUARD_THRESHOLDS.impactWarnPct,
-      min_liquidity_usd: GUARD_THRESHOLDS.minLiquidityUsd,
-    }],
+    lacks: (r) =>
+      given(r.req.pair_address)
+        ? null
+        : lack('skipped', ['pair_address'], 'No pair_address given; pool depth not checked.'),
+    build: (r) => [
+      {
+        type: 'liquidity_depth',
+        chain: r.chain,
+        pair_address: r.req.pair_address,
+        amount_usd: r.req.amount_usd ?? null,
+        impact_pass_pct: GUARD_THRESHOLDS.impactPassPct,
+        impact_warn_pct: GUARD_THRESHOLDS.impactWarnPct,
+        min_liquidity_usd: GUARD_THRESHOLDS.minLiquidityUsd,
+      },
+    ],
   },
   {
     entry: 'rug_pull_risk',
     type: 'rug_pull_risk',
     applies: (r) => POOL_ACTIONS.has(r.req.action),
-    lacks: (r) => (given(r.req.pair_address) ? null : lack('skipped', ['pair_address'], 'No pair_address given; rug-pull signals not checked.')),
-    build: (r) => [{ type: 'rug_pull_risk', chain: r.chain, pair_address: r.req.pair_address, min_liquidity_usd: 50_000, min_pair_age_minutes: 1440, max_fdv_to_liquidity_ratio: 20 }],
+    lacks: (r) =>
+      given(r.req.pair_address)
+        ? null
+        : lack('skipped', ['pair_address'], 'No pair_address given; rug-pull signals not checked.'),
+    build: (r) => [
+      {
+        type: 'rug_pull_risk',
+        chain: r.chain,
+        pair_address: r.req.pair_address,
+        min_liquidity_usd: 50_000,
+        min_pair_age_minutes: 1440,
+        max_fdv_to_liquidity_ratio: 20,
+      },
+    ],
   },
   {
     entry: 'bridge_exploit_monitor',
     type: 'bridge_exploit_monitor',
     applies: (r) => r.req.action === 'bridge',
-    lacks: (r) => (r.bridgeUrls.length > 0 ? null
-      : lack('missing', ['bridge_status_url', 'BRIDGE_STATUS_URLS'], 'A bridge needs a status page: no bridge_status_url given and none configured (BRIDGE_STATUS_URLS).')),
+    lacks: (r) =>
+      r.bridgeUrls.length > 0
+        ? null
+        : lack(
+            'missing',
+            ['bridge_status_url', 'BRIDGE_STATUS_URLS'],
+            'A bridge needs a status page: no bridge_status_url given and none configured (BRIDGE_STATUS_URLS).',
+          ),
     build: (r) => r.bridgeUrls.map((url) => ({ type: 'bridge_exploit_monitor', status_url: url, expect_status: 200 })),
   },
   {
     entry: 'tx_confirmation',
     type: 'tx',
     applies: (r) => given(r.req.tx_hash),
-    lacks: (r) => (r.rpc ? null : lack('missing', ['rpc_url', 'RPC_URLS'], `tx_hash given but no rpc_url and no RPC configured for chain ${r.chain}; the transaction cannot be confirmed.`)),
+    lacks: (r) =>
+      r.rpc
+        ? null
+        : lack(
+            'missing',
+            ['rpc_url', 'RPC_URLS'],
+            `tx_hash given but no rpc_url and no RPC configured for chain ${r.chain}; the transaction cannot be confirmed.`,
+          ),
     build: (r) => [{ type: 'tx', rpc_url: r.rpc!, tx_hash: r.req.tx_hash, require_success: true }],
   },
   {
     entry: 'approval_amount',
     type: 'approval_amount',
     applies: (r) => r.req.action === 'approve',
-    lacks: (r) => (given(r.req.approval_amount) ? null : lack('missing', ['approval_amount'], 'An approve needs approval_amount; the allowance cannot be judged without it.')),
-    build: (r) => [{ type: 'approval_amount', amount: r.req.approval_amount, spender: r.req.spender ?? null, known_safe_addresses: r.req.known_safe_addresses ?? [] }],
+    lacks: (r) =>
+      given(r.req.approval_amount)
+        ? null
+        : lack(
+            'missing',
+            ['approval_amount'],
+            'An approve needs approval_amount; the allowance cannot be judged without it.',
+          ),
+    build: (r) => [
+      {
+        type: 'approval_amount',
+        amount: r.req.approval_amount,
+        spender: r.req.spender ?? null,
+        known_safe_addresses: r.req.known_safe_addresses ?? [],
+      },
+    ],
   },
   {
     entry: 'contract_verified',
@@ -155,8 +227,14 @@ export const PLAN: readonly PlanRow[] = [
     applies: (r) => contractTarget(r) !== null,
     lacks: (r) => {
       const field = given(r.req.contract_address) ? 'contract_address' : 'spender';
-      if (r.chainId === null) return lack('invalid', ['chain'], `Chain ${r.chain} has no chain id known to source verification; ${field} not checked.`);
-      if (!ADDRESS.test(contractTarget(r)!)) return lack('invalid', [field], `${field} ${contractTarget(r)} is not a 0x-prefixed 20-byte address.`);
+      if (r.chainId === null)
+        return lack(
+          'invalid',
+          ['chain'],
+          `Chain ${r.chain} has no chain id known to source verification; ${field} not checked.`,
+        );
+      if (!ADDRESS.test(contractTarget(r)!))
+        return lack('invalid', [field], `${field} ${contractTarget(r)} is not a 0x-prefixed 20-byte address.`);
       return null;
     },
     build: (r) => [{ type: 'contract_verified', chain: r.chain, contract_address: contractTarget(r) }],
@@ -164,15 +242,25 @@ export const PLAN: readonly PlanRow[] = [
 ];
 
 /** Defaults and operator inputs: chain null → base, asset null → usd-coin, RPC and bridge URLs. */
-export function resolveRequest(req: GuardRequest, config: Pick<Config, 'rpcUrls' | 'bridgeStatusUrls'>): ResolvedRequest {
+export function resolveRequest(
+  req: GuardRequest,
+  config: Pick<Config, 'rpcUrls' | 'bridgeStatusUrls'>,
+): ResolvedRequest {
   const chain = given(req.chain) ? req.chain : 'base';
   const chainId = Object.hasOwn(CHAIN_IDS, chain) ? CHAIN_IDS[chain as ChainName] : null;
   const operatorRpc = Object.hasOwn(config.rpcUrls, chain) ? config.rpcUrls[chain] : undefined;
   // Check objects carry no trust flag: a decide request could set one. Whether a URL is the
   // operator's is decided where it is fetched, by comparing it with the configuration.
-  const rpc = given(req.rpc_url) ? req.rpc_url : operatorRpc ?? null;
+  const rpc = given(req.rpc_url) ? req.rpc_url : (operatorRpc ?? null);
   const bridgeUrls = given(req.bridge_status_url) ? [req.bridge_status_url] : config.bridgeStatusUrls;
-  return { req, chain, chainId, asset: given(req.stablecoin_asset_id) ? req.stablecoin_asset_id : 'usd-coin', rpc, bridgeUrls };
+  return {
+    req,
+    chain,
+    chainId,
+    asset: given(req.stablecoin_asset_id) ? req.stablecoin_asset_id : 'usd-coin',
+    rpc,
+    bridgeUrls,
+  };
 }
 
 /** Plan a guard request: the checks to run and the entries that cannot run, in table order. */
@@ -189,7 +277,9 @@ export function planGuard(req: GuardRequest, config: Pick<Config, 'rpcUrls' | 'b
     }
     const checks = row.build(r);
     // Several checks under one entry (several operator bridge URLs) are named entry[i] (semantics.md §1).
-    checks.forEach((check, i) => plan.planned.push({ name: checks.length > 1 ? `${row.entry}[${i}]` : row.entry, entry: row.entry, check }));
+    checks.forEach((check, i) => {
+      plan.planned.push({ name: checks.length > 1 ? `${row.entry}[${i}]` : row.entry, entry: row.entry, check });
+    });
   }
   return plan;
 }

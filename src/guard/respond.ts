@@ -13,16 +13,29 @@ import { fmtUsd } from '../checks/format.js';
 import { GUARD_THRESHOLDS, type GuardPlan, type PlanEntryName, type UnresolvedEntry } from './plan.js';
 
 /** Statuses an unresolved entry is reported with, by strict mode and kind. */
-const UNRESOLVED: Readonly<Record<'strict' | 'lenient', Record<UnresolvedEntry['kind'], { status: CheckStatus; reason: string }>>> = {
-  strict: { missing: { status: 'warn', reason: 'missing_input' }, skipped: { status: 'skipped', reason: 'not_applicable' }, invalid: { status: 'error', reason: 'invalid_input' } },
-  lenient: { missing: { status: 'skipped', reason: 'missing_input' }, skipped: { status: 'skipped', reason: 'not_applicable' }, invalid: { status: 'error', reason: 'invalid_input' } },
+const UNRESOLVED: Readonly<
+  Record<'strict' | 'lenient', Record<UnresolvedEntry['kind'], { status: CheckStatus; reason: string }>>
+> = {
+  strict: {
+    missing: { status: 'warn', reason: 'missing_input' },
+    skipped: { status: 'skipped', reason: 'not_applicable' },
+    invalid: { status: 'error', reason: 'invalid_input' },
+  },
+  lenient: {
+    missing: { status: 'skipped', reason: 'missing_input' },
+    skipped: { status: 'skipped', reason: 'not_applicable' },
+    invalid: { status: 'error', reason: 'invalid_input' },
+  },
 };
 
 /** A request fact that does not change by itself: an answer built on it can be reused this long. */
 const UNRESOLVED_TTL_S = 300;
 
 /** strict: errors wait, warns wait (block from the high-value tier up); lenient: errors and warns proceed. */
-export function guardPolicy(strict: boolean, amountUsd: number | null | undefined): VerdictPolicy & { highValue: boolean } {
+export function guardPolicy(
+  strict: boolean,
+  amountUsd: number | null | undefined,
+): VerdictPolicy & { highValue: boolean } {
   if (!strict) return { allowPartial: true, warnVerdict: 'proceed', highValue: false };
   const highValue = typeof amountUsd === 'number' && amountUsd >= GUARD_THRESHOLDS.highValueUsd;
   return { allowPartial: false, warnVerdict: highValue ? 'block' : 'wait', highValue };
@@ -31,9 +44,18 @@ export function guardPolicy(strict: boolean, amountUsd: number | null | undefine
 export function unresolvedResult(u: UnresolvedEntry, strict: boolean): CheckResult {
   const { status, reason } = UNRESOLVED[strict ? 'strict' : 'lenient'][u.kind];
   return {
-    name: u.name, type: u.type, status, reason, message: u.message,
-    observed: { inputs: u.inputs }, expected: null, source: null,
-    latency_ms: 0, cached: false, age_s: 0, ttl_s: UNRESOLVED_TTL_S,
+    name: u.name,
+    type: u.type,
+    status,
+    reason,
+    message: u.message,
+    observed: { inputs: u.inputs },
+    expected: null,
+    source: null,
+    latency_ms: 0,
+    cached: false,
+    age_s: 0,
+    ttl_s: UNRESOLVED_TTL_S,
   };
 }
 
@@ -41,7 +63,10 @@ export function unresolvedResult(u: UnresolvedEntry, strict: boolean): CheckResu
 const SEVERITY: Readonly<Record<CheckStatus, number>> = { fail: 4, warn: 3, error: 2, pass: 1, skipped: 0 };
 
 /** Plan entry → status; an entry with several checks (several bridges) shows its worst. */
-export function checksMap(results: CheckResult[], entryOf: (name: string) => PlanEntryName): Record<string, CheckStatus> {
+export function checksMap(
+  results: CheckResult[],
+  entryOf: (name: string) => PlanEntryName,
+): Record<string, CheckStatus> {
   const out: Record<string, CheckStatus> = {};
   for (const r of results) {
     const e = entryOf(r.name);
@@ -53,16 +78,27 @@ export function checksMap(results: CheckResult[], entryOf: (name: string) => Pla
 const OPENING: Record<string, string> = { proceed: 'Proceed', wait: 'Wait', block: 'Block' };
 
 /** Sentences from the results' messages, worst first, then why the verdict follows from them. */
-export function reasoning(req: GuardRequest, results: CheckResult[], verdict: string, policy: ReturnType<typeof guardPolicy>): string {
+export function reasoning(
+  req: GuardRequest,
+  results: CheckResult[],
+  verdict: string,
+  policy: ReturnType<typeof guardPolicy>,
+): string {
   const ordered = [...results].sort((a, b) => SEVERITY[b.status] - SEVERITY[a.status]);
   const lines = ordered.map((r) => `${r.name} ${r.status}: ${r.message}`);
   const amount = typeof req.amount_usd === 'number' ? ` of ${fmtUsd(req.amount_usd)}` : '';
-  const mode = req.strict_mode ? 'strict mode' : 'non-strict mode (missing inputs skipped, errors tolerated while a check passes, warnings proceed)';
+  const mode = req.strict_mode
+    ? 'strict mode'
+    : 'non-strict mode (missing inputs skipped, errors tolerated while a check passes, warnings proceed)';
   const tier = policy.highValue ? `; at ${fmtUsd(GUARD_THRESHOLDS.highValueUsd)} or more every warning blocks` : '';
   return `${OPENING[verdict]} on ${req.action}${amount} on ${req.chain ?? 'base'}, ${mode}${tier}. ${lines.join(' ')}`.trim();
 }
 
-export type GuardResponse = DecideResponse & { checks: Record<string, CheckStatus>; reasoning: string; latency_ms: number };
+export type GuardResponse = DecideResponse & {
+  checks: Record<string, CheckStatus>;
+  reasoning: string;
+  latency_ms: number;
+};
 
 export interface GuardMeta {
   requestId: string;
@@ -71,7 +107,12 @@ export interface GuardMeta {
 }
 
 /** The engine's results for `plan.planned`, in order, plus the plan's unresolved entries. */
-export function guardResponse(req: GuardRequest, plan: GuardPlan, engineResults: CheckResult[], meta: GuardMeta): GuardResponse {
+export function guardResponse(
+  req: GuardRequest,
+  plan: GuardPlan,
+  engineResults: CheckResult[],
+  meta: GuardMeta,
+): GuardResponse {
   const strict = req.strict_mode !== false;
   const policy = guardPolicy(strict, req.amount_usd);
   const entryByName = new Map<string, PlanEntryName>();
@@ -80,7 +121,10 @@ export function guardResponse(req: GuardRequest, plan: GuardPlan, engineResults:
   // Evidence in plan-table order, whichever way each entry resolved.
   const all = [...engineResults, ...plan.unresolved.map((u) => unresolvedResult(u, strict))];
   const order = (r: CheckResult) => plan.entries.indexOf(entryByName.get(r.name) ?? (r.name as PlanEntryName));
-  const results = all.map((r, i) => ({ r, i })).sort((a, b) => order(a.r) - order(b.r) || a.i - b.i).map((x) => x.r);
+  const results = all
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => order(a.r) - order(b.r) || a.i - b.i)
+    .map((x) => x.r);
 
   const judged = {
     action: req.action,
@@ -92,7 +136,11 @@ export function guardResponse(req: GuardRequest, plan: GuardPlan, engineResults:
   };
   const base = buildDecideResponse(results, policy, { requestId: meta.requestId, deadlineMs: meta.deadlineMs, judged });
   // An optional input left out (no pair, no RPC) is not a failure of the action.
-  const notApplicable = new Set(results.filter((r) => r.status === 'skipped' && r.reason === 'not_applicable').map((r) => `${r.name}:not_applicable`));
+  const notApplicable = new Set(
+    results
+      .filter((r) => r.status === 'skipped' && r.reason === 'not_applicable')
+      .map((r) => `${r.name}:not_applicable`),
+  );
   return {
     ...base,
     failure_modes: base.failure_modes.filter((f) => !notApplicable.has(f)),

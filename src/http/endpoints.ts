@@ -26,28 +26,168 @@ export interface PostEndpoint {
 }
 
 const AGENTS = {
-  decision: { name: 'Decision Verification', slug: 'decision-verification', description: 'Runs a goal\'s explicit checks (prices, pegs, pools, contracts, transactions, status pages) and answers proceed, wait or block with the evidence.' },
-  execution: { name: 'Execution Guard', slug: 'execution-guard', description: 'Turns an action description (swap, transfer, bridge, approve, ...) into a plan of safety checks and judges it before execution.' },
-  defi: { name: 'DeFi Risk', slug: 'defi-risk', description: 'Verifies DeFi positions and counterparties with the same check engine: depegs, rug-pull signals, unverified contracts, unlimited approvals.' },
-  stablecoin: { name: 'Stablecoin Intelligence', slug: 'stablecoin-intelligence', description: 'Peg status of many stablecoins in one call: price, deviation, pegged/warning/depegged, and the worst asset.' },
-  bridge: { name: 'Bridge Risk', slug: 'bridge-risk', description: 'Reads bridge status pages and statuspage feeds for exploits, pauses and incidents, one result per URL.' },
-  yield: { name: 'Yield Routing', slug: 'yield-routing', description: 'Filters and ranks yield options by risk-adjusted APY, excluding thin liquidity, high risk and depegged stablecoins.' },
+  decision: {
+    name: 'Decision Verification',
+    slug: 'decision-verification',
+    description:
+      "Runs a goal's explicit checks (prices, pegs, pools, contracts, transactions, status pages) and answers proceed, wait or block with the evidence.",
+  },
+  execution: {
+    name: 'Execution Guard',
+    slug: 'execution-guard',
+    description:
+      'Turns an action description (swap, transfer, bridge, approve, ...) into a plan of safety checks and judges it before execution.',
+  },
+  defi: {
+    name: 'DeFi Risk',
+    slug: 'defi-risk',
+    description:
+      'Verifies DeFi positions and counterparties with the same check engine: depegs, rug-pull signals, unverified contracts, unlimited approvals.',
+  },
+  stablecoin: {
+    name: 'Stablecoin Intelligence',
+    slug: 'stablecoin-intelligence',
+    description:
+      'Peg status of many stablecoins in one call: price, deviation, pegged/warning/depegged, and the worst asset.',
+  },
+  bridge: {
+    name: 'Bridge Risk',
+    slug: 'bridge-risk',
+    description:
+      'Reads bridge status pages and statuspage feeds for exploits, pauses and incidents, one result per URL.',
+  },
+  yield: {
+    name: 'Yield Routing',
+    slug: 'yield-routing',
+    description:
+      'Filters and ranks yield options by risk-adjusted APY, excluding thin liquidity, high risk and depegged stablecoins.',
+  },
 } satisfies Record<string, AgentMeta>;
 
 export const POST_ENDPOINTS: readonly PostEndpoint[] = [
-  { path: '/v1/api-keys/signup', summary: 'Get a free API key', request: 'ApiKeySignupRequest', response: 'ApiKeySignupResponse', access: 'free', handler: 'signup', tag: 'keys' },
-  { path: '/v1/decide', summary: 'Decide on a goal from explicit checks', request: 'DecideRequest', response: 'DecideResponse', access: 'paid', handler: 'decide', tag: 'decide' },
-  { path: '/v1/guard', summary: 'Guard an action before executing it', request: 'GuardRequest', response: 'DecideResponse', access: 'paid', handler: 'guard', tag: 'guard' },
-  { path: '/v1/x402/decide', summary: 'Decide, paid per call with x402', request: 'DecideRequest', response: 'DecideResponse', access: 'payment_only', handler: 'decide', tag: 'x402' },
-  { path: '/v1/x402/guard', summary: 'Guard, paid per call with x402', request: 'GuardRequest', response: 'DecideResponse', access: 'payment_only', handler: 'guard', tag: 'x402' },
-  { path: '/v1/acp/decide', summary: 'Decide for agentic commerce clients, paid with x402', request: 'DecideRequest', response: 'DecideResponse', access: 'payment_only', handler: 'decide', tag: 'x402' },
-  { path: '/v1/acp/guard', summary: 'Guard for agentic commerce clients, paid with x402', request: 'GuardRequest', response: 'DecideResponse', access: 'payment_only', handler: 'guard', tag: 'x402' },
-  { path: '/v1/agents/decision-verification/decide', summary: 'Decision Verification agent', request: 'DecideRequest', response: 'DecideResponse', access: 'paid', handler: 'decide', tag: 'agents', agent: AGENTS.decision },
-  { path: '/v1/agents/execution-guard/execute', summary: 'Execution Guard agent', request: 'GuardRequest', response: 'DecideResponse', access: 'paid', handler: 'guard', tag: 'agents', agent: AGENTS.execution },
-  { path: '/v1/agents/defi-risk/verify', summary: 'DeFi Risk agent', request: 'DecideRequest', response: 'DecideResponse', access: 'paid', handler: 'decide', tag: 'agents', agent: AGENTS.defi },
-  { path: '/v1/agents/stablecoin-intelligence/analyze', summary: 'Stablecoin Intelligence agent', request: 'StablecoinIntelligenceRequest', response: 'StablecoinIntelligenceResponse', access: 'paid', handler: 'stablecoin', tag: 'agents', agent: AGENTS.stablecoin },
-  { path: '/v1/agents/bridge-risk/analyze', summary: 'Bridge Risk agent', request: 'BridgeRiskRequest', response: 'BridgeRiskResponse', access: 'paid', handler: 'bridge', tag: 'agents', agent: AGENTS.bridge },
-  { path: '/v1/agents/yield-routing/recommend', summary: 'Yield Routing agent', request: 'YieldRoutingRequest', response: 'YieldRoutingResponse', access: 'paid', handler: 'yield', tag: 'agents', agent: AGENTS.yield },
+  {
+    path: '/v1/api-keys/signup',
+    summary: 'Get a free API key',
+    request: 'ApiKeySignupRequest',
+    response: 'ApiKeySignupResponse',
+    access: 'free',
+    handler: 'signup',
+    tag: 'keys',
+  },
+  {
+    path: '/v1/decide',
+    summary: 'Decide on a goal from explicit checks',
+    request: 'DecideRequest',
+    response: 'DecideResponse',
+    access: 'paid',
+    handler: 'decide',
+    tag: 'decide',
+  },
+  {
+    path: '/v1/guard',
+    summary: 'Guard an action before executing it',
+    request: 'GuardRequest',
+    response: 'DecideResponse',
+    access: 'paid',
+    handler: 'guard',
+    tag: 'guard',
+  },
+  {
+    path: '/v1/x402/decide',
+    summary: 'Decide, paid per call with x402',
+    request: 'DecideRequest',
+    response: 'DecideResponse',
+    access: 'payment_only',
+    handler: 'decide',
+    tag: 'x402',
+  },
+  {
+    path: '/v1/x402/guard',
+    summary: 'Guard, paid per call with x402',
+    request: 'GuardRequest',
+    response: 'DecideResponse',
+    access: 'payment_only',
+    handler: 'guard',
+    tag: 'x402',
+  },
+  {
+    path: '/v1/acp/decide',
+    summary: 'Decide for agentic commerce clients, paid with x402',
+    request: 'DecideRequest',
+    response: 'DecideResponse',
+    access: 'payment_only',
+    handler: 'decide',
+    tag: 'x402',
+  },
+  {
+    path: '/v1/acp/guard',
+    summary: 'Guard for agentic commerce clients, paid with x402',
+    request: 'GuardRequest',
+    response: 'DecideResponse',
+    access: 'payment_only',
+    handler: 'guard',
+    tag: 'x402',
+  },
+  {
+    path: '/v1/agents/decision-verification/decide',
+    summary: 'Decision Verification agent',
+    request: 'DecideRequest',
+    response: 'DecideResponse',
+    access: 'paid',
+    handler: 'decide',
+    tag: 'agents',
+    agent: AGENTS.decision,
+  },
+  {
+    path: '/v1/agents/execution-guard/execute',
+    summary: 'Execution Guard agent',
+    request: 'GuardRequest',
+    response: 'DecideResponse',
+    access: 'paid',
+    handler: 'guard',
+    tag: 'agents',
+    agent: AGENTS.execution,
+  },
+  {
+    path: '/v1/agents/defi-risk/verify',
+    summary: 'DeFi Risk agent',
+    request: 'DecideRequest',
+    response: 'DecideResponse',
+    access: 'paid',
+    handler: 'decide',
+    tag: 'agents',
+    agent: AGENTS.defi,
+  },
+  {
+    path: '/v1/agents/stablecoin-intelligence/analyze',
+    summary: 'Stablecoin Intelligence agent',
+    request: 'StablecoinIntelligenceRequest',
+    response: 'StablecoinIntelligenceResponse',
+    access: 'paid',
+    handler: 'stablecoin',
+    tag: 'agents',
+    agent: AGENTS.stablecoin,
+  },
+  {
+    path: '/v1/agents/bridge-risk/analyze',
+    summary: 'Bridge Risk agent',
+    request: 'BridgeRiskRequest',
+    response: 'BridgeRiskResponse',
+    access: 'paid',
+    handler: 'bridge',
+    tag: 'agents',
+    agent: AGENTS.bridge,
+  },
+  {
+    path: '/v1/agents/yield-routing/recommend',
+    summary: 'Yield Routing agent',
+    request: 'YieldRoutingRequest',
+    response: 'YieldRoutingResponse',
+    access: 'paid',
+    handler: 'yield',
+    tag: 'agents',
+    agent: AGENTS.yield,
+  },
 ];
 
 export interface GetEndpoint {
@@ -61,15 +201,37 @@ export interface GetEndpoint {
 
 export const GET_ENDPOINTS: readonly GetEndpoint[] = [
   { path: '/', summary: 'Service name, version and links', tag: 'meta', response: null },
-  { path: '/health', summary: 'Liveness: {"status":"ok"}, version and uptime; no authentication', tag: 'meta', response: null },
-  { path: '/v1/capabilities', summary: 'Check types with fields and defaults, guard actions, agents, pricing, limits, auth', tag: 'meta', response: null },
-  { path: '/v1/agents', summary: 'The analysis agents and their endpoints', tag: 'agents', response: 'AgentInfo', array: true },
+  {
+    path: '/health',
+    summary: 'Liveness: {"status":"ok"}, version and uptime; no authentication',
+    tag: 'meta',
+    response: null,
+  },
+  {
+    path: '/v1/capabilities',
+    summary: 'Check types with fields and defaults, guard actions, agents, pricing, limits, auth',
+    tag: 'meta',
+    response: null,
+  },
+  {
+    path: '/v1/agents',
+    summary: 'The analysis agents and their endpoints',
+    tag: 'agents',
+    response: 'AgentInfo',
+    array: true,
+  },
   { path: '/openapi.json', summary: 'This OpenAPI 3.1 document', tag: 'meta', response: null },
   { path: '/metrics', summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tag: 'meta', response: null },
 ];
 
 /** The six agents as AgentInfo, each with its endpoints. */
-export function agentInfos(): Array<{ name: string; slug: string; status: 'live'; description: string; endpoints: string[] }> {
+export function agentInfos(): Array<{
+  name: string;
+  slug: string;
+  status: 'live';
+  description: string;
+  endpoints: string[];
+}> {
   return POST_ENDPOINTS.filter((e) => e.agent).map((e) => ({
     name: e.agent!.name,
     slug: e.agent!.slug,

@@ -51,7 +51,13 @@ export function methodNotAllowed(allowed: string[]): ApiHandler {
 }
 
 /** body-parser's errors, mapped to the catalogue. */
-function fromBodyParser(err: { type?: string; status?: number; code?: string; message?: string; body?: string }): HttpError | null {
+function fromBodyParser(err: {
+  type?: string;
+  status?: number;
+  code?: string;
+  message?: string;
+  body?: string;
+}): HttpError | null {
   switch (err.type) {
     case 'entity.parse.failed':
       return jsonInvalid(err.message ?? 'invalid JSON');
@@ -67,8 +73,15 @@ function fromBodyParser(err: { type?: string; status?: number; code?: string; me
     default:
       // A Content-Encoding the parser knows (gzip, deflate, br) over bytes that do not decode:
       // zlib's error, passed on untyped with status 400.
-      if (err.status === 400 && typeof err.code === 'string' && /^(Z_|ERR__|ERR_ZLIB|ERR_BROTLI|ERR_ZSTD)/.test(err.code)) {
-        return new HttpError(400, `Request body could not be decompressed as its Content-Encoding says: ${err.message ?? err.code}`);
+      if (
+        err.status === 400 &&
+        typeof err.code === 'string' &&
+        /^(Z_|ERR__|ERR_ZLIB|ERR_BROTLI|ERR_ZSTD)/.test(err.code)
+      ) {
+        return new HttpError(
+          400,
+          `Request body could not be decompressed as its Content-Encoding says: ${err.message ?? err.code}`,
+        );
       }
       return null;
   }
@@ -78,7 +91,10 @@ export function errorHandler(logger: Logger): ApiErrorHandler {
   return (err, req, res, _next) => {
     const known = err instanceof HttpError ? err : fromBodyParser((err ?? {}) as Parameters<typeof fromBodyParser>[0]);
     if (!known) {
-      logger.error({ err, reqId: res.locals.requestId, method: req.method, url: req.originalUrl ?? req.url }, 'unhandled error');
+      logger.error(
+        { err, reqId: res.locals.requestId, method: req.method, url: req.originalUrl ?? req.url },
+        'unhandled error',
+      );
     }
     const e = known ?? new HttpError(500, 'Internal Server Error');
     if (res.headersSent) {

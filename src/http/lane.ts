@@ -26,7 +26,11 @@ export function jsonBody(limit: number, fallback: ApiHandler): ApiHandler {
     const size = length === undefined ? NaN : Number(length);
     const encoding = h['content-encoding'];
     const type = h['content-type'];
-    if (!(size > 0 && size <= limit) || (encoding !== undefined && encoding !== 'identity') || (type !== undefined && type.includes('charset'))) {
+    if (
+      !(size > 0 && size <= limit) ||
+      (encoding !== undefined && encoding !== 'identity') ||
+      type?.includes('charset')
+    ) {
       return fallback(req, res, next);
     }
     const chunks: Buffer[] = [];
@@ -61,7 +65,12 @@ export function jsonBody(limit: number, fallback: ApiHandler): ApiHandler {
  * end, or next(err), ends in `notFound` or `onError` as the router's fall-through would. The
  * request and response stay node's own objects (see api.ts for why).
  */
-export function frontDoor(app: http.RequestListener, chains: ReadonlyMap<string, readonly ApiHandler[]>, onError: ApiErrorHandler, notFound: ApiHandler): http.RequestListener {
+export function frontDoor(
+  app: http.RequestListener,
+  chains: ReadonlyMap<string, readonly ApiHandler[]>,
+  onError: ApiErrorHandler,
+  notFound: ApiHandler,
+): http.RequestListener {
   return (rawReq, rawRes) => {
     if (rawReq.method !== 'POST') return app(rawReq, rawRes);
     const url = rawReq.url ?? '/';

@@ -54,7 +54,12 @@ function one(e: ErrorObject): ValidationDetail {
       return { loc: [...loc, p.missingProperty], msg: 'Field required', type: 'missing' };
     case 'type': {
       const first = String(p.type).split(',')[0];
-      if (loc.length === 1) return { loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' };
+      if (loc.length === 1)
+        return {
+          loc,
+          msg: 'Input should be a valid dictionary or object to extract fields from',
+          type: 'model_attributes_type',
+        };
       const [type, msg] = TYPE_CODES[first] ?? ['type_error', `Input should be of type ${p.type}`];
       return { loc, msg, type };
     }
@@ -63,15 +68,28 @@ function one(e: ErrorObject): ValidationDetail {
     case 'const':
       return { loc, msg: `Input should be '${String(p.allowedValue)}'`, type: 'literal_error' };
     case 'format':
-      if (p.format === 'uri') return { loc, msg: 'Input should be a valid absolute URL, such as https://example.com/status', type: 'url_parsing' };
+      if (p.format === 'uri')
+        return {
+          loc,
+          msg: 'Input should be a valid absolute URL, such as https://example.com/status',
+          type: 'url_parsing',
+        };
       if (p.format === 'email') return { loc, msg: 'value is not a valid email address', type: 'value_error' };
       return { loc, msg: `Input should be a valid ${p.format}`, type: 'value_error' };
     case 'minLength':
-      return { loc, msg: `String should have at least ${p.limit} character${p.limit === 1 ? '' : 's'}`, type: 'string_too_short' };
+      return {
+        loc,
+        msg: `String should have at least ${p.limit} character${p.limit === 1 ? '' : 's'}`,
+        type: 'string_too_short',
+      };
     case 'maxLength':
       return { loc, msg: `String should have at most ${p.limit} characters`, type: 'string_too_long' };
     case 'pattern':
-      return { loc, msg: PATTERN_MESSAGES[String(field)] ?? `String should match pattern '${p.pattern}'`, type: 'string_pattern_mismatch' };
+      return {
+        loc,
+        msg: PATTERN_MESSAGES[String(field)] ?? `String should match pattern '${p.pattern}'`,
+        type: 'string_pattern_mismatch',
+      };
     case 'minItems':
       return { loc, msg: `List should have at least ${p.limit} item${p.limit === 1 ? '' : 's'}`, type: 'too_short' };
     case 'maxItems':
@@ -85,9 +103,17 @@ function one(e: ErrorObject): ValidationDetail {
     case 'discriminator': {
       const allowed = CHECK_TYPES.map((t) => `'${t}'`).join(', ');
       if (p.error === 'mapping') {
-        return { loc, msg: `Input tag '${String(p.tagValue)}' found using 'type' does not match any of the expected tags: ${allowed}`, type: 'union_tag_invalid' };
+        return {
+          loc,
+          msg: `Input tag '${String(p.tagValue)}' found using 'type' does not match any of the expected tags: ${allowed}`,
+          type: 'union_tag_invalid',
+        };
       }
-      return { loc, msg: `Unable to extract tag using discriminator 'type': it must be one of ${allowed}`, type: 'union_tag_not_found' };
+      return {
+        loc,
+        msg: `Unable to extract tag using discriminator 'type': it must be one of ${allowed}`,
+        type: 'union_tag_not_found',
+      };
     }
     default:
       return { loc, msg: e.message ?? 'Invalid value', type: e.keyword };
@@ -124,7 +150,12 @@ export const MAX_DEPTH = 64;
 // and URL encoding, UTF-8 storage and upstream APIs all fail on it (I-JSON, RFC 7493 §2.1).
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-interface Frame { value: unknown; depth: number; key: string | number; parent: Frame | null }
+interface Frame {
+  value: unknown;
+  depth: number;
+  key: string | number;
+  parent: Frame | null;
+}
 
 function locOf(f: Frame, key?: string): Array<string | number> {
   const loc: Array<string | number> = key === undefined ? [] : [key];
@@ -141,15 +172,30 @@ export function bodyProblem(body: unknown): ValidationDetail | null {
   while (stack.length > 0) {
     const f = stack.pop() as Frame;
     if (typeof f.value === 'string') {
-      if (LONE_SURROGATE.test(f.value)) return { loc: locOf(f), msg: 'Input should be valid Unicode text: it has an unpaired surrogate', type: 'string_unicode' };
+      if (LONE_SURROGATE.test(f.value))
+        return {
+          loc: locOf(f),
+          msg: 'Input should be valid Unicode text: it has an unpaired surrogate',
+          type: 'string_unicode',
+        };
       continue;
     }
     if (f.value === null || typeof f.value !== 'object') continue;
-    if (f.depth > MAX_DEPTH) return { loc: locOf(f), msg: `Input is nested too deeply: at most ${MAX_DEPTH} levels of objects and arrays`, type: 'too_deep' };
+    if (f.depth > MAX_DEPTH)
+      return {
+        loc: locOf(f),
+        msg: `Input is nested too deeply: at most ${MAX_DEPTH} levels of objects and arrays`,
+        type: 'too_deep',
+      };
     const obj = f.value as Record<string, unknown>;
     const keys: Array<string | number> = Array.isArray(obj) ? obj.map((_, i) => i) : Object.keys(obj);
     for (const key of keys) {
-      if (typeof key === 'string' && LONE_SURROGATE.test(key)) return { loc: locOf(f, key), msg: 'Keys should be valid Unicode text: this one has an unpaired surrogate', type: 'string_unicode' };
+      if (typeof key === 'string' && LONE_SURROGATE.test(key))
+        return {
+          loc: locOf(f, key),
+          msg: 'Keys should be valid Unicode text: this one has an unpaired surrogate',
+          type: 'string_unicode',
+        };
       stack.push({ value: obj[key as string], depth: f.depth + 1, key, parent: f });
     }
   }

@@ -48,7 +48,7 @@ const V4_TABLE = V4_RANGES.map(([base, prefix, cls]) => {
 });
 
 export function classifyIPv4(v: number): AddressClass {
-  for (const r of V4_TABLE) if (((v & r.mask) >>> 0) === r.net) return r.cls;
+  for (const r of V4_TABLE) if ((v & r.mask) >>> 0 === r.net) return r.cls;
   return 'public';
 }
 

@@ -36,7 +36,15 @@ const MAX_TRACKED = 1024;
 const CHANNEL = 'preflight:circuit';
 
 /** Labels of the circuit gauge: configured providers, the operator's RPC, and caller-supplied targets. */
-export const CIRCUIT_LABELS = ['price_provider', 'dex_provider', 'sourcify', 'etherscan', 'rpc', 'rpc_target', 'http_target'] as const;
+export const CIRCUIT_LABELS = [
+  'price_provider',
+  'dex_provider',
+  'sourcify',
+  'etherscan',
+  'rpc',
+  'rpc_target',
+  'http_target',
+] as const;
 export type CircuitLabel = (typeof CIRCUIT_LABELS)[number];
 
 export type CallVerdict = 'success' | 'failure' | 'ignore';
@@ -151,7 +159,12 @@ export interface CircuitCall {
  * Runs `call` through the host's breaker: answers `circuit_open` without calling while it is
  * open, otherwise records `judge(result)`.
  */
-export async function throughCircuit<R>(c: CircuitCall, source: string, call: () => Promise<R>, judge: (r: R) => CallVerdict): Promise<R | UpstreamFail> {
+export async function throughCircuit<R>(
+  c: CircuitCall,
+  source: string,
+  call: () => Promise<R>,
+  judge: (r: R) => CallVerdict,
+): Promise<R | UpstreamFail> {
   if (!enabled()) return call();
   const b = breakerFor(c.label, `${c.scope}|${c.label}|${c.host}`);
   const a = b.admit(performance.now());
@@ -218,7 +231,10 @@ export function watchCircuits(onState: (label: CircuitLabel | 'other', state: Ci
     const r = (e as { data: Report }).data;
     const label = known.has(r.label) ? (r.label as CircuitLabel) : 'other';
     let m = hosts.get(label);
-    if (!m) hosts.set(label, (m = new Map()));
+    if (!m) {
+      m = new Map();
+      hosts.set(label, m);
+    }
     if (m.delete(r.key)) watched--;
     if (r.state !== 'closed' && watched < MAX_WATCHED) {
       m.set(r.key, r.state);

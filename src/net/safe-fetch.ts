@@ -56,7 +56,12 @@ const BAD_PORTS = new Set([
 
 let sharedAgent: Agent | null = null;
 function agent(): Agent {
-  sharedAgent ??= new Agent({ keepAliveTimeout: 4_000, keepAliveMaxTimeout: 30_000, connections: 128, connect: { timeout: 5_000 } });
+  sharedAgent ??= new Agent({
+    keepAliveTimeout: 4_000,
+    keepAliveMaxTimeout: 30_000,
+    connections: 128,
+    connect: { timeout: 5_000 },
+  });
   return sharedAgent;
 }
 
@@ -84,14 +89,20 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 /** The checks that need no DNS (scheme, port, a literal address, loopback names); null: resolve the name. */
 function precheck(url: URL, allowPrivate: boolean): Targets | null {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { ok: false, reason: 'target_forbidden', message: `scheme ${url.protocol.replace(':', '')} is not allowed (http and https only)` };
+    return {
+      ok: false,
+      reason: 'target_forbidden',
+      message: `scheme ${url.protocol.replace(':', '')} is not allowed (http and https only)`,
+    };
   }
-  if (url.port !== '' && BAD_PORTS.has(Number(url.port))) return { ok: false, reason: 'target_forbidden', message: `port ${url.port} is not allowed` };
+  if (url.port !== '' && BAD_PORTS.has(Number(url.port)))
+    return { ok: false, reason: 'target_forbidden', message: `port ${url.port} is not allowed` };
   const host = url.hostname;
   const literal = canonicalIp(host);
   if (literal) {
     const cls = classifyAddress(literal.ip);
-    if (cls !== 'public' && !allowPrivate) return { ok: false, reason: 'target_forbidden', message: `${host} is ${label(cls)} address` };
+    if (cls !== 'public' && !allowPrivate)
+      return { ok: false, reason: 'target_forbidden', message: `${host} is ${label(cls)} address` };
     return { ok: true, addresses: [literal] };
   }
   const name = host.toLowerCase().replace(/\.$/, '');
@@ -102,14 +113,24 @@ function precheck(url: URL, allowPrivate: boolean): Targets | null {
 }
 
 /** The addresses of a host name, every one of them classified. */
-async function resolveTargets(url: URL, allowPrivate: boolean, resolver: Resolver, signal: AbortSignal): Promise<Targets> {
+async function resolveTargets(
+  url: URL,
+  allowPrivate: boolean,
+  resolver: Resolver,
+  signal: AbortSignal,
+): Promise<Targets> {
   const host = url.hostname;
   let resolved: string[];
   try {
     resolved = await abortable(resolver(host), signal);
   } catch (err) {
-    if (signal.aborted) return { ok: false, reason: 'upstream_timeout', message: `resolving ${host} did not finish in time` };
-    return { ok: false, reason: 'upstream_unreachable', message: `could not resolve ${host} (${(err as { code?: string }).code ?? 'error'})` };
+    if (signal.aborted)
+      return { ok: false, reason: 'upstream_timeout', message: `resolving ${host} did not finish in time` };
+    return {
+      ok: false,
+      reason: 'upstream_unreachable',
+      message: `could not resolve ${host} (${(err as { code?: string }).code ?? 'error'})`,
+    };
   }
   const addresses: { family: 4 | 6; ip: string }[] = [];
   for (const a of resolved) {
@@ -149,9 +170,18 @@ function withoutCredentials(url: URL): string {
   return u.href;
 }
 
-async function hop(url: URL, addresses: { family: 4 | 6; ip: string }[], dispatcher: Dispatcher, o: {
-  method: 'GET' | 'HEAD' | 'POST'; headers: Record<string, string>; body?: string; signal: AbortSignal; maxBodyBytes?: number;
-}): Promise<SendResult> {
+async function hop(
+  url: URL,
+  addresses: { family: 4 | 6; ip: string }[],
+  dispatcher: Dispatcher,
+  o: {
+    method: 'GET' | 'HEAD' | 'POST';
+    headers: Record<string, string>;
+    body?: string;
+    signal: AbortSignal;
+    maxBodyBytes?: number;
+  },
+): Promise<SendResult> {
   const port = url.port || (url.protocol === 'https:' ? '443' : '80');
   const headers: Record<string, string> = { ...o.headers, host: url.host };
   const auth = basicAuth(url);
@@ -172,10 +202,21 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
   try {
     url = new URL(rawUrl);
   } catch {
-    return { ok: false, reason: 'target_forbidden', message: 'not a valid absolute URL', source: opts.source ?? 'unknown', latencyMs: 0 };
+    return {
+      ok: false,
+      reason: 'target_forbidden',
+      message: 'not a valid absolute URL',
+      source: opts.source ?? 'unknown',
+      latencyMs: 0,
+    };
   }
   const source = opts.source ?? url.hostname;
-  const done = (r: { reason: UpstreamErrorReason; message: string; status?: number; retryAfterS?: number }): UpstreamFail => ({
+  const done = (r: {
+    reason: UpstreamErrorReason;
+    message: string;
+    status?: number;
+    retryAfterS?: number;
+  }): UpstreamFail => ({
     ok: false,
     reason: r.reason,
     message: r.message,
@@ -214,14 +255,28 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
       if (!r.ok) return done(r);
       const location = r.res.headers.location;
       if (!REDIRECTS.has(r.res.status) || !location) {
-        return { ok: true, data: { ...r.res, finalUrl: withoutCredentials(url), redirects }, source, latencyMs: Math.round(performance.now() - started) };
+        return {
+          ok: true,
+          data: { ...r.res, finalUrl: withoutCredentials(url), redirects },
+          source,
+          latencyMs: Math.round(performance.now() - started),
+        };
       }
-      if (redirects >= maxRedirects) return done({ reason: 'too_many_redirects', message: `more than ${maxRedirects} redirects`, status: r.res.status });
+      if (redirects >= maxRedirects)
+        return done({
+          reason: 'too_many_redirects',
+          message: `more than ${maxRedirects} redirects`,
+          status: r.res.status,
+        });
       let next: URL;
       try {
         next = new URL(location, url);
       } catch {
-        return done({ reason: 'upstream_bad_response', message: 'redirect with an invalid Location', status: r.res.status });
+        return done({
+          reason: 'upstream_bad_response',
+          message: 'redirect with an invalid Location',
+          status: r.res.status,
+        });
       }
       redirects++;
       if (r.res.status === 303 || ((r.res.status === 301 || r.res.status === 302) && method === 'POST')) {

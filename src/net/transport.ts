@@ -29,7 +29,15 @@ export type SendResult =
   | { ok: false; reason: UpstreamErrorReason; message: string; status?: number; connectFailed?: boolean };
 
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
-const CONNECT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+const CONNECT = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 function codeOf(err: unknown): string {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
@@ -43,7 +51,10 @@ function flatten(h: Dispatcher.ResponseData['headers']): Record<string, string> 
   return out;
 }
 
-async function readCapped(body: Dispatcher.ResponseData['body'], cap: number): Promise<{ text: string; truncated: boolean }> {
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  cap: number,
+): Promise<{ text: string; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -60,28 +71,54 @@ async function readCapped(body: Dispatcher.ResponseData['body'], cap: number): P
 
 function failure(err: unknown, signal: AbortSignal, stage: 'connect' | 'body'): SendResult & { ok: false } {
   if (signal.aborted) {
-    const why = (signal.reason as { name?: string } | undefined)?.name === 'TimeoutError' ? 'timed out' : 'was cancelled';
-    return { ok: false, reason: 'upstream_timeout', message: `request ${why} ${stage === 'body' ? 'while reading the body' : 'before an answer'}` };
+    const why =
+      (signal.reason as { name?: string } | undefined)?.name === 'TimeoutError' ? 'timed out' : 'was cancelled';
+    return {
+      ok: false,
+      reason: 'upstream_timeout',
+      message: `request ${why} ${stage === 'body' ? 'while reading the body' : 'before an answer'}`,
+    };
   }
   const code = codeOf(err);
-  if (stage === 'body') return { ok: false, reason: 'upstream_bad_response', message: `body ended early (${code || 'closed'})` };
-  if (code.startsWith('HPE_')) return { ok: false, reason: 'upstream_bad_response', message: 'answer was not valid HTTP' };
-  if (code === 'UND_ERR_HEADERS_TIMEOUT') return { ok: false, reason: 'upstream_timeout', message: 'no response headers in time' };
-  if (RESET.has(code)) return { ok: false, reason: 'upstream_unreachable', message: 'connection reset before an answer' };
+  if (stage === 'body')
+    return { ok: false, reason: 'upstream_bad_response', message: `body ended early (${code || 'closed'})` };
+  if (code.startsWith('HPE_'))
+    return { ok: false, reason: 'upstream_bad_response', message: 'answer was not valid HTTP' };
+  if (code === 'UND_ERR_HEADERS_TIMEOUT')
+    return { ok: false, reason: 'upstream_timeout', message: 'no response headers in time' };
+  if (RESET.has(code))
+    return { ok: false, reason: 'upstream_unreachable', message: 'connection reset before an answer' };
   const connectFailed = CONNECT.has(code);
-  return { ok: false, reason: 'upstream_unreachable', message: `could not connect (${code || 'error'})`, connectFailed };
+  return {
+    ok: false,
+    reason: 'upstream_unreachable',
+    message: `could not connect (${code || 'error'})`,
+    connectFailed,
+  };
 }
 
 /**
  * Send one request to `origin` + `path`. A connection reset before any answer is retried once
  * (the usual cause is a keep-alive connection the server had just closed); nothing else is.
  */
-export async function send(dispatcher: Dispatcher, origin: string, path: string, opts: SendOptions): Promise<SendResult> {
+export async function send(
+  dispatcher: Dispatcher,
+  origin: string,
+  path: string,
+  opts: SendOptions,
+): Promise<SendResult> {
   const cap = opts.maxBodyBytes ?? MAX_BODY_BYTES;
   for (let attempt = 0; ; attempt++) {
     let res: Dispatcher.ResponseData;
     try {
-      res = await dispatcher.request({ origin, path, method: opts.method, headers: opts.headers, body: opts.body, signal: opts.signal });
+      res = await dispatcher.request({
+        origin,
+        path,
+        method: opts.method,
+        headers: opts.headers,
+        body: opts.body,
+        signal: opts.signal,
+      });
     } catch (err) {
       if (attempt === 0 && !opts.signal.aborted && RESET.has(codeOf(err))) continue;
       return failure(err, opts.signal, 'connect');

@@ -25,19 +25,27 @@ export async function openStore(config: Pick<Config, 'databaseUrl'>, opts: OpenS
   if (/^postgres(ql)?:\/\//.test(url)) {
     // Each driver is loaded only when named, so a SQLite deployment never loads pg and vice versa.
     const { PostgresStore } = await import('./postgres.js');
-    store = await PostgresStore.open(url, { logger: opts.logger, max: opts.poolMax, connectTimeoutMs: opts.connectTimeoutMs });
+    store = await PostgresStore.open(url, {
+      logger: opts.logger,
+      max: opts.poolMax,
+      connectTimeoutMs: opts.connectTimeoutMs,
+    });
   } else if (url.startsWith('sqlite:')) {
     const { SqliteStore, sqlitePath } = await import('./sqlite.js');
     store = SqliteStore.open(sqlitePath(url));
   } else {
-    throw new StoreError(`DATABASE_URL must be sqlite:<path> or postgres://..., got ${JSON.stringify(url.split(':')[0] + ':...')}`);
+    throw new StoreError(
+      `DATABASE_URL must be sqlite:<path> or postgres://..., got ${JSON.stringify(url.split(':')[0] + ':...')}`,
+    );
   }
   try {
     await store.migrate();
   } catch (err) {
     await store.close().catch(() => undefined);
     if (err instanceof StoreError) throw err;
-    throw new StoreError(`database migration failed on the ${store.kind} store: ${(err as Error).message}`, { cause: err });
+    throw new StoreError(`database migration failed on the ${store.kind} store: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   return store;
 }

@@ -75,12 +75,19 @@ CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state IN ('verifi
 }
 
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
-  { version: 1, name: 'keys, usage, signups, payments', sqlite: initial('INTEGER', 'INTEGER'), postgres: initial('TIMESTAMPTZ', 'BIGINT') },
+  {
+    version: 1,
+    name: 'keys, usage, signups, payments',
+    sqlite: initial('INTEGER', 'INTEGER'),
+    postgres: initial('TIMESTAMPTZ', 'BIGINT'),
+  },
 ]);
 
 export const MIGRATIONS_TABLE_SQL = {
-  sqlite: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
-  postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+  sqlite:
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  postgres:
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
 };
 
 /** Migrations not yet applied, in order. Versions the database knows but this build does not are ignored (a newer release ran). */

@@ -8,8 +8,29 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { StoreError, redactUrl } from './errors.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
-import { KEY_COLUMNS, PAYMENT_COLUMNS, emptyStateCounts, isPlan, keyFromRow, keyValues, paymentFromRow, paymentUpdate, paymentValues, type KeyRow, type PaymentRow } from './rows.js';
-import type { ApiKeyRecord, NewApiKey, NewPayment, PaymentRecord, PaymentState, Plan, Store, UsageResult } from './types.js';
+import {
+  KEY_COLUMNS,
+  PAYMENT_COLUMNS,
+  emptyStateCounts,
+  isPlan,
+  keyFromRow,
+  keyValues,
+  paymentFromRow,
+  paymentUpdate,
+  paymentValues,
+  type KeyRow,
+  type PaymentRow,
+} from './rows.js';
+import type {
+  ApiKeyRecord,
+  NewApiKey,
+  NewPayment,
+  PaymentRecord,
+  PaymentState,
+  Plan,
+  Store,
+  UsageResult,
+} from './types.js';
 
 /** Any constant works; it only has to be the same in every process of this service. */
 const MIGRATION_LOCK = 7_301_402_001;
@@ -44,7 +65,9 @@ export class PostgresStore implements Store {
         application_name: 'preflight',
       });
     } catch (err) {
-      throw new StoreError(`DATABASE_URL is not a valid PostgreSQL URL (${where}): ${(err as Error).message}`, { cause: err });
+      throw new StoreError(`DATABASE_URL is not a valid PostgreSQL URL (${where}): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', (err) => opts.logger?.error({ err, database: where }, 'postgres idle client error'));
@@ -54,7 +77,10 @@ export class PostgresStore implements Store {
     } catch (err) {
       await pool.end().catch(() => undefined);
       const e = err as Error & { code?: string };
-      throw new StoreError(`cannot reach PostgreSQL at ${where} (DATABASE_URL): ${e.message || e.code || 'connection failed'}${e.code ? ` [${e.code}]` : ''}`, { cause: err });
+      throw new StoreError(
+        `cannot reach PostgreSQL at ${where} (DATABASE_URL): ${e.message || e.code || 'connection failed'}${e.code ? ` [${e.code}]` : ''}`,
+        { cause: err },
+      );
     }
     return new PostgresStore(pool);
   }
@@ -99,13 +125,19 @@ export class PostgresStore implements Store {
   }
 
   async revokeApiKey(idOrPrefix: string): Promise<number> {
-    const r = await this.pool.query('UPDATE api_keys SET revoked_at = $2 WHERE (id = $1 OR prefix = $1) AND revoked_at IS NULL', [idOrPrefix, new Date()]);
+    const r = await this.pool.query(
+      'UPDATE api_keys SET revoked_at = $2 WHERE (id = $1 OR prefix = $1) AND revoked_at IS NULL',
+      [idOrPrefix, new Date()],
+    );
     return r.rowCount ?? 0;
   }
 
   async setPlan(idOrPrefix: string, plan: Plan): Promise<number> {
     if (!isPlan(plan)) throw new TypeError(`unknown plan ${JSON.stringify(plan)}`);
-    const r = await this.pool.query('UPDATE api_keys SET plan = $2 WHERE (id = $1 OR prefix = $1) AND revoked_at IS NULL', [idOrPrefix, plan]);
+    const r = await this.pool.query(
+      'UPDATE api_keys SET plan = $2 WHERE (id = $1 OR prefix = $1) AND revoked_at IS NULL',
+      [idOrPrefix, plan],
+    );
     return r.rowCount ?? 0;
   }
 
@@ -114,7 +146,14 @@ export class PostgresStore implements Store {
    * locked and its WHERE re-checked against the newest version, so concurrent callers never
    * count past the limit.
    */
-  private async count(table: 'key_usage' | 'signup_attempts', ca: string, cb: string, a: string, b: string, limit: number): Promise<UsageResult> {
+  private async count(
+    table: 'key_usage' | 'signup_attempts',
+    ca: string,
+    cb: string,
+    a: string,
+    b: string,
+    limit: number,
+  ): Promise<UsageResult> {
     if (limit > 0) {
       const { rows } = await this.pool.query<{ used: string }>(
         `INSERT INTO ${table} (${ca}, ${cb}, used) VALUES ($1, $2, 1)
@@ -123,7 +162,10 @@ export class PostgresStore implements Store {
       );
       if (rows[0]) return { allowed: true, used: Number(rows[0].used), limit };
     }
-    const { rows } = await this.pool.query<{ used: string }>(`SELECT used FROM ${table} WHERE ${ca} = $1 AND ${cb} = $2`, [a, b]);
+    const { rows } = await this.pool.query<{ used: string }>(
+      `SELECT used FROM ${table} WHERE ${ca} = $1 AND ${cb} = $2`,
+      [a, b],
+    );
     return { allowed: false, used: rows[0] ? Number(rows[0].used) : 0, limit };
   }
 
@@ -132,16 +174,23 @@ export class PostgresStore implements Store {
   }
 
   async refundQuota(keyId: string, period: string): Promise<void> {
-    await this.pool.query('UPDATE key_usage SET used = used - 1 WHERE key_id = $1 AND period = $2 AND used > 0', [keyId, period]);
+    await this.pool.query('UPDATE key_usage SET used = used - 1 WHERE key_id = $1 AND period = $2 AND used > 0', [
+      keyId,
+      period,
+    ]);
   }
 
   async getUsage(keyId: string, period: string): Promise<number> {
-    const { rows } = await this.pool.query<{ used: string }>('SELECT used FROM key_usage WHERE key_id = $1 AND period = $2', [keyId, period]);
+    const { rows } = await this.pool.query<{ used: string }>(
+      'SELECT used FROM key_usage WHERE key_id = $1 AND period = $2',
+      [keyId, period],
+    );
     return rows[0] ? Number(rows[0].used) : 0;
   }
 
   async countSignup(client: string, window: string, limit: number): Promise<UsageResult> {
-    if (this.signupCounts++ % PRUNE_EVERY === 0) await this.pool.query('DELETE FROM signup_attempts WHERE bucket < $1', [window]);
+    if (this.signupCounts++ % PRUNE_EVERY === 0)
+      await this.pool.query('DELETE FROM signup_attempts WHERE bucket < $1', [window]);
     return this.count('signup_attempts', 'client', 'bucket', client, window, limit);
   }
 
@@ -151,7 +200,12 @@ export class PostgresStore implements Store {
     return (await this.pool.query(sql, paymentValues(p, new Date()))).rowCount === 1;
   }
 
-  async updatePayment(id: string, from: PaymentState[], to: PaymentState, fields: Parameters<Store['updatePayment']>[3] = {}): Promise<boolean> {
+  async updatePayment(
+    id: string,
+    from: PaymentState[],
+    to: PaymentState,
+    fields: Parameters<Store['updatePayment']>[3] = {},
+  ): Promise<boolean> {
     if (from.length === 0) return false;
     const { sql, params } = paymentUpdate(id, from, to, fields, new Date(), (i) => `$${i}`);
     return (await this.pool.query(sql, params)).rowCount === 1;
@@ -172,7 +226,9 @@ export class PostgresStore implements Store {
 
   async countPaymentsByState(): Promise<Record<PaymentState, number>> {
     const out = emptyStateCounts();
-    const { rows } = await this.pool.query<{ state: PaymentState; n: string }>('SELECT state, COUNT(*) AS n FROM payments GROUP BY state');
+    const { rows } = await this.pool.query<{ state: PaymentState; n: string }>(
+      'SELECT state, COUNT(*) AS n FROM payments GROUP BY state',
+    );
     for (const r of rows) out[r.state] = Number(r.n);
     return out;
   }

@@ -59,10 +59,34 @@ export function keyFromRow(r: KeyRow): ApiKeyRecord {
 }
 
 /** Column values of a new key, in KEY_COLUMNS order. */
-export const KEY_COLUMNS = ['id', 'key_hash', 'prefix', 'email', 'plan', 'requested_plan', 'company', 'full_name', 'use_case', 'website', 'created_at'] as const;
+export const KEY_COLUMNS = [
+  'id',
+  'key_hash',
+  'prefix',
+  'email',
+  'plan',
+  'requested_plan',
+  'company',
+  'full_name',
+  'use_case',
+  'website',
+  'created_at',
+] as const;
 export function keyValues(k: NewApiKey, createdAt: Date | number): unknown[] {
   if (!isPlan(k.plan)) throw new TypeError(`unknown plan ${JSON.stringify(k.plan)}`);
-  return [k.id, k.keyHash, k.prefix, normalizeEmail(k.email), k.plan, k.requestedPlan, k.company, k.fullName, k.useCase, k.website, createdAt];
+  return [
+    k.id,
+    k.keyHash,
+    k.prefix,
+    normalizeEmail(k.email),
+    k.plan,
+    k.requestedPlan,
+    k.company,
+    k.fullName,
+    k.useCase,
+    k.website,
+    createdAt,
+  ];
 }
 
 export interface PaymentRow {
@@ -107,11 +131,44 @@ export function paymentFromRow(r: PaymentRow): PaymentRecord {
   };
 }
 
-export const PAYMENT_COLUMNS = ['id', 'asset', 'payer', 'nonce', 'pay_to', 'value', 'network', 'x402_version', 'payload', 'valid_before', 'state', 'attempts', 'resource', 'created_at', 'updated_at'] as const;
+export const PAYMENT_COLUMNS = [
+  'id',
+  'asset',
+  'payer',
+  'nonce',
+  'pay_to',
+  'value',
+  'network',
+  'x402_version',
+  'payload',
+  'valid_before',
+  'state',
+  'attempts',
+  'resource',
+  'created_at',
+  'updated_at',
+] as const;
 /** A new payment starts `verified` with no attempts; the replay key (asset, payer, nonce) is lower-cased. */
 export function paymentValues(p: NewPayment, now: Date | number): unknown[] {
-  if (!/^\d+$/.test(p.value)) throw new TypeError(`payment value must be an integer string, got ${JSON.stringify(p.value)}`);
-  return [p.id, p.asset.toLowerCase(), p.payer.toLowerCase(), p.nonce.toLowerCase(), p.payTo, p.value, p.network, p.x402Version, p.payload, p.validBefore, 'verified', 0, p.resource, now, now];
+  if (!/^\d+$/.test(p.value))
+    throw new TypeError(`payment value must be an integer string, got ${JSON.stringify(p.value)}`);
+  return [
+    p.id,
+    p.asset.toLowerCase(),
+    p.payer.toLowerCase(),
+    p.nonce.toLowerCase(),
+    p.payTo,
+    p.value,
+    p.network,
+    p.x402Version,
+    p.payload,
+    p.validBefore,
+    'verified',
+    0,
+    p.resource,
+    now,
+    now,
+  ];
 }
 
 export interface PaymentUpdateFields {
@@ -124,8 +181,16 @@ export interface PaymentUpdateFields {
  * One compare-and-set UPDATE: it changes the row only while its state is one of `from`.
  * `ph(i)` renders the i-th placeholder (1-based): `?` for SQLite, `$i` for PostgreSQL.
  */
-export function paymentUpdate(id: string, from: PaymentState[], to: PaymentState, fields: PaymentUpdateFields, now: Date | number, ph: (i: number) => string): { sql: string; params: unknown[] } {
-  for (const s of [...from, to]) if (!PAYMENT_STATES.includes(s)) throw new TypeError(`unknown payment state ${JSON.stringify(s)}`);
+export function paymentUpdate(
+  id: string,
+  from: PaymentState[],
+  to: PaymentState,
+  fields: PaymentUpdateFields,
+  now: Date | number,
+  ph: (i: number) => string,
+): { sql: string; params: unknown[] } {
+  for (const s of [...from, to])
+    if (!PAYMENT_STATES.includes(s)) throw new TypeError(`unknown payment state ${JSON.stringify(s)}`);
   const params: unknown[] = [];
   const p = (v: unknown): string => {
     params.push(v);

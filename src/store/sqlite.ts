@@ -9,8 +9,29 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreError } from './errors.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
-import { KEY_COLUMNS, PAYMENT_COLUMNS, emptyStateCounts, isPlan, keyFromRow, keyValues, paymentFromRow, paymentUpdate, paymentValues, type KeyRow, type PaymentRow } from './rows.js';
-import type { ApiKeyRecord, NewApiKey, NewPayment, PaymentRecord, PaymentState, Plan, Store, UsageResult } from './types.js';
+import {
+  KEY_COLUMNS,
+  PAYMENT_COLUMNS,
+  emptyStateCounts,
+  isPlan,
+  keyFromRow,
+  keyValues,
+  paymentFromRow,
+  paymentUpdate,
+  paymentValues,
+  type KeyRow,
+  type PaymentRow,
+} from './rows.js';
+import type {
+  ApiKeyRecord,
+  NewApiKey,
+  NewPayment,
+  PaymentRecord,
+  PaymentState,
+  Plan,
+  Store,
+  UsageResult,
+} from './types.js';
 
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -39,7 +60,9 @@ export class SqliteStore implements Store {
   private readonly countGroup: Database.Transaction<(group: QuotaAsk[]) => UsageResult[]>;
 
   private constructor(private readonly db: Database.Database) {
-    this.countGroup = db.transaction((group: QuotaAsk[]) => group.map((a) => this.count('key_usage', ['key_id', 'period'], a.keyId, a.period, a.limit)));
+    this.countGroup = db.transaction((group: QuotaAsk[]) =>
+      group.map((a) => this.count('key_usage', ['key_id', 'period'], a.keyId, a.period, a.limit)),
+    );
   }
 
   static open(path: string): SqliteStore {
@@ -55,7 +78,9 @@ export class SqliteStore implements Store {
       db.pragma('foreign_keys = ON');
       return new SqliteStore(db);
     } catch (err) {
-      throw new StoreError(`cannot open the SQLite database at ${file} (DATABASE_URL): ${(err as Error).message}`, { cause: err });
+      throw new StoreError(`cannot open the SQLite database at ${file} (DATABASE_URL): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 
@@ -75,7 +100,9 @@ export class SqliteStore implements Store {
       const applied = this.db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>;
       for (const m of pending(applied.map((r) => r.version))) {
         this.db.exec(m.sqlite);
-        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(m.version, m.name, Date.now());
       }
     });
     run.immediate();
@@ -103,23 +130,41 @@ export class SqliteStore implements Store {
   }
 
   async revokeApiKey(idOrPrefix: string): Promise<number> {
-    return this.q('UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL').run(Date.now(), idOrPrefix, idOrPrefix).changes;
+    return this.q('UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL').run(
+      Date.now(),
+      idOrPrefix,
+      idOrPrefix,
+    ).changes;
   }
 
   async setPlan(idOrPrefix: string, plan: Plan): Promise<number> {
     if (!isPlan(plan)) throw new TypeError(`unknown plan ${JSON.stringify(plan)}`);
-    return this.q('UPDATE api_keys SET plan = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL').run(plan, idOrPrefix, idOrPrefix).changes;
+    return this.q('UPDATE api_keys SET plan = ? WHERE (id = ? OR prefix = ?) AND revoked_at IS NULL').run(
+      plan,
+      idOrPrefix,
+      idOrPrefix,
+    ).changes;
   }
 
   /** Shared by quota and signup counting: one UPSERT that increments only below the limit. */
-  private count(table: 'key_usage' | 'signup_attempts', cols: [string, string], a: string, b: string, limit: number): UsageResult {
+  private count(
+    table: 'key_usage' | 'signup_attempts',
+    cols: [string, string],
+    a: string,
+    b: string,
+    limit: number,
+  ): UsageResult {
     const [ca, cb] = cols;
     if (limit > 0) {
       const row = this.q(`INSERT INTO ${table} (${ca}, ${cb}, used) VALUES (?, ?, 1)
-        ON CONFLICT (${ca}, ${cb}) DO UPDATE SET used = used + 1 WHERE used < ? RETURNING used`).get(a, b, limit) as { used: number } | undefined;
+        ON CONFLICT (${ca}, ${cb}) DO UPDATE SET used = used + 1 WHERE used < ? RETURNING used`).get(a, b, limit) as
+        | { used: number }
+        | undefined;
       if (row) return { allowed: true, used: Number(row.used), limit };
     }
-    const cur = this.q(`SELECT used FROM ${table} WHERE ${ca} = ? AND ${cb} = ?`).get(a, b) as { used: number } | undefined;
+    const cur = this.q(`SELECT used FROM ${table} WHERE ${ca} = ? AND ${cb} = ?`).get(a, b) as
+      | { used: number }
+      | undefined;
     return { allowed: false, used: cur ? Number(cur.used) : 0, limit };
   }
 
@@ -152,13 +197,14 @@ export class SqliteStore implements Store {
     for (let i = 0; i < group.length; i++) group[i].resolve(results[i]);
   };
 
-
   async refundQuota(keyId: string, period: string): Promise<void> {
     this.q('UPDATE key_usage SET used = used - 1 WHERE key_id = ? AND period = ? AND used > 0').run(keyId, period);
   }
 
   async getUsage(keyId: string, period: string): Promise<number> {
-    const row = this.q('SELECT used FROM key_usage WHERE key_id = ? AND period = ?').get(keyId, period) as { used: number } | undefined;
+    const row = this.q('SELECT used FROM key_usage WHERE key_id = ? AND period = ?').get(keyId, period) as
+      | { used: number }
+      | undefined;
     return row ? Number(row.used) : 0;
   }
 
@@ -174,7 +220,12 @@ export class SqliteStore implements Store {
     return this.q(sql).run(...paymentValues(p, Date.now())).changes === 1;
   }
 
-  async updatePayment(id: string, from: PaymentState[], to: PaymentState, fields: Parameters<Store['updatePayment']>[3] = {}): Promise<boolean> {
+  async updatePayment(
+    id: string,
+    from: PaymentState[],
+    to: PaymentState,
+    fields: Parameters<Store['updatePayment']>[3] = {},
+  ): Promise<boolean> {
     if (from.length === 0) return false;
     const { sql, params } = paymentUpdate(id, from, to, fields, Date.now(), () => '?');
     return this.q(sql).run(...params).changes === 1;
@@ -193,7 +244,11 @@ export class SqliteStore implements Store {
 
   async countPaymentsByState(): Promise<Record<PaymentState, number>> {
     const out = emptyStateCounts();
-    for (const r of this.q('SELECT state, COUNT(*) AS n FROM payments GROUP BY state').all() as Array<{ state: PaymentState; n: number }>) out[r.state] = Number(r.n);
+    for (const r of this.q('SELECT state, COUNT(*) AS n FROM payments GROUP BY state').all() as Array<{
+      state: PaymentState;
+      n: number;
+    }>)
+      out[r.state] = Number(r.n);
     return out;
   }
 }

@@ -37,16 +37,16 @@ export type PaymentState = 'verified' | 'settling' | 'settled' | 'failed';
 
 export interface PaymentRecord {
   id: string;
-  asset: string;        // token contract, lower-case
-  payer: string;        // authorization.from, lower-case
-  nonce: string;        // 0x-prefixed 32-byte hex, lower-case
+  asset: string; // token contract, lower-case
+  payer: string; // authorization.from, lower-case
+  nonce: string; // 0x-prefixed 32-byte hex, lower-case
   payTo: string;
-  value: string;        // integer atomic units as a decimal string
-  network: string;      // eip155:8453
+  value: string; // integer atomic units as a decimal string
+  network: string; // eip155:8453
   x402Version: 1 | 2;
   /** The signed authorization and signature, enough to settle later (JSON). */
   payload: string;
-  validBefore: number;  // unix seconds
+  validBefore: number; // unix seconds
   state: PaymentState;
   txHash: string | null;
   attempts: number;
@@ -56,7 +56,20 @@ export interface PaymentRecord {
   updatedAt: Date;
 }
 
-export type NewPayment = Pick<PaymentRecord, 'id' | 'asset' | 'payer' | 'nonce' | 'payTo' | 'value' | 'network' | 'x402Version' | 'payload' | 'validBefore' | 'resource'>;
+export type NewPayment = Pick<
+  PaymentRecord,
+  | 'id'
+  | 'asset'
+  | 'payer'
+  | 'nonce'
+  | 'payTo'
+  | 'value'
+  | 'network'
+  | 'x402Version'
+  | 'payload'
+  | 'validBefore'
+  | 'resource'
+>;
 
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
@@ -84,7 +97,12 @@ export interface Store {
   /** Claims (asset, payer, nonce). Returns false when it was claimed before: a replay. */
   claimPayment(p: NewPayment): Promise<boolean>;
   /** Moves a payment to a new state; `from` guards the transition (compare-and-set). */
-  updatePayment(id: string, from: PaymentState[], to: PaymentState, fields?: { txHash?: string | null; lastError?: string | null; incrementAttempts?: boolean }): Promise<boolean>;
+  updatePayment(
+    id: string,
+    from: PaymentState[],
+    to: PaymentState,
+    fields?: { txHash?: string | null; lastError?: string | null; incrementAttempts?: boolean },
+  ): Promise<boolean>;
   getPayment(id: string): Promise<PaymentRecord | null>;
   /** Payments in `verified` or `settling` whose last update is older than `olderThanMs`. */
   listUnsettledPayments(olderThanMs: number, limit: number): Promise<PaymentRecord[]>;

@@ -65,7 +65,11 @@ export async function getDexPair(
   if (!r.ok) return r;
   const body = r.data.json;
   if (!isObject(body) || !('pair' in body || 'pairs' in body)) {
-    return fail(DEX_SOURCE, started, { reason: 'upstream_bad_response', message: `${DEX_SOURCE} answered with an unexpected shape`, status: r.data.status });
+    return fail(DEX_SOURCE, started, {
+      reason: 'upstream_bad_response',
+      message: `${DEX_SOURCE} answered with an unexpected shape`,
+      status: r.data.status,
+    });
   }
   const wanted = pairAddress.toLowerCase();
   const pairs = Array.isArray(body.pairs) ? body.pairs.filter(isObject) : [];
@@ -75,5 +79,10 @@ export async function getDexPair(
     ? body.pair
     : (pairs.find((p) => typeof p.pairAddress === 'string' && p.pairAddress.toLowerCase() === wanted) ??
       (pairs.length === 1 ? pairs[0] : undefined));
-  return { ok: true, data: found ? normalisePair(found, chain, pairAddress) : null, source: DEX_SOURCE, latencyMs: r.latencyMs };
+  return {
+    ok: true,
+    data: found ? normalisePair(found, chain, pairAddress) : null,
+    source: DEX_SOURCE,
+    latencyMs: r.latencyMs,
+  };
 }

@@ -12,7 +12,12 @@ import type { UpstreamFail, UpstreamResult } from './types.js';
 
 let sharedAgent: Agent | null = null;
 export function upstreamAgent(): Dispatcher {
-  sharedAgent ??= new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connections: 128, connect: { timeout: 5_000 } });
+  sharedAgent ??= new Agent({
+    keepAliveTimeout: 10_000,
+    keepAliveMaxTimeout: 60_000,
+    connections: 128,
+    connect: { timeout: 5_000 },
+  });
   return sharedAgent;
 }
 
@@ -49,12 +54,20 @@ export interface JsonResponse {
 
 const is2xx = (s: number): boolean => s >= 200 && s < 300;
 
-export function fail(source: string, started: number, f: Omit<UpstreamFail, 'ok' | 'source' | 'latencyMs'>): UpstreamFail {
+export function fail(
+  source: string,
+  started: number,
+  f: Omit<UpstreamFail, 'ok' | 'source' | 'latencyMs'>,
+): UpstreamFail {
   return { ok: false, source, latencyMs: Math.round(performance.now() - started), ...f };
 }
 
 /** The failure for an HTTP status nobody accepted: 429 is rate limiting, the rest HTTP errors. */
-export function statusFailure(source: string, started: number, res: Pick<RawResponse, 'status' | 'headers'>): UpstreamFail {
+export function statusFailure(
+  source: string,
+  started: number,
+  res: Pick<RawResponse, 'status' | 'headers'>,
+): UpstreamFail {
   if (res.status === 429) {
     const retryAfterS = retryAfterSeconds(res.headers['retry-after']);
     return fail(source, started, {
@@ -64,7 +77,11 @@ export function statusFailure(source: string, started: number, res: Pick<RawResp
       ...(retryAfterS === undefined ? {} : { retryAfterS }),
     });
   }
-  return fail(source, started, { reason: 'upstream_http_error', message: `${source} answered HTTP ${res.status}`, status: res.status });
+  return fail(source, started, {
+    reason: 'upstream_http_error',
+    message: `${source} answered HTTP ${res.status}`,
+    status: res.status,
+  });
 }
 
 /** One call through the host's circuit breaker (net/breaker.ts): a host failing repeatedly is not called for a while. */
@@ -72,32 +89,55 @@ export async function requestJson(url: string, req: JsonRequest): Promise<Upstre
   const u = new URL(url);
   const circuit = { scope: 'provider' as const, label: req.circuit?.label ?? req.source, host: hostPort(u) };
   const verdict = req.circuit?.verdict ?? hostVerdict;
-  const r = await throughCircuit(circuit, req.source, () => call(u, req), (r) => (cancelled(req.signal) ? 'ignore' : verdict(r)));
+  const r = await throughCircuit(
+    circuit,
+    req.source,
+    () => call(u, req),
+    (r) => (cancelled(req.signal) ? 'ignore' : verdict(r)),
+  );
   return r.ok || r.reason !== 'circuit_open' ? r : { ...r, message: `${req.source}: ${r.message}` };
 }
 
 async function call(u: URL, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
   const started = performance.now();
   const dl = deadline(req.signal, req.timeoutMs);
-  let r;
+  let r: Awaited<ReturnType<typeof send>>;
   try {
     const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
     if (req.body !== undefined) headers['content-type'] ??= 'application/json';
-    r = await send(upstreamAgent(), u.origin, `${u.pathname}${u.search}`, { method: req.method ?? 'GET', headers, body: req.body, signal: dl.signal });
+    r = await send(upstreamAgent(), u.origin, `${u.pathname}${u.search}`, {
+      method: req.method ?? 'GET',
+      headers,
+      body: req.body,
+      signal: dl.signal,
+    });
   } finally {
     dl.done();
   }
   if (!r.ok) {
-    return fail(req.source, started, { reason: r.reason, message: `${req.source}: ${r.message}`, ...(r.status === undefined ? {} : { status: r.status }) });
+    return fail(req.source, started, {
+      reason: r.reason,
+      message: `${req.source}: ${r.message}`,
+      ...(r.status === undefined ? {} : { status: r.status }),
+    });
   }
   return interpretJson(req.source, started, r.res, req.accept);
 }
 
 /** Status classification and JSON parsing of a received response (also used for safeFetch answers). */
-export function interpretJson(source: string, started: number, res: RawResponse, accept: (status: number) => boolean = is2xx): UpstreamResult<JsonResponse> {
+export function interpretJson(
+  source: string,
+  started: number,
+  res: RawResponse,
+  accept: (status: number) => boolean = is2xx,
+): UpstreamResult<JsonResponse> {
   if (!accept(res.status)) return statusFailure(source, started, res);
   if (res.truncated) {
-    return fail(source, started, { reason: 'upstream_bad_response', message: `${source} sent a body over the size cap`, status: res.status });
+    return fail(source, started, {
+      reason: 'upstream_bad_response',
+      message: `${source} sent a body over the size cap`,
+      status: res.status,
+    });
   }
   let json: unknown = null;
   if (res.body.trim() !== '') {
@@ -106,10 +146,19 @@ export function interpretJson(source: string, started: number, res: RawResponse,
     } catch {
       // An error page in HTML on a 4xx/5xx says more by its status than by its body.
       if (!is2xx(res.status)) return statusFailure(source, started, res);
-      return fail(source, started, { reason: 'upstream_bad_response', message: `${source} answered with a body that is not JSON`, status: res.status });
+      return fail(source, started, {
+        reason: 'upstream_bad_response',
+        message: `${source} answered with a body that is not JSON`,
+        status: res.status,
+      });
     }
   }
-  return { ok: true, data: { status: res.status, headers: res.headers, json }, source, latencyMs: Math.round(performance.now() - started) };
+  return {
+    ok: true,
+    data: { status: res.status, headers: res.headers, json },
+    source,
+    latencyMs: Math.round(performance.now() - started),
+  };
 }
 
 /** A number from a JSON number or numeric string; null for anything else (never 0 for missing). */
@@ -122,4 +171,5 @@ export function num(v: unknown): number | null {
   return null;
 }
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -53,13 +53,18 @@ export function rpcSource(url: string): string {
 
 function toError(e: unknown): RpcError {
   const o = isObject(e) ? e : {};
-  const err: RpcError = { code: typeof o.code === 'number' ? o.code : -32603, message: typeof o.message === 'string' ? o.message : '' };
+  const err: RpcError = {
+    code: typeof o.code === 'number' ? o.code : -32603,
+    message: typeof o.message === 'string' ? o.message : '',
+  };
   if (o.data !== undefined) err.data = o.data;
   return err;
 }
 
 function toReply(entry: Record<string, unknown>): RpcReply {
-  return 'error' in entry && entry.error !== null && entry.error !== undefined ? { error: toError(entry.error) } : { result: entry.result };
+  return 'error' in entry && entry.error !== null && entry.error !== undefined
+    ? { error: toError(entry.error) }
+    : { result: entry.result };
 }
 
 /** A body shaped as a JSON-RPC answer: the node is up, whatever HTTP status came with it. */
@@ -69,13 +74,28 @@ function rpcVerdict(r: UpstreamResult<JsonResponse>): CallVerdict {
   return hostVerdict(r);
 }
 
-async function post(url: string, body: string, opts: RpcOptions, source: string, started: number): Promise<UpstreamResult<JsonResponse>> {
+async function post(
+  url: string,
+  body: string,
+  opts: RpcOptions,
+  source: string,
+  started: number,
+): Promise<UpstreamResult<JsonResponse>> {
   // Nodes answer JSON-RPC errors with assorted HTTP statuses; the body decides, except 429.
   const accept = (s: number): boolean => s !== 429;
   const headers = { 'content-type': 'application/json', accept: 'application/json' };
   if (!opts.safe) {
     const circuit = { label: 'rpc', verdict: rpcVerdict };
-    return requestJson(url, { source, signal: opts.signal, timeoutMs: opts.timeoutMs, method: 'POST', headers, body, accept, circuit });
+    return requestJson(url, {
+      source,
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs,
+      method: 'POST',
+      headers,
+      body,
+      accept,
+      circuit,
+    });
   }
   // The caller's node is judged on its body too, so the answer is interpreted once, inside the
   // breaker's verdict, and reused here.
@@ -101,7 +121,11 @@ async function post(url: string, body: string, opts: RpcOptions, source: string,
   return interpreted ?? interpretJson(source, started, r.data, accept);
 }
 
-export async function rpcBatch(url: string, calls: readonly RpcCall[], opts: RpcOptions): Promise<UpstreamResult<RpcReply[]>> {
+export async function rpcBatch(
+  url: string,
+  calls: readonly RpcCall[],
+  opts: RpcOptions,
+): Promise<UpstreamResult<RpcReply[]>> {
   const started = performance.now();
   const source = opts.source ?? rpcSource(url);
   const reqs = calls.map((c, i) => ({ jsonrpc: '2.0', id: i + 1, method: c.method, params: c.params }));
@@ -110,12 +134,14 @@ export async function rpcBatch(url: string, calls: readonly RpcCall[], opts: Rpc
   const r = await post(url, body, opts, source, started);
   if (!r.ok) return r;
   const { json, status } = r.data;
-  const bad = (message: string) => fail(source, started, { reason: 'upstream_bad_response', message: `${source}: ${message}`, status });
+  const bad = (message: string) =>
+    fail(source, started, { reason: 'upstream_bad_response', message: `${source}: ${message}`, status });
 
   let replies: RpcReply[];
   if (Array.isArray(json)) {
     const byId = new Map<number, Record<string, unknown>>();
-    for (const e of json) if (isObject(e) && (typeof e.id === 'number' || typeof e.id === 'string')) byId.set(Number(e.id), e);
+    for (const e of json)
+      if (isObject(e) && (typeof e.id === 'number' || typeof e.id === 'string')) byId.set(Number(e.id), e);
     replies = [];
     for (let i = 0; i < calls.length; i++) {
       const e = byId.get(i + 1);
@@ -136,12 +162,21 @@ export async function rpcBatch(url: string, calls: readonly RpcCall[], opts: Rpc
       });
     }
   } else {
-    if (status >= 400) return fail(source, started, { reason: 'upstream_http_error', message: `${source} answered HTTP ${status}`, status });
+    if (status >= 400)
+      return fail(source, started, {
+        reason: 'upstream_http_error',
+        message: `${source} answered HTTP ${status}`,
+        status,
+      });
     return bad('answer is not JSON-RPC');
   }
   const limited = replies.find((x) => x.error && RATE_LIMIT_CODES.has(x.error.code));
   if (limited?.error) {
-    return fail(source, started, { reason: 'upstream_rate_limited', message: `${source} is rate limiting us (${limited.error.code}: ${limited.error.message.slice(0, 200)})`, status });
+    return fail(source, started, {
+      reason: 'upstream_rate_limited',
+      message: `${source} is rate limiting us (${limited.error.code}: ${limited.error.message.slice(0, 200)})`,
+      status,
+    });
   }
   return { ok: true, data: replies, source, latencyMs: Math.round(performance.now() - started) };
 }

@@ -68,7 +68,11 @@ export async function getSimplePrices(
     });
   }
   if (!isObject(json)) {
-    return fail(PRICE_SOURCE, started, { reason: 'upstream_bad_response', message: `${PRICE_SOURCE} answered with an unexpected shape`, status });
+    return fail(PRICE_SOURCE, started, {
+      reason: 'upstream_bad_response',
+      message: `${PRICE_SOURCE} answered with an unexpected shape`,
+      status,
+    });
   }
   const out: Record<string, SimplePrice> = {};
   for (const id of unique) {

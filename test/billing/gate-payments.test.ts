@@ -37,10 +37,17 @@ function recordingPayments() {
 }
 
 const rec = recordingPayments();
-const b = await startBilledApp({ FREE_TIER_MONTHLY_LIMIT: '1' }, {
-  payments: () => rec.gate,
-  handlers: { yield: () => { throw new Error('handler crashed'); } },
-});
+const b = await startBilledApp(
+  { FREE_TIER_MONTHLY_LIMIT: '1' },
+  {
+    payments: () => rec.gate,
+    handlers: {
+      yield: () => {
+        throw new Error('handler crashed');
+      },
+    },
+  },
+);
 t.teardown(() => b.close());
 const settle = () => new Promise((r) => setTimeout(r, 20));
 const fresh = async () => {
@@ -75,7 +82,11 @@ t.test('a refused payment: the payment side answered, the handler never ran', as
 
 t.test('a paid call that ends in a 5xx is not reported served', async (t) => {
   rec.calls.length = 0;
-  const r = await post(`${b.url}/v1/agents/yield-routing/recommend`, { options: [{ name: 'a', apy: 5 }] }, { 'x-test-payment': 'good' });
+  const r = await post(
+    `${b.url}/v1/agents/yield-routing/recommend`,
+    { options: [{ name: 'a', apy: 5 }] },
+    { 'x-test-payment': 'good' },
+  );
   t.equal(r.status, 500);
   await settle();
   t.same(rec.calls, ['handle']);
@@ -95,7 +106,10 @@ t.test('a used-up key: 429 pointing at pay-per-call, or the attached payment pay
   await post(`${b.url}/v1/decide`, DECIDE, { 'x-api-key': key });
   const over = await post(`${b.url}/v1/agents/decision-verification/decide`, DECIDE, { 'x-api-key': key });
   t.equal(over.status, 429);
-  t.match(over.body, { detail: /used up.*paid with x402 at \/v1\/x402\/decide/, pay_per_call: { endpoint: '/v1/x402/decide', price: '0.01 USDC on base' } });
+  t.match(over.body, {
+    detail: /used up.*paid with x402 at \/v1\/x402\/decide/,
+    pay_per_call: { endpoint: '/v1/x402/decide', price: '0.01 USDC on base' },
+  });
   const paid = await post(`${b.url}/v1/decide`, DECIDE, { 'x-api-key': key, 'x-test-payment': 'good' });
   t.equal(paid.status, 200);
   t.equal(paid.headers.get('ratelimit-remaining'), '0', 'the key is still reported used up');
@@ -107,7 +121,10 @@ t.test('a used-up key: 429 pointing at pay-per-call, or the attached payment pay
 
 t.test('an unknown key is 401 even with a payment attached', async (t) => {
   rec.calls.length = 0;
-  const r = await post(`${b.url}/v1/decide`, DECIDE, { 'x-api-key': 'pvk_' + 'Z'.repeat(43), 'x-test-payment': 'good' });
+  const r = await post(`${b.url}/v1/decide`, DECIDE, {
+    'x-api-key': 'pvk_' + 'Z'.repeat(43),
+    'x-test-payment': 'good',
+  });
   t.equal(r.status, 401);
   t.same(rec.calls, []);
 });
@@ -124,17 +141,33 @@ t.test('x402-only endpoints ignore keys: a key alone gets the challenge, without
 });
 
 t.test('with the real x402 engine', async (t) => {
-  const env = { FREE_TIER_MONTHLY_LIMIT: '1', X402_PAY_TO: '0x' + '22'.repeat(20), X402_SETTLEMENT: 'facilitator', X402_FACILITATOR_URL: 'http://127.0.0.1:9' };
-  const x = await startBilledApp(env, { payments: (config, store) => createX402({ config, store, logger: captureLogger().logger }) });
+  const env = {
+    FREE_TIER_MONTHLY_LIMIT: '1',
+    X402_PAY_TO: '0x' + '22'.repeat(20),
+    X402_SETTLEMENT: 'facilitator',
+    X402_FACILITATOR_URL: 'http://127.0.0.1:9',
+  };
+  const x = await startBilledApp(env, {
+    payments: (config, store) => createX402({ config, store, logger: captureLogger().logger }),
+  });
   t.teardown(() => x.close());
 
   const none = await post(`${x.url}/v1/decide`, DECIDE);
   t.equal(none.status, 402);
   t.ok(none.headers.get('payment-required'), 'v2 challenge header');
-  t.match(none.body, { x402Version: 1, accepts: [{ network: 'base', maxAmountRequired: '10000' }], note: /API key/, api_key_signup: '/v1/api-keys/signup' });
+  t.match(none.body, {
+    x402Version: 1,
+    accepts: [{ network: 'base', maxAmountRequired: '10000' }],
+    note: /API key/,
+    api_key_signup: '/v1/api-keys/signup',
+  });
 
   const key = await signup(x.url, 'real-x402@example.com');
-  t.equal((await post(`${x.url}/v1/x402/decide`, DECIDE, { 'x-api-key': key })).status, 402, 'a key does not open an x402-only endpoint');
+  t.equal(
+    (await post(`${x.url}/v1/x402/decide`, DECIDE, { 'x-api-key': key })).status,
+    402,
+    'a key does not open an x402-only endpoint',
+  );
   t.equal((await post(`${x.url}/v1/decide`, DECIDE, { 'x-api-key': key })).status, 200);
   const over = await post(`${x.url}/v1/decide`, DECIDE, { 'x-api-key': key });
   t.match([over.status, over.body.pay_per_call], [429, { endpoint: '/v1/x402/decide' }]);

@@ -5,9 +5,16 @@ import { nextPeriodStart, usagePeriod } from '../../src/billing/quota.js';
 import { post } from '../helpers/app.js';
 import { DECIDE, signup, startBilledApp } from './harness.js';
 
-const b = await startBilledApp({ FREE_TIER_MONTHLY_LIMIT: '3', PLAN_LIMITS: 'DeFi=10,Execution=100000' }, {
-  handlers: { yield: () => { throw new Error('handler crashed'); } },
-});
+const b = await startBilledApp(
+  { FREE_TIER_MONTHLY_LIMIT: '3', PLAN_LIMITS: 'DeFi=10,Execution=100000' },
+  {
+    handlers: {
+      yield: () => {
+        throw new Error('handler crashed');
+      },
+    },
+  },
+);
 t.teardown(() => b.close());
 const period = () => usagePeriod(new Date());
 const keyId = async (key: string) => (await b.store.findApiKeyByHash(hashApiKey(key)))!.id;
@@ -42,10 +49,22 @@ t.test('a key counts calls across endpoints, with RateLimit headers, then 429', 
     await post(`${b.url}/v1/agents/decision-verification/decide`, DECIDE, { authorization: `Bearer ${key}` }),
     await post(`${b.url}/v1/agents/defi-risk/verify`, DECIDE, { 'x-api-key': key }),
   ];
-  t.same(calls.map((c) => c.status), [200, 200, 200]);
-  t.same(calls.map((c) => c.headers.get('ratelimit-remaining')), ['2', '1', '0']);
-  t.same(calls.map((c) => c.headers.get('ratelimit-limit')), ['3', '3', '3']);
-  t.ok(Math.abs(Number(calls[0].headers.get('ratelimit-reset')) - resetS) <= 2, 'RateLimit-Reset counts seconds to the next UTC month');
+  t.same(
+    calls.map((c) => c.status),
+    [200, 200, 200],
+  );
+  t.same(
+    calls.map((c) => c.headers.get('ratelimit-remaining')),
+    ['2', '1', '0'],
+  );
+  t.same(
+    calls.map((c) => c.headers.get('ratelimit-limit')),
+    ['3', '3', '3'],
+  );
+  t.ok(
+    Math.abs(Number(calls[0].headers.get('ratelimit-reset')) - resetS) <= 2,
+    'RateLimit-Reset counts seconds to the next UTC month',
+  );
   t.equal(calls[0].body.verdict, 'proceed', 'served for real');
 
   const over = await post(`${b.url}/v1/decide`, DECIDE, { 'x-api-key': key });
@@ -72,7 +91,9 @@ t.test('50 concurrent requests on a key with 5 calls left: exactly 5 served', as
   const id = await keyId(key);
   await b.store.setPlan(id, 'DeFi');
   for (let i = 0; i < 5; i++) await b.store.consumeQuota(id, period(), 10);
-  const all = await Promise.all(Array.from({ length: 50 }, () => post(`${b.url}/v1/decide`, DECIDE, { 'x-api-key': key })));
+  const all = await Promise.all(
+    Array.from({ length: 50 }, () => post(`${b.url}/v1/decide`, DECIDE, { 'x-api-key': key })),
+  );
   t.equal(all.filter((r) => r.status === 200).length, 5);
   t.equal(all.filter((r) => r.status === 429).length, 45);
   t.equal(await b.store.getUsage(id, period()), 10);
@@ -89,10 +110,15 @@ t.test('a plan change raises the limit on the next request', async (t) => {
 t.test('a call that ends in a 5xx is given back', async (t) => {
   const key = await signup(b.url, 'refund@example.com');
   const id = await keyId(key);
-  const r = await post(`${b.url}/v1/agents/yield-routing/recommend`, { options: [{ name: 'a', apy: 5 }] }, { 'x-api-key': key });
+  const r = await post(
+    `${b.url}/v1/agents/yield-routing/recommend`,
+    { options: [{ name: 'a', apy: 5 }] },
+    { 'x-api-key': key },
+  );
   t.equal(r.status, 500);
   t.equal(r.headers.get('ratelimit-remaining'), '2', 'counted while it ran');
-  for (let i = 0; i < 50 && (await b.store.getUsage(id, period())) !== 0; i++) await new Promise((res) => setTimeout(res, 10));
+  for (let i = 0; i < 50 && (await b.store.getUsage(id, period())) !== 0; i++)
+    await new Promise((res) => setTimeout(res, 10));
   t.equal(await b.store.getUsage(id, period()), 0, 'refunded after the response');
 });
 
@@ -100,7 +126,10 @@ t.test('x402-only endpoints ignore keys; without x402 configured they point at t
   const key = await signup(b.url, 'x402-only@example.com');
   const r = await post(`${b.url}/v1/x402/decide`, DECIDE, { 'x-api-key': key });
   t.equal(r.status, 401);
-  t.match(r.body.detail, /\/v1\/x402\/decide is paid per call with x402, which this server has not configured.*\/v1\/decide with an API key/);
+  t.match(
+    r.body.detail,
+    /\/v1\/x402\/decide is paid per call with x402, which this server has not configured.*\/v1\/decide with an API key/,
+  );
   t.equal(await b.store.getUsage(await keyId(key), period()), 0);
 });
 

@@ -35,13 +35,28 @@ export interface BilledOptions {
 
 export async function startBilledApp(env: Record<string, string> = {}, opts: BilledOptions = {}): Promise<BilledApp> {
   const dir = mkdtempSync(join(tmpdir(), 'pf-billing-'));
-  const fullEnv = { BILLING: 'on', POOL_THREADS: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'billing.db')}`, ...env };
+  const fullEnv = {
+    BILLING: 'on',
+    POOL_THREADS: '0',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: `sqlite:${join(dir, 'billing.db')}`,
+    ...env,
+  };
   const config = loadConfig(fullEnv);
   const store = await openStore(config);
   const { logger, logs } = captureLogger('debug');
   const payments = opts.payments?.(config, store);
-  const billing = createBillingGate({ config, store, logger, payments, keys: new KeyResolver(store, { ttlMs: opts.keyTtlMs ?? 0 }) });
-  const app = await startTestApp(fullEnv, { billing, handlers: { signup: signupHandler({ config, store, logger }), ...opts.handlers } });
+  const billing = createBillingGate({
+    config,
+    store,
+    logger,
+    payments,
+    keys: new KeyResolver(store, { ttlMs: opts.keyTtlMs ?? 0 }),
+  });
+  const app = await startTestApp(fullEnv, {
+    billing,
+    handlers: { signup: signupHandler({ config, store, logger }), ...opts.handlers },
+  });
   return {
     app,
     url: app.url,
@@ -58,13 +73,27 @@ export async function startBilledApp(env: Record<string, string> = {}, opts: Bil
 }
 
 /** A decide body that validates and needs no upstream: one pure approval_amount check. */
-export const DECIDE = { goal: 'approve a bounded allowance', checks: [{ type: 'approval_amount', amount: '1000', spender: '0x1111111111111111111111111111111111111111' }] };
-export const GUARD = { action: 'approve', chain: 'base', amount_usd: 10, approval_amount: '1000', spender: '0x1111111111111111111111111111111111111111' };
+export const DECIDE = {
+  goal: 'approve a bounded allowance',
+  checks: [{ type: 'approval_amount', amount: '1000', spender: '0x1111111111111111111111111111111111111111' }],
+};
+export const GUARD = {
+  action: 'approve',
+  chain: 'base',
+  amount_usd: 10,
+  approval_amount: '1000',
+  spender: '0x1111111111111111111111111111111111111111',
+};
 
 /** Signs up through HTTP and returns the issued key. */
 export async function signup(url: string, email: string): Promise<string> {
-  const res = await fetch(`${url}/v1/api-keys/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+  const res = await fetch(`${url}/v1/api-keys/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email }),
+  });
   const body = (await res.json()) as { api_key?: string | null };
-  if (res.status !== 200 || typeof body.api_key !== 'string') throw new Error(`signup failed: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 200 || typeof body.api_key !== 'string')
+    throw new Error(`signup failed: ${res.status} ${JSON.stringify(body)}`);
   return body.api_key;
 }

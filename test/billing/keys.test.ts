@@ -9,8 +9,15 @@ import { newKey } from '../store/suite.js';
 
 t.test('issued keys: recognisable prefix, 256 random bits, SHA-256 stored', async (t) => {
   const keys = Array.from({ length: 200 }, () => generateApiKey());
-  const bad = keys.filter((k) => !/^pvk_[A-Za-z0-9_-]{43}$/.test(k.key) || Buffer.from(k.key.slice(4), 'base64url').length !== 32
-    || k.hash !== hashApiKey(k.key) || !/^[0-9a-f]{64}$/.test(k.hash) || k.prefix !== k.key.slice(0, 12) || !isWellFormedKey(k.key));
+  const bad = keys.filter(
+    (k) =>
+      !/^pvk_[A-Za-z0-9_-]{43}$/.test(k.key) ||
+      Buffer.from(k.key.slice(4), 'base64url').length !== 32 ||
+      k.hash !== hashApiKey(k.key) ||
+      !/^[0-9a-f]{64}$/.test(k.hash) ||
+      k.prefix !== k.key.slice(0, 12) ||
+      !isWellFormedKey(k.key),
+  );
   t.same(bad, [], 'every key: pvk_ + 43 base64url chars (32 bytes), hex SHA-256, 12-character prefix');
   t.equal(new Set(keys.map((k) => k.key)).size, 200, 'no repeats');
   t.equal(hashApiKey('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 'plain SHA-256 hex');
@@ -43,7 +50,12 @@ t.test('the resolver caches found, revoked and unknown keys briefly, in a bounde
     rmSync(dir, { recursive: true, force: true });
   });
   let lookups = 0;
-  const counting: Pick<Store, 'findApiKeyByHash'> = { findApiKeyByHash: (h) => (lookups++, store.findApiKeyByHash(h)) };
+  const counting: Pick<Store, 'findApiKeyByHash'> = {
+    findApiKeyByHash: (h) => {
+      lookups++;
+      return store.findApiKeyByHash(h);
+    },
+  };
   let clock = 1_000_000;
   const r = new KeyResolver(counting, { ttlMs: 5000, maxEntries: 3, now: () => clock });
 

@@ -1,5 +1,13 @@
 import t from 'tap';
-import { nextPeriodStart, nextSignupWindowStart, planLimit, quotaView, secondsUntil, signupWindow, usagePeriod } from '../../src/billing/quota.js';
+import {
+  nextPeriodStart,
+  nextSignupWindowStart,
+  planLimit,
+  quotaView,
+  secondsUntil,
+  signupWindow,
+  usagePeriod,
+} from '../../src/billing/quota.js';
 import { loadConfig } from '../../src/config.js';
 
 t.test('periods are UTC calendar months and reset at the next month start', async (t) => {
@@ -39,6 +47,12 @@ t.test('plan limits: Basic is the free tier, the others come from PLAN_LIMITS', 
 
 t.test('the quota view never shows a negative remainder', async (t) => {
   const now = new Date('2026-11-30T00:00:00Z');
-  t.same(quotaView(100, 40, now), { limit: 100, used: 40, remaining: 60, resetsAt: new Date('2026-12-01T00:00:00Z'), resetSeconds: 86400 });
+  t.same(quotaView(100, 40, now), {
+    limit: 100,
+    used: 40,
+    remaining: 60,
+    resetsAt: new Date('2026-12-01T00:00:00Z'),
+    resetSeconds: 86400,
+  });
   t.equal(quotaView(5, 9, now).remaining, 0, 'a lowered plan limit below the count');
 });

@@ -10,8 +10,19 @@ import { closePools, ctx, testConfig } from './helpers.js';
 
 t.teardown(closePools);
 
-const rpcCheck = (rpc_url: string, extra: Partial<RpcCheck> = {}): RpcCheck => ({ type: 'rpc', rpc_url, method_name: 'eth_blockNumber', expect_hex_result: true, ...extra });
-const txCheck = (rpc_url: string, tx_hash: string, require_success = true): TxCheck => ({ type: 'tx', rpc_url, tx_hash, require_success });
+const rpcCheck = (rpc_url: string, extra: Partial<RpcCheck> = {}): RpcCheck => ({
+  type: 'rpc',
+  rpc_url,
+  method_name: 'eth_blockNumber',
+  expect_hex_result: true,
+  ...extra,
+});
+const txCheck = (rpc_url: string, tx_hash: string, require_success = true): TxCheck => ({
+  type: 'tx',
+  rpc_url,
+  tx_hash,
+  require_success,
+});
 
 t.test('rpc, tx and contract_verified against a real chain (anvil)', async (t) => {
   const anvil = await startAnvil();
@@ -37,18 +48,42 @@ t.test('rpc, tx and contract_verified against a real chain (anvil)', async (t) =
     const c = await rpc.run(rpcCheck(anvil.url, { min_block_number: head + 10 }), ctx(config));
     t.equal(c.reason, 'block_behind');
     t.match(c.observed, { head_block: head });
-    const d = await rpc.run(rpcCheck(anvil.url, { method_name: 'eth_getBalance', params: [anvil.accounts[0], 'latest'], min_block_number: head }), ctx(config));
+    const d = await rpc.run(
+      rpcCheck(anvil.url, {
+        method_name: 'eth_getBalance',
+        params: [anvil.accounts[0], 'latest'],
+        min_block_number: head,
+      }),
+      ctx(config),
+    );
     t.equal(d.status, 'pass', 'head fetched in the same batch');
     t.match(d.observed, { head_block: head });
-    const e = await rpc.run(rpcCheck(anvil.url, { method_name: 'eth_getBalance', params: [anvil.accounts[0], 'latest'], min_block_number: head + 1 }), ctx(config));
+    const e = await rpc.run(
+      rpcCheck(anvil.url, {
+        method_name: 'eth_getBalance',
+        params: [anvil.accounts[0], 'latest'],
+        min_block_number: head + 1,
+      }),
+      ctx(config),
+    );
     t.equal(e.reason, 'block_behind');
-    const f = await rpc.run(rpcCheck(anvil.url, { method_name: 'eth_getTransactionReceipt', params: [`0x${'ab'.repeat(32)}`], expect_hex_result: false }), ctx(config));
+    const f = await rpc.run(
+      rpcCheck(anvil.url, {
+        method_name: 'eth_getTransactionReceipt',
+        params: [`0x${'ab'.repeat(32)}`],
+        expect_hex_result: false,
+      }),
+      ctx(config),
+    );
     t.equal(f.reason, 'empty_result');
     const g = await rpc.run(rpcCheck(anvil.url, { method_name: 'no_such_method' }), ctx(config));
     t.equal(g.status, 'fail');
     t.equal(g.reason, 'rpc_error');
     t.match(g.observed, { rpc_error: { code: Number } });
-    const h = await rpc.run(rpcCheck(anvil.url, { method_name: 'eth_getBlockByNumber', params: ['latest', false] }), ctx(config));
+    const h = await rpc.run(
+      rpcCheck(anvil.url, { method_name: 'eth_getBlockByNumber', params: ['latest', false] }),
+      ctx(config),
+    );
     t.equal(h.reason, 'not_hex');
   });
 
@@ -75,10 +110,16 @@ t.test('rpc, tx and contract_verified against a real chain (anvil)', async (t) =
     t.teardown(() => sourcify.close());
     sourcify.setVerified(8453, reverter);
     const cfg = testConfig({ SOURCIFY_URL: sourcify.url, RPC_URLS: `base=${anvil.url}` });
-    const a = await contractVerified.run({ type: 'contract_verified', chain: 'base', contract_address: reverter }, ctx(cfg));
+    const a = await contractVerified.run(
+      { type: 'contract_verified', chain: 'base', contract_address: reverter },
+      ctx(cfg),
+    );
     t.equal(a.status, 'pass');
     t.match(a.observed, { has_code: true });
-    const b = await contractVerified.run({ type: 'contract_verified', chain: 'base', contract_address: anvil.accounts[2] }, ctx(cfg));
+    const b = await contractVerified.run(
+      { type: 'contract_verified', chain: 'base', contract_address: anvil.accounts[2] },
+      ctx(cfg),
+    );
     t.equal(b.reason, 'not_a_contract');
   });
 });
@@ -117,7 +158,10 @@ t.test('rpc and tx node failures (JSON-RPC emulator)', async (t) => {
     ['not JSON', { garbage: true, times: 1 }, 'upstream_bad_response'],
     ['connection reset', { reset: true, times: 2 }, 'upstream_unreachable'],
   ] as const) {
-    for (const run of [() => tx.run(txCheck(node.url, hash), ctx(config)), () => rpc.run(rpcCheck(node.url), ctx(config))]) {
+    for (const run of [
+      () => tx.run(txCheck(node.url, hash), ctx(config)),
+      () => rpc.run(rpcCheck(node.url), ctx(config)),
+    ]) {
       node.fault = { ...fault };
       const out = await run();
       t.equal(out.status, 'error', name);

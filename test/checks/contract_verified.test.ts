@@ -10,9 +10,17 @@ import { closePools, ctx, testConfig } from './helpers.js';
 t.teardown(closePools);
 
 const ADDR = '0xDFEBAd708F803af22e81044aD228Ff77C83C935c';
-const check = (extra: Partial<ContractVerifiedCheck> = {}): ContractVerifiedCheck => ({ type: 'contract_verified', chain: 'base', contract_address: ADDR, ...extra });
+const check = (extra: Partial<ContractVerifiedCheck> = {}): ContractVerifiedCheck => ({
+  type: 'contract_verified',
+  chain: 'base',
+  contract_address: ADDR,
+  ...extra,
+});
 const ok = <T>(data: T, source: string): UpstreamResult<T> => ({ ok: true, data, source, latencyMs: 1 });
-const down = (source: string, reason: 'upstream_timeout' | 'upstream_rate_limited' = 'upstream_timeout'): UpstreamResult<never> => ({ ok: false, reason, message: `${source}: request timed out`, source, latencyMs: 1 });
+const down = (
+  source: string,
+  reason: 'upstream_timeout' | 'upstream_rate_limited' = 'upstream_timeout',
+): UpstreamResult<never> => ({ ok: false, reason, message: `${source}: request timed out`, source, latencyMs: 1 });
 const yes = (s: string) => ok({ verified: true, match: s === 'sourcify' ? 'exact_match' : 'verified' }, s);
 const no = (s: string) => ok({ verified: false, match: null }, s);
 const code = (c: string) => ok([{ result: c }], 'rpc.example');
@@ -21,15 +29,57 @@ t.test('evaluateVerified table', async (t) => {
   const rows: Array<[string, VerificationEvidence, string, string | null, string | null, number]> = [
     ['Sourcify verified', { sourcify: yes('sourcify') }, 'pass', null, 'sourcify', 3600],
     ['Sourcify no, no key', { sourcify: no('sourcify') }, 'fail', 'not_verified', 'sourcify', 300],
-    ['Sourcify no, explorer yes', { sourcify: no('sourcify'), etherscan: yes('etherscan') }, 'pass', null, 'etherscan', 3600],
+    [
+      'Sourcify no, explorer yes',
+      { sourcify: no('sourcify'), etherscan: yes('etherscan') },
+      'pass',
+      null,
+      'etherscan',
+      3600,
+    ],
     ['neither', { sourcify: no('sourcify'), etherscan: no('etherscan') }, 'fail', 'not_verified', 'etherscan', 300],
-    ['no code fails first', { code: code('0x'), sourcify: yes('sourcify') }, 'fail', 'not_a_contract', 'rpc.example', 300],
+    [
+      'no code fails first',
+      { code: code('0x'), sourcify: yes('sourcify') },
+      'fail',
+      'not_a_contract',
+      'rpc.example',
+      300,
+    ],
     ['code present, verified', { code: code('0x6080'), sourcify: yes('sourcify') }, 'pass', null, 'sourcify', 3600],
-    ['code lookup failed: verification still decides', { code: down('rpc.example'), sourcify: yes('sourcify') }, 'pass', null, 'sourcify', 3600],
+    [
+      'code lookup failed: verification still decides',
+      { code: down('rpc.example'), sourcify: yes('sourcify') },
+      'pass',
+      null,
+      'sourcify',
+      3600,
+    ],
     ['Sourcify down, no key', { sourcify: down('sourcify') }, 'error', 'upstream_timeout', 'sourcify', 0],
-    ['Sourcify down, explorer yes', { sourcify: down('sourcify'), etherscan: yes('etherscan') }, 'pass', null, 'etherscan', 3600],
-    ['Sourcify down, explorer no: unproven', { sourcify: down('sourcify'), etherscan: no('etherscan') }, 'error', 'upstream_timeout', 'sourcify', 0],
-    ['Sourcify no, explorer rate-limited', { sourcify: no('sourcify'), etherscan: down('etherscan', 'upstream_rate_limited') }, 'error', 'upstream_rate_limited', 'etherscan', 60],
+    [
+      'Sourcify down, explorer yes',
+      { sourcify: down('sourcify'), etherscan: yes('etherscan') },
+      'pass',
+      null,
+      'etherscan',
+      3600,
+    ],
+    [
+      'Sourcify down, explorer no: unproven',
+      { sourcify: down('sourcify'), etherscan: no('etherscan') },
+      'error',
+      'upstream_timeout',
+      'sourcify',
+      0,
+    ],
+    [
+      'Sourcify no, explorer rate-limited',
+      { sourcify: no('sourcify'), etherscan: down('etherscan', 'upstream_rate_limited') },
+      'error',
+      'upstream_rate_limited',
+      'etherscan',
+      60,
+    ],
   ];
   for (const [name, ev, status, reason, source, ttl] of rows) {
     const out = evaluateVerified(check(), ev);
@@ -47,14 +97,21 @@ t.test('against the Sourcify, Etherscan and JSON-RPC emulators', async (t) => {
   const sourcify = await startSourcify();
   const etherscan = await startEtherscan();
   const node = await startJsonRpc();
-  t.teardown(async () => { await Promise.all([sourcify.close(), etherscan.close(), node.close()]); });
+  t.teardown(async () => {
+    await Promise.all([sourcify.close(), etherscan.close(), node.close()]);
+  });
   const OTHER = '0x1111111111111111111111111111111111111111';
   const EOA = '0x2222222222222222222222222222222222222222';
   sourcify.setVerified(8453, ADDR);
   etherscan.setVerified(8453, OTHER);
   node.setHandler('eth_getCode', ([addr]) => ({ result: String(addr).toLowerCase() === EOA ? '0x' : '0x6080604052' }));
   const keyless = testConfig({ SOURCIFY_URL: sourcify.url, ETHERSCAN_API_URL: etherscan.apiUrl });
-  const keyed = testConfig({ SOURCIFY_URL: sourcify.url, ETHERSCAN_API_URL: etherscan.apiUrl, ETHERSCAN_API_KEY: etherscan.apiKey, RPC_URLS: `base=${node.url}` });
+  const keyed = testConfig({
+    SOURCIFY_URL: sourcify.url,
+    ETHERSCAN_API_URL: etherscan.apiUrl,
+    ETHERSCAN_API_KEY: etherscan.apiKey,
+    RPC_URLS: `base=${node.url}`,
+  });
 
   t.test('verified on Sourcify', async (t) => {
     const out = await contractVerified.run(check(), ctx(keyless));
@@ -97,13 +154,19 @@ t.test('against the Sourcify, Etherscan and JSON-RPC emulators', async (t) => {
   });
   t.test('Sourcify 500 and explorer says not verified: error, not a verdict', async (t) => {
     sourcify.fault = { status: 500, body: SOURCIFY_500_BODY, times: 1 };
-    const out = await contractVerified.run(check({ contract_address: '0x3333333333333333333333333333333333333333' }), ctx(keyed));
+    const out = await contractVerified.run(
+      check({ contract_address: '0x3333333333333333333333333333333333333333' }),
+      ctx(keyed),
+    );
     t.equal(out.status, 'error');
     t.equal(out.reason, 'upstream_http_error');
   });
   t.test('explorer rate limit in a 200 body', async (t) => {
     etherscan.fault = { status: 200, body: ETHERSCAN_RATE_LIMIT_BODY, times: 1 };
-    const out = await contractVerified.run(check({ contract_address: '0x3333333333333333333333333333333333333333' }), ctx(keyed));
+    const out = await contractVerified.run(
+      check({ contract_address: '0x3333333333333333333333333333333333333333' }),
+      ctx(keyed),
+    );
     t.equal(out.status, 'error');
     t.equal(out.reason, 'upstream_rate_limited');
   });

@@ -5,10 +5,21 @@ import { closePools, ctx, serve, testConfig } from './helpers.js';
 
 t.teardown(closePools);
 
-const check = (url: string, extra: Partial<HttpCheck> = {}): HttpCheck => ({ type: 'http', url, method: 'GET', expect_status: 200, ...extra });
+const check = (url: string, extra: Partial<HttpCheck> = {}): HttpCheck => ({
+  type: 'http',
+  url,
+  method: 'GET',
+  expect_status: 200,
+  ...extra,
+});
 
 t.test('evaluateHttp table', async (t) => {
-  const page = (status: number, body: string, truncated = false) => ({ status, body, truncated, finalUrl: 'https://x.example/' });
+  const page = (status: number, body: string, truncated = false) => ({
+    status,
+    body,
+    truncated,
+    finalUrl: 'https://x.example/',
+  });
   const rows: Array<[string, Partial<HttpCheck>, ReturnType<typeof page>, string, string | null]> = [
     ['status matches', {}, page(200, 'ok'), 'pass', null],
     ['status differs', {}, page(503, 'down'), 'fail', 'unexpected_status'],
@@ -61,7 +72,13 @@ t.test('against a loopback target', async (t) => {
     t.match(out.observed, { status: 500 });
   });
   t.test('caller headers reach the target; Host cannot be overridden', async (t) => {
-    const out = await http.run(check(`${target.url}/echo`, { must_contain: 'token=abc host=127.0.0.1', headers: { 'X-Token': 'abc', Host: 'evil.example' } }), ctx(config));
+    const out = await http.run(
+      check(`${target.url}/echo`, {
+        must_contain: 'token=abc host=127.0.0.1',
+        headers: { 'X-Token': 'abc', Host: 'evil.example' },
+      }),
+      ctx(config),
+    );
     t.equal(out.status, 'pass', out.message);
   });
   t.test('body over 1 MiB is searched up to the cap and marked truncated', async (t) => {

@@ -4,10 +4,13 @@ import { schemas } from '../../src/generated/schemas.js';
 import type { Check } from '../../src/generated/types.js';
 
 /** Raw request-shaped checks, before validation fills the defaults. */
-const raw = (x: object): Check => x as unknown as Check;
+const _raw = (x: object): Check => x as unknown as Check;
 
-t.test('the registry holds exactly the schema\'s check types', async (t) => {
-  const types = (schemas.Check as unknown as { oneOf: Array<{ $ref: string }> }).oneOf.map((r) => (schemas as unknown as Record<string, { properties: { type: { const: string } } }>)[r.$ref].properties.type.const);
+t.test("the registry holds exactly the schema's check types", async (t) => {
+  const types = (schemas.Check as unknown as { oneOf: Array<{ $ref: string }> }).oneOf.map(
+    (r) =>
+      (schemas as unknown as Record<string, { properties: { type: { const: string } } }>)[r.$ref].properties.type.const,
+  );
   t.same(Object.keys(checks).sort(), [...types].sort());
   for (const [type, mod] of Object.entries(checks)) t.equal(mod.type, type, `${type} module says its type`);
   t.equal(moduleFor({ type: 'approval_amount', amount: '1' }).type, 'approval_amount');
@@ -23,14 +26,16 @@ t.test('checkName', async (t) => {
     { type: 'price', asset_id: 'ethereum', min_price: 1 },
     { type: 'approval_amount', amount: '1' },
   ] as unknown as Check[];
-  t.same(all.map((c, i) => checkName(c, i, all)), [
-    'stablecoin_depeg[usd-coin]',
-    'stablecoin_depeg[tether]',
-    'http[2]',
-    'http[3]',
-    'price[4]',
-    'price[5]',
-    'approval_amount',
-  ]);
+  t.same(
+    all.map((c, i) => checkName(c, i, all)),
+    [
+      'stablecoin_depeg[usd-coin]',
+      'stablecoin_depeg[tether]',
+      'http[2]',
+      'http[3]',
+      'price[4]',
+      'price[5]',
+      'approval_amount',
+    ],
+  );
 });
-

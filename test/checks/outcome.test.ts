@@ -4,12 +4,25 @@ import { fmtNum, fmtPct, fmtUsd, hexQuantity, roundRatio } from '../../src/check
 import type { UpstreamFail } from '../../src/upstreams/types.js';
 import { ctx, testConfig } from './helpers.js';
 
-const fail = (f: Partial<UpstreamFail>): UpstreamFail => ({ ok: false, reason: 'upstream_timeout', message: 'price_provider: request timed out', source: 'price_provider', latencyMs: 5, ...f });
+const fail = (f: Partial<UpstreamFail>): UpstreamFail => ({
+  ok: false,
+  reason: 'upstream_timeout',
+  message: 'price_provider: request timed out',
+  source: 'price_provider',
+  latencyMs: 5,
+  ...f,
+});
 
 t.test('fromUpstreamFail', async (t) => {
   const rows: Array<[string, Partial<UpstreamFail>, string, number, number | undefined]> = [
     ['timeout: error, never reused', { reason: 'upstream_timeout' }, 'error', 0, 2],
-    ['429 with retry-after: cached for that long', { reason: 'upstream_rate_limited', retryAfterS: 17, status: 429 }, 'error', 17, 17],
+    [
+      '429 with retry-after: cached for that long',
+      { reason: 'upstream_rate_limited', retryAfterS: 17, status: 429 },
+      'error',
+      17,
+      17,
+    ],
     ['rate limit without retry-after', { reason: 'upstream_rate_limited' }, 'error', 60, 60],
     ['open circuit', { reason: 'circuit_open' }, 'error', 30, 30],
     ['5xx', { reason: 'upstream_http_error', status: 502 }, 'error', 0, 2],

@@ -5,8 +5,21 @@ import type { PriceCheck, StablecoinDepegCheck } from '../../src/generated/types
 
 const NOW = 1_779_092_258_000;
 const fresh = (price: number | null, ageS = 30) => ({ price, lastUpdatedAt: NOW / 1000 - ageS });
-const priceCheck = (extra: Partial<PriceCheck> = {}): PriceCheck => ({ type: 'price', source: 'price_provider', asset_id: 'ethereum', quote: 'usd', ...extra });
-const depeg = (extra: Partial<StablecoinDepegCheck> = {}): StablecoinDepegCheck => ({ type: 'stablecoin_depeg', asset_id: 'usd-coin', quote: 'usd', warn_deviation_pct: 0.005, block_deviation_pct: 0.02, ...extra });
+const priceCheck = (extra: Partial<PriceCheck> = {}): PriceCheck => ({
+  type: 'price',
+  source: 'price_provider',
+  asset_id: 'ethereum',
+  quote: 'usd',
+  ...extra,
+});
+const depeg = (extra: Partial<StablecoinDepegCheck> = {}): StablecoinDepegCheck => ({
+  type: 'stablecoin_depeg',
+  asset_id: 'usd-coin',
+  quote: 'usd',
+  warn_deviation_pct: 0.005,
+  block_deviation_pct: 0.02,
+  ...extra,
+});
 
 t.test('price table', async (t) => {
   const rows: Array<[string, Partial<PriceCheck>, Parameters<typeof evaluatePrice>[1], string, string | null]> = [

@@ -11,19 +11,29 @@ t.test('isOperatorUrl', async (t) => {
   t.notOk(isOperatorUrl(cfg, 'http://10.0.0.7/status'));
 });
 
-t.test('guard bridge on the operator status URL works on a private address; a caller URL there is refused', async (t) => {
-  const page = await startStatusPage();
-  const operatorUrl = `${page.url}/api/v2/status.json`;
-  const app = await startTestApp({ BRIDGE_STATUS_URLS: operatorUrl, ALLOW_PRIVATE_TARGETS: 'false' });
-  t.teardown(async () => {
-    await app.close();
-    await page.close();
-  });
-  const guard = await post(`${app.url}/v1/guard`, { action: 'bridge', strict_mode: false, context: { deadline_ms: 2000 } });
-  t.equal(guard.status, 200);
-  t.equal(guard.body.checks.bridge_exploit_monitor, 'pass', JSON.stringify(guard.body.evidence));
-  const before = page.stats.requests;
-  const decide = await post(`${app.url}/v1/decide`, { goal: 'g', checks: [{ type: 'bridge_exploit_monitor', status_url: `${page.url}/other` }] });
-  t.match(decide.body.evidence[0], { status: 'fail', reason: 'target_forbidden' });
-  t.equal(page.stats.requests, before, 'the refused URL was never fetched');
-});
+t.test(
+  'guard bridge on the operator status URL works on a private address; a caller URL there is refused',
+  async (t) => {
+    const page = await startStatusPage();
+    const operatorUrl = `${page.url}/api/v2/status.json`;
+    const app = await startTestApp({ BRIDGE_STATUS_URLS: operatorUrl, ALLOW_PRIVATE_TARGETS: 'false' });
+    t.teardown(async () => {
+      await app.close();
+      await page.close();
+    });
+    const guard = await post(`${app.url}/v1/guard`, {
+      action: 'bridge',
+      strict_mode: false,
+      context: { deadline_ms: 2000 },
+    });
+    t.equal(guard.status, 200);
+    t.equal(guard.body.checks.bridge_exploit_monitor, 'pass', JSON.stringify(guard.body.evidence));
+    const before = page.stats.requests;
+    const decide = await post(`${app.url}/v1/decide`, {
+      goal: 'g',
+      checks: [{ type: 'bridge_exploit_monitor', status_url: `${page.url}/other` }],
+    });
+    t.match(decide.body.evidence[0], { status: 'fail', reason: 'target_forbidden' });
+    t.equal(page.stats.requests, before, 'the refused URL was never fetched');
+  },
+);

@@ -6,10 +6,18 @@ import { Emulator } from './core.js';
 
 /** Bodies copied from the fixtures, for `cg.fault = { status, body }`. */
 export const CG_RATE_LIMIT_BODY = JSON.stringify({
-  status: { error_code: 429, error_message: "You've exceeded the Rate Limit. Please visit https://www.coingecko.com/en/api/pricing to subscribe to our API plans for higher rate limits." },
+  status: {
+    error_code: 429,
+    error_message:
+      "You've exceeded the Rate Limit. Please visit https://www.coingecko.com/en/api/pricing to subscribe to our API plans for higher rate limits.",
+  },
 });
 export const CG_PRO_KEY_ON_PUBLIC_HOST_BODY = JSON.stringify({
-  status: { error_code: 10010, error_message: 'If you are using Pro API key, please change your root URL from api.coingecko.com to pro-api.coingecko.com' },
+  status: {
+    error_code: 10010,
+    error_message:
+      'If you are using Pro API key, please change your root URL from api.coingecko.com to pro-api.coingecko.com',
+  },
 });
 
 interface Quote {
@@ -21,7 +29,12 @@ export class CoinGeckoEmulator extends Emulator {
   private readonly assets = new Map<string, Map<string, Quote>>();
 
   /** Price of `id` in `quote`; a string price is sent as a JSON string, null as null. */
-  setPrice(id: string, quote: string, price: number | string | null, lastUpdatedAt: number | null = Math.floor(Date.now() / 1000)): this {
+  setPrice(
+    id: string,
+    quote: string,
+    price: number | string | null,
+    lastUpdatedAt: number | null = Math.floor(Date.now() / 1000),
+  ): this {
     let quotes = this.assets.get(id);
     if (!quotes) this.assets.set(id, (quotes = new Map()));
     quotes.set(quote.toLowerCase(), { price, lastUpdatedAt });

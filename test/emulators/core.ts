@@ -123,7 +123,14 @@ export class Emulator {
     res.on('close', () => this.stats.inFlight--);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const rec: ReceivedRequest = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), params: [] };
+    const rec: ReceivedRequest = {
+      method: req.method ?? 'GET',
+      path: u.pathname,
+      query: u.searchParams,
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+      params: [],
+    };
     this.received.push(rec);
 
     const fault = this.takeFault(u.pathname);
@@ -137,9 +144,17 @@ export class Emulator {
     if (fault?.status) {
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (fault.retryAfter !== undefined) headers['retry-after'] = String(fault.retryAfter);
-      reply = { status: fault.status, headers, body: fault.body ?? JSON.stringify({ error: `emulated ${fault.status}` }) };
+      reply = {
+        status: fault.status,
+        headers,
+        body: fault.body ?? JSON.stringify({ error: `emulated ${fault.status}` }),
+      };
     } else if (fault?.garbage) {
-      reply = { status: 200, headers: { 'content-type': 'application/json' }, body: '<html><body>502 Bad Gateway</body></html>' };
+      reply = {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: '<html><body>502 Bad Gateway</body></html>',
+      };
     } else {
       reply = await this.dispatch(rec);
     }
@@ -158,7 +173,8 @@ export class Emulator {
   }
 
   private write(res: http.ServerResponse, reply: Reply, fault: Fault | null): void {
-    const text = typeof reply.body === 'string' ? reply.body : reply.body === undefined ? '' : JSON.stringify(reply.body);
+    const text =
+      typeof reply.body === 'string' ? reply.body : reply.body === undefined ? '' : JSON.stringify(reply.body);
     const buf = Buffer.from(text);
     const headers: Record<string, string> = { 'content-type': 'application/json', ...reply.headers };
     const status = reply.status ?? 200;
@@ -186,7 +202,9 @@ export class Emulator {
 }
 
 /** A bare emulator with the given routes, for tests that need a custom upstream. */
-export async function startEmulator(routes: { method: string; path: string | RegExp; handler: Handler }[] = []): Promise<Emulator> {
+export async function startEmulator(
+  routes: { method: string; path: string | RegExp; handler: Handler }[] = [],
+): Promise<Emulator> {
   const em = new Emulator();
   for (const r of routes) em.route(r.method, r.path, r.handler);
   return em.listen();

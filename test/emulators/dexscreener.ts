@@ -51,7 +51,13 @@ export function pairBody(chain: string, address: string, f: PairFields): Record<
   };
   if (f.priceNative !== null) p.priceNative = String(f.priceNative);
   if (f.priceUsd !== null) p.priceUsd = String(f.priceUsd);
-  if (f.buysH24 !== null || f.sellsH24 !== null) p.txns = { h24: { ...(f.buysH24 === null ? {} : { buys: f.buysH24 }), ...(f.sellsH24 === null ? {} : { sells: f.sellsH24 }) } };
+  if (f.buysH24 !== null || f.sellsH24 !== null)
+    p.txns = {
+      h24: {
+        ...(f.buysH24 === null ? {} : { buys: f.buysH24 }),
+        ...(f.sellsH24 === null ? {} : { sells: f.sellsH24 }),
+      },
+    };
   if (f.volumeH24 !== null) p.volume = { h24: f.volumeH24 };
   if (f.liquidityUsd !== null) p.liquidity = { usd: f.liquidityUsd, base: 1000, quote: 1000 };
   if (f.fdv !== null) p.fdv = f.fdv;

@@ -9,7 +9,18 @@ const notok = (result: string): string => JSON.stringify({ status: '0', message:
 export const ETHERSCAN_RATE_LIMIT_BODY = notok('Max rate limit reached, please use API Key for higher rate limit');
 export const ETHERSCAN_INVALID_KEY_BODY = notok('Invalid API Key (#err2)');
 
-const FIELDS = ['CompilerVersion', 'CompilerType', 'OptimizationUsed', 'Runs', 'ConstructorArguments', 'Library', 'ContractFileName', 'Implementation', 'SwarmSource', 'SimilarMatch'];
+const FIELDS = [
+  'CompilerVersion',
+  'CompilerType',
+  'OptimizationUsed',
+  'Runs',
+  'ConstructorArguments',
+  'Library',
+  'ContractFileName',
+  'Implementation',
+  'SwarmSource',
+  'SimilarMatch',
+];
 
 export class EtherscanEmulator extends Emulator {
   /** The key the emulator accepts; any other answers "Invalid API Key". */
@@ -30,13 +41,36 @@ export class EtherscanEmulator extends Emulator {
     this.route('GET', '/v2/api', (req) => {
       const q = req.query;
       if (q.get('apikey') !== this.apiKey) return { body: ETHERSCAN_INVALID_KEY_BODY };
-      if (!q.get('chainid')) return { body: notok('Missing chainid parameter (required for v2 api), please see https://api.etherscan.io/v2/chainlist for the list of supported chainids') };
-      if (q.get('module') !== 'contract' || q.get('action') !== 'getsourcecode') return { body: notok('Error! Missing Or invalid Action name') };
+      if (!q.get('chainid'))
+        return {
+          body: notok(
+            'Missing chainid parameter (required for v2 api), please see https://api.etherscan.io/v2/chainlist for the list of supported chainids',
+          ),
+        };
+      if (q.get('module') !== 'contract' || q.get('action') !== 'getsourcecode')
+        return { body: notok('Error! Missing Or invalid Action name') };
       const name = this.verified.get(`${q.get('chainid')}/${(q.get('address') ?? '').toLowerCase()}`);
       const entry: Record<string, string> = Object.fromEntries(FIELDS.map((f) => [f, '']));
-      Object.assign(entry, name
-        ? { SourceCode: 'pragma solidity 0.8.24;\r\ncontract T {}', ABI: '[]', ContractName: name, EVMVersion: 'Default', LicenseType: 'MIT', Proxy: '0' }
-        : { SourceCode: '', ABI: 'Contract source code not verified', ContractName: '', EVMVersion: 'Default', LicenseType: 'Unknown', Proxy: '0' });
+      Object.assign(
+        entry,
+        name
+          ? {
+              SourceCode: 'pragma solidity 0.8.24;\r\ncontract T {}',
+              ABI: '[]',
+              ContractName: name,
+              EVMVersion: 'Default',
+              LicenseType: 'MIT',
+              Proxy: '0',
+            }
+          : {
+              SourceCode: '',
+              ABI: 'Contract source code not verified',
+              ContractName: '',
+              EVMVersion: 'Default',
+              LicenseType: 'Unknown',
+              Proxy: '0',
+            },
+      );
       return { body: { status: '1', message: 'OK', result: [entry] } };
     });
   }

@@ -33,9 +33,14 @@ export class JsonRpcEmulator extends Emulator {
   }
 
   private answer(call: unknown): Record<string, unknown> {
-    const c = (typeof call === 'object' && call !== null ? call : {}) as { id?: unknown; method?: unknown; params?: unknown };
+    const c = (typeof call === 'object' && call !== null ? call : {}) as {
+      id?: unknown;
+      method?: unknown;
+      params?: unknown;
+    };
     const id = c.id ?? null;
-    if (typeof c.method !== 'string') return { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'invalid request' } };
+    if (typeof c.method !== 'string')
+      return { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'invalid request' } };
     const params = Array.isArray(c.params) ? c.params : [];
     this.calls.push({ method: c.method, params });
     const builtin: Record<string, RpcHandler> = {
@@ -43,7 +48,12 @@ export class JsonRpcEmulator extends Emulator {
       eth_blockNumber: () => ({ result: `0x${this.blockNumber.toString(16)}` }),
     };
     const fn = this.handlers.get(c.method) ?? builtin[c.method];
-    if (!fn) return { jsonrpc: '2.0', id, error: { code: -32601, message: `the method ${c.method} does not exist/is not available` } };
+    if (!fn)
+      return {
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32601, message: `the method ${c.method} does not exist/is not available` },
+      };
     return { jsonrpc: '2.0', id, ...fn(params) };
   }
 
@@ -56,7 +66,8 @@ export class JsonRpcEmulator extends Emulator {
     }
     if (!Array.isArray(body)) return { body: this.answer(body) };
     if (this.batchError) return { body: { jsonrpc: '2.0', id: null, error: this.batchError } };
-    if (body.length === 0) return { body: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'empty batch' } } };
+    if (body.length === 0)
+      return { body: { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'empty batch' } } };
     const out = body.map((c) => this.answer(c));
     return { body: this.reverseBatch ? out.reverse() : out };
   }

@@ -13,7 +13,12 @@ export interface Incident {
   updates?: string[];
 }
 
-const DESCRIPTIONS: Record<Indicator, string> = { none: 'All Systems Operational', minor: 'Minor Service Outage', major: 'Partial System Outage', critical: 'Major Service Outage' };
+const DESCRIPTIONS: Record<Indicator, string> = {
+  none: 'All Systems Operational',
+  minor: 'Minor Service Outage',
+  major: 'Partial System Outage',
+  critical: 'Major Service Outage',
+};
 
 export class StatusPageEmulator extends Emulator {
   indicator: Indicator = 'none';
@@ -29,7 +34,11 @@ export class StatusPageEmulator extends Emulator {
 
   /** Serve `body` at `path` (any method), with `status` and headers; text/html unless told. */
   setPage(path: string, body: string, opts: { status?: number; headers?: Record<string, string> } = {}): this {
-    this.pages.set(path, { status: opts.status ?? 200, headers: { 'content-type': 'text/html; charset=utf-8', ...opts.headers }, body });
+    this.pages.set(path, {
+      status: opts.status ?? 200,
+      headers: { 'content-type': 'text/html; charset=utf-8', ...opts.headers },
+      body,
+    });
     return this;
   }
 
@@ -40,7 +49,13 @@ export class StatusPageEmulator extends Emulator {
   }
 
   private page(): Record<string, unknown> {
-    return { id: 'kctbh9vrtdwd', name: 'Bridge', url: this.url, time_zone: 'Etc/UTC', updated_at: new Date().toISOString() };
+    return {
+      id: 'kctbh9vrtdwd',
+      name: 'Bridge',
+      url: this.url,
+      time_zone: 'Etc/UTC',
+      updated_at: new Date().toISOString(),
+    };
   }
 
   private status(): Record<string, unknown> {
@@ -65,7 +80,16 @@ export class StatusPageEmulator extends Emulator {
         scheduled_maintenances: [],
       },
     }));
-    this.route('*', /.*/, (req) => this.pages.get(req.path) ?? { status: 404, headers: { 'content-type': 'text/html' }, body: '<h1>Not found</h1>' });
+    this.route(
+      '*',
+      /.*/,
+      (req) =>
+        this.pages.get(req.path) ?? {
+          status: 404,
+          headers: { 'content-type': 'text/html' },
+          body: '<h1>Not found</h1>',
+        },
+    );
   }
 }
 

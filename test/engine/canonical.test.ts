@@ -11,7 +11,12 @@ const check = (c: object): unknown => {
 
 t.test('defaults applied, nulls dropped, key order ignored', async (t) => {
   const bare = canonical(check({ type: 'http', url: 'https://a.example/' }));
-  t.equal(bare, canonical(check({ url: 'https://a.example/', must_contain: null, expect_status: 200, method: 'GET', type: 'http' })));
+  t.equal(
+    bare,
+    canonical(
+      check({ url: 'https://a.example/', must_contain: null, expect_status: 200, method: 'GET', type: 'http' }),
+    ),
+  );
   t.equal(bare, '{"expect_status":200,"method":"GET","type":"http","url":"https://a.example/"}');
 });
 
@@ -30,7 +35,10 @@ t.test('values that change the answer change the key', async (t) => {
     canonical(check({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1'] })),
     'nulls inside params count',
   );
-  t.not(canonical(check({ type: 'price', asset_id: 'ethereum', min_price: 1 })), canonical(check({ type: 'price', asset_id: 'ethereum', min_price: 2 })));
+  t.not(
+    canonical(check({ type: 'price', asset_id: 'ethereum', min_price: 1 })),
+    canonical(check({ type: 'price', asset_id: 'ethereum', min_price: 2 })),
+  );
   t.equal(
     canonical(check({ type: 'stablecoin_depeg', asset_id: 'usd-coin' })),
     '{"asset_id":"usd-coin","block_deviation_pct":0.02,"quote":"usd","type":"stablecoin_depeg","warn_deviation_pct":0.005}',

@@ -21,7 +21,10 @@ interface Upstreams {
 }
 
 /** Fresh emulators and a fresh app per test, so no request of one test is counted in another. */
-async function withApp(extra: Record<string, string>, fn: (app: TestApp, u: Upstreams) => Promise<void>): Promise<void> {
+async function withApp(
+  extra: Record<string, string>,
+  fn: (app: TestApp, u: Upstreams) => Promise<void>,
+): Promise<void> {
   const cg = await startCoinGecko();
   const dex = await startDexScreener();
   const sourcify = await startSourcify();
@@ -29,7 +32,13 @@ async function withApp(extra: Record<string, string>, fn: (app: TestApp, u: Upst
   cg.setPrice('usd-coin', 'usd', 0.9998).setPrice('ethereum', 'usd', 3120.5);
   dex.setPair('base', PAIR);
   sourcify.setVerified(8453, ADDR);
-  const app = await startTestApp({ PRICE_API_URL: cg.url, DEX_API_URL: dex.url, SOURCIFY_URL: sourcify.url, ALLOW_PRIVATE_TARGETS: 'true', ...extra });
+  const app = await startTestApp({
+    PRICE_API_URL: cg.url,
+    DEX_API_URL: dex.url,
+    SOURCIFY_URL: sourcify.url,
+    ALLOW_PRIVATE_TARGETS: 'true',
+    ...extra,
+  });
   try {
     await fn(app, { cg, dex, sourcify, status, all: [cg, dex, sourcify, status] });
   } finally {
@@ -61,10 +70,17 @@ for (const threads of ['0', '2']) {
       const pending = post(`${app.url}/v1/decide`, { ...fourChecks(u), context: { deadline_ms: 1500 } });
       // Every emulator holds its request; if the checks ran one after another, only one would ever arrive.
       await until(() => u.all.every((e) => e.stats.inFlight >= 1), 1400);
-      t.same(u.all.map((e) => e.stats.inFlight), [1, 1, 1, 1], 'all four upstream requests held open together');
+      t.same(
+        u.all.map((e) => e.stats.inFlight),
+        [1, 1, 1, 1],
+        'all four upstream requests held open together',
+      );
       const res = await pending;
       t.equal(res.status, 200);
-      t.same(res.body.evidence.map((r: any) => r.reason), Array(4).fill('deadline_exceeded'));
+      t.same(
+        res.body.evidence.map((r: any) => r.reason),
+        Array(4).fill('deadline_exceeded'),
+      );
       t.equal(res.body.verdict, 'wait');
     });
   });
@@ -78,7 +94,12 @@ t.test('a hanging upstream answers at the deadline; the late answer serves the r
     const first = await post(`${app.url}/v1/decide`, body);
     const elapsed = performance.now() - t0;
     t.ok(elapsed < 500, `answered near the 200 ms deadline (${elapsed.toFixed(0)} ms)`);
-    t.match(first.body, { verdict: 'wait', risk: 'medium', evidence: [{ status: 'error', reason: 'deadline_exceeded' }], decision: { retry_after_s: 1 } });
+    t.match(first.body, {
+      verdict: 'wait',
+      risk: 'medium',
+      evidence: [{ status: 'error', reason: 'deadline_exceeded' }],
+      decision: { retry_after_s: 1 },
+    });
     t.same(first.body.failure_modes, ['price:deadline_exceeded']);
 
     await until(() => cg.stats.inFlight === 0, 2000);
@@ -92,7 +113,10 @@ t.test('a hanging upstream answers at the deadline; the late answer serves the r
 t.test('20 concurrent identical checks make one upstream call; a cache hit makes none', async (t) => {
   await withApp({}, async (app, { dex }) => {
     dex.fault = { delayMs: 80 };
-    const body = { goal: 'same', checks: [{ type: 'dex_price', chain: 'base', pair_address: PAIR, min_price_usd: 100 }] };
+    const body = {
+      goal: 'same',
+      checks: [{ type: 'dex_price', chain: 'base', pair_address: PAIR, min_price_usd: 100 }],
+    };
     const answers = await Promise.all(Array.from({ length: 20 }, () => post(`${app.url}/v1/decide`, body)));
     t.same([...new Set(answers.map((a) => a.body.verdict))], ['proceed']);
     t.equal(dex.stats.requests, 1, 'one upstream request for twenty callers');
@@ -104,26 +128,40 @@ t.test('20 concurrent identical checks make one upstream call; a cache hit makes
   });
 });
 
-t.test('a worker thread that dies mid-check: that check errors, the request answers, the pool keeps serving', async (t) => {
-  await withApp({ POOL_THREADS: '2' }, async (app, { cg }) => {
-    cg.fault = { hang: true };
-    const body = { goal: 'crash', checks: [{ type: 'price', asset_id: 'ethereum' }, { type: 'approval_amount', amount: '0', spender: ADDR }], context: { deadline_ms: 5000 } };
-    const pending = post(`${app.url}/v1/decide`, body);
-    await until(() => cg.stats.inFlight >= 1, 3000);
-    const pool = app.engine.executor.pool!;
-    const busy = pool.threads.find((w) => (w as unknown as { threadId: number }).threadId !== undefined);
-    const t0 = performance.now();
-    // Terminate every worker: whichever held the check dies mid-check.
-    await Promise.all(pool.threads.map((w) => w.terminate()));
-    t.ok(busy);
-    const res = await pending;
-    t.ok(performance.now() - t0 < 2000, 'answered without waiting for the deadline');
-    t.equal(res.status, 200);
-    const price = res.body.evidence.find((r: any) => r.type === 'price');
-    t.match(price, { status: 'error', reason: 'worker_crashed' });
-    t.equal(res.body.verdict, 'wait');
-    cg.fault = null;
-    const next = await post(`${app.url}/v1/decide`, { goal: 'after', checks: [{ type: 'price', asset_id: 'usd-coin' }], context: { deadline_ms: 10000 } });
-    t.match(next.body, { verdict: 'proceed', evidence: [{ status: 'pass' }] }, 'the pool serves the next request');
-  });
-});
+t.test(
+  'a worker thread that dies mid-check: that check errors, the request answers, the pool keeps serving',
+  async (t) => {
+    await withApp({ POOL_THREADS: '2' }, async (app, { cg }) => {
+      cg.fault = { hang: true };
+      const body = {
+        goal: 'crash',
+        checks: [
+          { type: 'price', asset_id: 'ethereum' },
+          { type: 'approval_amount', amount: '0', spender: ADDR },
+        ],
+        context: { deadline_ms: 5000 },
+      };
+      const pending = post(`${app.url}/v1/decide`, body);
+      await until(() => cg.stats.inFlight >= 1, 3000);
+      const pool = app.engine.executor.pool!;
+      const busy = pool.threads.find((w) => (w as unknown as { threadId: number }).threadId !== undefined);
+      const t0 = performance.now();
+      // Terminate every worker: whichever held the check dies mid-check.
+      await Promise.all(pool.threads.map((w) => w.terminate()));
+      t.ok(busy);
+      const res = await pending;
+      t.ok(performance.now() - t0 < 2000, 'answered without waiting for the deadline');
+      t.equal(res.status, 200);
+      const price = res.body.evidence.find((r: any) => r.type === 'price');
+      t.match(price, { status: 'error', reason: 'worker_crashed' });
+      t.equal(res.body.verdict, 'wait');
+      cg.fault = null;
+      const next = await post(`${app.url}/v1/decide`, {
+        goal: 'after',
+        checks: [{ type: 'price', asset_id: 'usd-coin' }],
+        context: { deadline_ms: 10000 },
+      });
+      t.match(next.body, { verdict: 'proceed', evidence: [{ status: 'pass' }] }, 'the pool serves the next request');
+    });
+  },
+);

@@ -16,7 +16,12 @@ export async function startGuardApp(env: Record<string, string>): Promise<TestAp
     return (req, res, next) => (h ??= make(deps!))(req, res, next);
   };
   const app = await startTestApp(env, {
-    handlers: { guard: bind(guardHandler), stablecoin: bind(stablecoinHandler), bridge: bind(bridgeRiskHandler), yield: bind(yieldRoutingHandler) },
+    handlers: {
+      guard: bind(guardHandler),
+      stablecoin: bind(stablecoinHandler),
+      bridge: bind(bridgeRiskHandler),
+      yield: bind(yieldRoutingHandler),
+    },
   });
   deps = { config: app.config, engine: app.engine, logger: app.logger, metrics: app.metrics };
   return app;

@@ -22,7 +22,13 @@ let node: JsonRpcEmulator;
 let app: TestApp;
 
 t.before(async () => {
-  [anvil, cg, dex, status, node] = await Promise.all([startAnvil(), startCoinGecko(), startDexScreener(), startStatusPage(), startJsonRpc()]);
+  [anvil, cg, dex, status, node] = await Promise.all([
+    startAnvil(),
+    startCoinGecko(),
+    startDexScreener(),
+    startStatusPage(),
+    startJsonRpc(),
+  ]);
   cg.setPrice('usd-coin', 'usd', 0.9998).setPrice('tether', 'usd', 1.0003).setPrice('sliding-usd', 'usd', 0.992);
   dex.setPair('base', PAIR, { liquidityUsd: 1_000_000 });
   app = await startGuardApp({
@@ -46,7 +52,12 @@ t.test('the published example answers with the four named checks', async (t) => 
   const res = await guard({ action: 'bridge', chain: 'base', amount_usd: 2500, strict_mode: true });
   t.equal(res.status, 200);
   t.ok(validateResponse(res.body), 'a DecideResponse');
-  t.same(res.body.checks, { rpc_health: 'pass', price_deviation: 'pass', liquidity_depth: 'skipped', bridge_exploit_monitor: 'pass' });
+  t.same(res.body.checks, {
+    rpc_health: 'pass',
+    price_deviation: 'pass',
+    liquidity_depth: 'skipped',
+    bridge_exploit_monitor: 'pass',
+  });
   t.equal(res.body.verdict, 'proceed');
   t.equal(res.body.risk, 'low');
   t.same(res.body.failure_modes, []);
@@ -57,9 +68,23 @@ t.test('the published example answers with the four named checks', async (t) => 
   t.equal(byName.price_deviation.type, 'stablecoin_depeg');
   t.equal(byName.rpc_health.observed.chain_id, 8453);
 
-  const withPair = await guard({ action: 'bridge', chain: 'base', amount_usd: 2500, strict_mode: true, pair_address: PAIR });
-  t.same(withPair.body.checks, { rpc_health: 'pass', price_deviation: 'pass', liquidity_depth: 'pass', bridge_exploit_monitor: 'pass' });
-  t.match(withPair.body.reasoning, /\$2,500 into WETH\/USDC with \$1,000,000 of liquidity is an estimated 0\.25% price impact/);
+  const withPair = await guard({
+    action: 'bridge',
+    chain: 'base',
+    amount_usd: 2500,
+    strict_mode: true,
+    pair_address: PAIR,
+  });
+  t.same(withPair.body.checks, {
+    rpc_health: 'pass',
+    price_deviation: 'pass',
+    liquidity_depth: 'pass',
+    bridge_exploit_monitor: 'pass',
+  });
+  t.match(
+    withPair.body.reasoning,
+    /\$2,500 into WETH\/USDC with \$1,000,000 of liquidity is an estimated 0\.25% price impact/,
+  );
   t.equal(withPair.body.verdict, 'proceed');
 });
 
@@ -107,7 +132,10 @@ t.test('rpc_health against a real chain: wrong chain fails, a stale head warns',
   t.match(mismatch.body.reasoning, /chain id 8453, not ethereum \(1\)/);
   t.equal(mismatch.body.verdict, 'block');
 
-  node.setResult('eth_getBlockByNumber', { number: '0x1234', timestamp: `0x${(Math.floor(Date.now() / 1000) - 600).toString(16)}` });
+  node.setResult('eth_getBlockByNumber', {
+    number: '0x1234',
+    timestamp: `0x${(Math.floor(Date.now() / 1000) - 600).toString(16)}`,
+  });
   const stale = await guard({ action: 'transfer', chain: 'base', rpc_url: `${node.url}/key/abc` });
   t.equal(stale.body.checks.rpc_health, 'warn');
   t.same(stale.body.failure_modes, ['rpc_health:head_stale']);
@@ -120,7 +148,11 @@ t.test('rpc_health against a real chain: wrong chain fails, a stale head warns',
 t.test('a status page reporting an incident blocks the bridge', async (t) => {
   status.setIndicator('major');
   t.teardown(() => void status.setIndicator('none'));
-  const res = await guard({ action: 'bridge', bridge_status_url: `${status.url}/api/v2/summary.json`, amount_usd: 100 });
+  const res = await guard({
+    action: 'bridge',
+    bridge_status_url: `${status.url}/api/v2/summary.json`,
+    amount_usd: 100,
+  });
   t.equal(res.body.checks.bridge_exploit_monitor, 'fail');
   t.same(res.body.failure_modes, ['bridge_exploit_monitor:indicator_major']);
   t.equal(res.body.verdict, 'block');
@@ -148,10 +180,15 @@ t.test('an invalid body is a 422 before any check runs', async (t) => {
 });
 
 t.test('trust: the operator RPC is used on loopback, a request rpc_url to loopback is refused', async (t) => {
-  const strictApp = await startGuardApp({ PRICE_API_URL: cg.url, DEX_API_URL: dex.url, RPC_URLS: `base=${anvil.url}`, REQUEST_DEADLINE_MS: '3000' });
+  const strictApp = await startGuardApp({
+    PRICE_API_URL: cg.url,
+    DEX_API_URL: dex.url,
+    RPC_URLS: `base=${anvil.url}`,
+    REQUEST_DEADLINE_MS: '3000',
+  });
   t.teardown(() => strictApp.close());
   const operator = await post(`${strictApp.url}/v1/guard`, { action: 'transfer' });
-  t.equal(operator.body.checks.rpc_health, 'pass', 'RPC_URLS is the operator\'s and trusted');
+  t.equal(operator.body.checks.rpc_health, 'pass', "RPC_URLS is the operator's and trusted");
   const before = node.stats.requests;
   const supplied = await post(`${strictApp.url}/v1/guard`, { action: 'transfer', rpc_url: node.url });
   t.equal(supplied.body.checks.rpc_health, 'fail');
@@ -165,21 +202,40 @@ t.test('deadline: the default answers wait on a slow provider; context.deadline_
   cg.setPrice('slow-a', 'usd', 1).setPrice('slow-b', 'usd', 1);
   cg.faultOn('/simple/price', { delayMs: 500 });
   t.teardown(() => void cg.faultOn('/simple/price', null));
-  const raised = await post(`${slowApp.url}/v1/guard`, { action: 'transfer', stablecoin_asset_id: 'slow-a', context: { deadline_ms: 3000 } });
+  const raised = await post(`${slowApp.url}/v1/guard`, {
+    action: 'transfer',
+    stablecoin_asset_id: 'slow-a',
+    context: { deadline_ms: 3000 },
+  });
   t.equal(raised.body.checks.price_deviation, 'pass');
   t.equal(raised.body.decision.deadline_ms, 3000);
   const cut = await post(`${slowApp.url}/v1/guard`, { action: 'transfer', stablecoin_asset_id: 'slow-b' });
   t.equal(cut.body.checks.price_deviation, 'error');
-  t.same(cut.body.failure_modes, ['price_deviation:deadline_exceeded'], 'answered at the deadline, not when the provider did');
+  t.same(
+    cut.body.failure_modes,
+    ['price_deviation:deadline_exceeded'],
+    'answered at the deadline, not when the provider did',
+  );
   t.equal(cut.body.verdict, 'wait');
   t.type(cut.body.decision.retry_after_s, 'number');
 });
 
 t.test('the guard-internal checks run in worker threads too', async (t) => {
-  const pooled = await startGuardApp({ PRICE_API_URL: cg.url, DEX_API_URL: dex.url, RPC_URLS: `base=${anvil.url}`, POOL_THREADS: '1', REQUEST_DEADLINE_MS: '5000' });
+  const pooled = await startGuardApp({
+    PRICE_API_URL: cg.url,
+    DEX_API_URL: dex.url,
+    RPC_URLS: `base=${anvil.url}`,
+    POOL_THREADS: '1',
+    REQUEST_DEADLINE_MS: '5000',
+  });
   t.teardown(() => pooled.close());
   t.equal(pooled.engine.executor.kind, 'pool');
   const res = await post(`${pooled.url}/v1/guard`, { action: 'swap', pair_address: PAIR, amount_usd: 1000 });
-  t.same(res.body.checks, { rpc_health: 'pass', price_deviation: 'pass', liquidity_depth: 'pass', rug_pull_risk: 'pass' });
+  t.same(res.body.checks, {
+    rpc_health: 'pass',
+    price_deviation: 'pass',
+    liquidity_depth: 'pass',
+    rug_pull_risk: 'pass',
+  });
   t.equal(res.body.verdict, 'proceed');
 });

@@ -5,7 +5,14 @@
  * state in /metrics, from the main thread and from worker threads alike.
  */
 import t from 'tap';
-import { CircuitBreaker, COOL_DOWN_MS, FAILURE_WINDOW_MS, FAILURES_TO_OPEN, watchCircuits, type CallVerdict } from '../../src/net/breaker.js';
+import {
+  CircuitBreaker,
+  COOL_DOWN_MS,
+  FAILURE_WINDOW_MS,
+  FAILURES_TO_OPEN,
+  watchCircuits,
+  type CallVerdict,
+} from '../../src/net/breaker.js';
 import { safeFetch } from '../../src/net/safe-fetch.js';
 import type { CircuitState } from '../../src/metrics.js';
 import { startTestApp, post, type TestApp } from '../helpers/app.js';
@@ -67,7 +74,10 @@ t.test('state machine', async (t) => {
 /** The value of one sample of the circuit gauge in a /metrics scrape. */
 async function gauge(app: TestApp, upstream: string, state: CircuitState): Promise<number | null> {
   const text = await (await fetch(`${app.url}/metrics`)).text();
-  const m = new RegExp(`^preflight_circuit_breaker_state\\{upstream="${upstream}",state="${state}"\\} (\\d+)$`, 'm').exec(text);
+  const m = new RegExp(
+    `^preflight_circuit_breaker_state\\{upstream="${upstream}",state="${state}"\\} (\\d+)$`,
+    'm',
+  ).exec(text);
   return m ? Number(m[1]) : null;
 }
 
@@ -81,7 +91,10 @@ async function gaugeBecomes(app: TestApp, upstream: string, state: CircuitState)
 }
 
 type Evidence = { status: string; reason: string | null; retry_after_s?: number; latency_ms: number };
-async function decide(app: TestApp, checks: unknown[]): Promise<{ status: number; verdict: string; evidence: Evidence[]; ms: number }> {
+async function decide(
+  app: TestApp,
+  checks: unknown[],
+): Promise<{ status: number; verdict: string; evidence: Evidence[]; ms: number }> {
   const t0 = performance.now();
   const r = await post(`${app.url}/v1/decide`, { goal: 'breaker test', checks });
   return { status: r.status, verdict: r.body.verdict, evidence: r.body.evidence, ms: performance.now() - t0 };
@@ -128,7 +141,10 @@ t.test('through the service (checks on the main thread)', async (t) => {
     for (let i = 1; i <= 10; i++) {
       const r = await decide(app, [price(i)]);
       t.match(r, { status: 200, verdict: 'wait', evidence: [{ status: 'error', reason: 'circuit_open' }] });
-      t.ok(r.evidence[0].retry_after_s! >= 1 && r.evidence[0].retry_after_s! <= COOL_DOWN_MS / 1000, 'retry_after_s is the cool-down left');
+      t.ok(
+        r.evidence[0].retry_after_s! >= 1 && r.evidence[0].retry_after_s! <= COOL_DOWN_MS / 1000,
+        'retry_after_s is the cool-down left',
+      );
       t.ok(r.evidence[0].latency_ms < 50, `answered without a call (${r.evidence[0].latency_ms} ms)`);
     }
     t.equal(calls(), FAILURES_TO_OPEN + 1, 'no request reached the provider while open');
@@ -137,12 +153,20 @@ t.test('through the service (checks on the main thread)', async (t) => {
     await sleep(COOL_DOWN_MS - (performance.now() - openedAt) + 50);
     const probes = await Promise.all([11, 12, 13].map((i) => decide(app, [price(i)])));
     t.equal(calls(), FAILURES_TO_OPEN + 2, 'after the cool-down exactly one call went through');
-    t.same(probes.map((p) => p.evidence[0].reason).sort(), ['circuit_open', 'circuit_open', 'upstream_http_error'], 'the probe failed; the others waited for it');
+    t.same(
+      probes.map((p) => p.evidence[0].reason).sort(),
+      ['circuit_open', 'circuit_open', 'upstream_http_error'],
+      'the probe failed; the others waited for it',
+    );
     const reopenedAt = performance.now();
     t.ok(await gaugeBecomes(app, 'price_provider', 'open'), 'open again after the failed probe');
 
     cg.faultOn('/simple/price', null);
-    t.match((await decide(app, [price(14)])).evidence[0], { reason: 'circuit_open' }, 'a failed probe restarts the cool-down');
+    t.match(
+      (await decide(app, [price(14)])).evidence[0],
+      { reason: 'circuit_open' },
+      'a failed probe restarts the cool-down',
+    );
     await sleep(COOL_DOWN_MS - (performance.now() - reopenedAt) + 50);
     const healed = await decide(app, [price(15)]);
     t.match(healed, { verdict: 'proceed', evidence: [{ status: 'pass' }] }, 'the probe succeeded');
@@ -165,7 +189,10 @@ t.test('breakers in worker threads reach the main thread metrics', async (t) => 
     t.equal(r.status, 200);
     reasons.push(r.evidence[0].reason ?? 'none');
   }
-  t.ok(ds.stats.requests >= FAILURES_TO_OPEN && ds.stats.requests <= threads * FAILURES_TO_OPEN, `each thread stopped after at most ${FAILURES_TO_OPEN} failures (${ds.stats.requests} calls for 30 checks)`);
+  t.ok(
+    ds.stats.requests >= FAILURES_TO_OPEN && ds.stats.requests <= threads * FAILURES_TO_OPEN,
+    `each thread stopped after at most ${FAILURES_TO_OPEN} failures (${ds.stats.requests} calls for 30 checks)`,
+  );
   t.same(reasons.slice(-5), Array(5).fill('circuit_open'), 'the last answers come from the open breakers');
   t.ok(await gaugeBecomes(app, 'dex_provider', 'open'), 'dex_provider open in /metrics');
 });

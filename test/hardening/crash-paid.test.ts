@@ -29,7 +29,13 @@ t.test('paid calls across kill -9 and a restart', async (t) => {
   const databaseUrl = `sqlite:${join(dir, 'ledger.db')}`;
   const settler = await chain.wallet(0n, 10n ** 20n);
   const payTo = Wallet.createRandom().address;
-  const env = { DATABASE_URL: databaseUrl, BILLING: 'on', X402_PAY_TO: payTo, X402_SETTLER_KEY: settler.privateKey, X402_RPC_URL: chain.rpcUrl };
+  const env = {
+    DATABASE_URL: databaseUrl,
+    BILLING: 'on',
+    X402_PAY_TO: payTo,
+    X402_SETTLER_KEY: settler.privateKey,
+    X402_RPC_URL: chain.rpcUrl,
+  };
   const payers: Wallet[] = [];
   for (let i = 0; i < PAYERS; i++) payers.push(await chain.wallet(PRICE * BigInt(CALLS_PER_PAYER))); // one minter: one at a time
 
@@ -39,23 +45,29 @@ t.test('paid calls across kill -9 and a restart', async (t) => {
   let served = 0;
   let inflight = 0;
   const body = { goal: 'paid crash', checks: [{ type: 'approval_amount', amount: '0' }] };
-  const load = Promise.all(payers.map(async (w) => {
-    const pay = v2Fetch(w);
-    for (let i = 0; i < CALLS_PER_PAYER && !killed; i++) {
-      inflight++;
-      try {
-        const r = await postJson(pay, first.url + PATH, body);
-        await r.arrayBuffer();
-        if (r.status >= 200 && r.status < 300) served++;
-      } catch {
-        // the process died under this call
-      } finally {
-        inflight--;
+  const load = Promise.all(
+    payers.map(async (w) => {
+      const pay = v2Fetch(w);
+      for (let i = 0; i < CALLS_PER_PAYER && !killed; i++) {
+        inflight++;
+        try {
+          const r = await postJson(pay, first.url + PATH, body);
+          await r.arrayBuffer();
+          if (r.status >= 200 && r.status < 300) served++;
+        } catch {
+          // the process died under this call
+        } finally {
+          inflight--;
+        }
       }
-    }
-  }));
+    }),
+  );
   const started = performance.now();
-  while (performance.now() - started < MAX_LOAD_MS && (performance.now() - started < MIN_LOAD_MS || served < MIN_SERVED)) await new Promise((r) => setTimeout(r, 20));
+  while (
+    performance.now() - started < MAX_LOAD_MS &&
+    (performance.now() - started < MIN_LOAD_MS || served < MIN_SERVED)
+  )
+    await new Promise((r) => setTimeout(r, 20));
   const inflightAtKill = inflight;
   first.child.kill('SIGKILL');
   killed = true;
@@ -66,7 +78,9 @@ t.test('paid calls across kill -9 and a restart', async (t) => {
   const ledger = await openStore({ databaseUrl });
   t.teardown(() => ledger.close());
   const left = await ledger.countPaymentsByState();
-  t.comment(`${servedAtKill} paid calls served, ${inflightAtKill} in flight at the kill; ledger after the crash: ${JSON.stringify(left)}`);
+  t.comment(
+    `${servedAtKill} paid calls served, ${inflightAtKill} in flight at the kill; ledger after the crash: ${JSON.stringify(left)}`,
+  );
   t.ok(servedAtKill >= MIN_SERVED, 'the service was under paid load when it died');
 
   const second = await spawnService(env);
@@ -78,10 +92,20 @@ t.test('paid calls across kill -9 and a restart', async (t) => {
     return s.verified === 0 && s.settling === 0 ? s : undefined;
   }, 40_000);
   t.equal(final.failed, 0, 'no payment failed');
-  t.ok(final.settled >= servedAtKill, `every served call's payment is settled (${final.settled} settled, ${servedAtKill} served)`);
+  t.ok(
+    final.settled >= servedAtKill,
+    `every served call's payment is settled (${final.settled} settled, ${servedAtKill} served)`,
+  );
   t.ok(final.settled <= servedAtKill + inflightAtKill, 'and at most the calls in flight at the kill on top');
-  t.equal(await chain.balanceOf(payTo), PRICE * BigInt(final.settled), 'payTo received exactly one price per settled payment');
-  const spent = (await Promise.all(payers.map((w) => chain.balanceOf(w.address)))).reduce((s, b) => s + (PRICE * BigInt(CALLS_PER_PAYER) - b), 0n);
+  t.equal(
+    await chain.balanceOf(payTo),
+    PRICE * BigInt(final.settled),
+    'payTo received exactly one price per settled payment',
+  );
+  const spent = (await Promise.all(payers.map((w) => chain.balanceOf(w.address)))).reduce(
+    (s, b) => s + (PRICE * BigInt(CALLS_PER_PAYER) - b),
+    0n,
+  );
   t.equal(spent, PRICE * BigInt(final.settled), 'and the payers paid exactly that, nobody twice');
   second.child.kill('SIGTERM');
   t.same(await second.exited, { code: 0, signal: null });

@@ -36,13 +36,25 @@ const env = (databaseUrl: string): Record<string, string> => ({
 });
 
 function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
 }
 
-const decideBody = (n: number) => ({ goal: 'crash test', checks: [{ type: 'approval_amount', amount: String(n), spender: '0x1111111111111111111111111111111111111111' }] });
+const decideBody = (n: number) => ({
+  goal: 'crash test',
+  checks: [{ type: 'approval_amount', amount: String(n), spender: '0x1111111111111111111111111111111111111111' }],
+});
 
 /** CLIENTS loops of: sign up, then DECIDES_PER_KEY keyed decides; until `stopped()`. */
-async function load(svc: ServiceProcess, keys: Key[], stopped: () => boolean): Promise<{ signups: number; refusedAfterKill: number }> {
+async function load(
+  svc: ServiceProcess,
+  keys: Key[],
+  stopped: () => boolean,
+): Promise<{ signups: number; refusedAfterKill: number }> {
   let n = 0;
   let signups = 0;
   let refusedAfterKill = 0;
@@ -50,7 +62,9 @@ async function load(svc: ServiceProcess, keys: Key[], stopped: () => boolean): P
     while (!stopped()) {
       let issued: string | null = null;
       try {
-        const r = await postJson(`${svc.url}/v1/api-keys/signup`, { email: `load-${c}-${n++}-${randomBytes(3).toString('hex')}@example.com` });
+        const r = await postJson(`${svc.url}/v1/api-keys/signup`, {
+          email: `load-${c}-${n++}-${randomBytes(3).toString('hex')}@example.com`,
+        });
         const body = (await r.json()) as { api_key?: string | null };
         if (r.status === 200 && typeof body.api_key === 'string') issued = body.api_key;
         signups++;
@@ -87,7 +101,10 @@ async function crashAndRestart(t: Test, databaseUrl: string): Promise<void> {
   const running = load(first, keys, () => killed);
   const started = performance.now();
   const servedSoFar = () => keys.reduce((s, k) => s + k.served, 0);
-  while (performance.now() - started < MAX_LOAD_MS && (performance.now() - started < MIN_LOAD_MS || servedSoFar() < MIN_SERVED)) {
+  while (
+    performance.now() - started < MAX_LOAD_MS &&
+    (performance.now() - started < MIN_LOAD_MS || servedSoFar() < MIN_SERVED)
+  ) {
     await new Promise((r) => setTimeout(r, 20));
   }
   // The snapshot and the kill in one synchronous step: nothing is answered in between.
@@ -98,7 +115,9 @@ async function crashAndRestart(t: Test, databaseUrl: string): Promise<void> {
   const stats = await running;
   const served = keys.reduce((s, k) => s + k.served, 0);
   const inflight = keys.reduce((s, k) => s + k.inflightAtKill, 0);
-  t.comment(`${keys.length} keys issued, ${served} keyed calls served, ${inflight} keyed calls in flight at the kill, ${stats.signups} signups answered`);
+  t.comment(
+    `${keys.length} keys issued, ${served} keyed calls served, ${inflight} keyed calls in flight at the kill, ${stats.signups} signups answered`,
+  );
   t.ok(keys.length >= CLIENTS && served >= MIN_SERVED, 'the service was under load when it died');
 
   const second = await spawnService(env(databaseUrl));
@@ -106,17 +125,20 @@ async function crashAndRestart(t: Test, databaseUrl: string): Promise<void> {
   const broken: string[] = [];
   const miscounted: string[] = [];
   for (let i = 0; i < keys.length; i += CLIENTS) {
-    await Promise.all(keys.slice(i, i + CLIENTS).map(async (k, j) => {
-      const r = await postJson(`${second.url}/v1/decide`, decideBody(LIMIT + i + j), { 'x-api-key': k.key });
-      await r.arrayBuffer();
-      if (r.status !== 200) {
-        broken.push(`${k.key.slice(0, 12)}: ${r.status}`);
-        return;
-      }
-      // This call is counted too: the usage before it is one less.
-      const before = LIMIT - Number(r.headers.get('ratelimit-remaining')) - 1;
-      if (before < k.served || before > k.served + k.inflightAtKill) miscounted.push(`${k.key.slice(0, 12)}: usage ${before}, served ${k.served}, in flight ${k.inflightAtKill}`);
-    }));
+    await Promise.all(
+      keys.slice(i, i + CLIENTS).map(async (k, j) => {
+        const r = await postJson(`${second.url}/v1/decide`, decideBody(LIMIT + i + j), { 'x-api-key': k.key });
+        await r.arrayBuffer();
+        if (r.status !== 200) {
+          broken.push(`${k.key.slice(0, 12)}: ${r.status}`);
+          return;
+        }
+        // This call is counted too: the usage before it is one less.
+        const before = LIMIT - Number(r.headers.get('ratelimit-remaining')) - 1;
+        if (before < k.served || before > k.served + k.inflightAtKill)
+          miscounted.push(`${k.key.slice(0, 12)}: usage ${before}, served ${k.served}, in flight ${k.inflightAtKill}`);
+      }),
+    );
   }
   t.same(broken, [], 'every issued key works after the restart');
   t.same(miscounted, [], 'served <= usage <= served + in flight at the kill, for every key');
@@ -131,7 +153,9 @@ t.test('SQLite', async (t) => {
 });
 
 t.test('PostgreSQL', async (t) => {
-  const candidates = process.env.PG_TEST_URL ? [process.env.PG_TEST_URL] : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
+  const candidates = process.env.PG_TEST_URL
+    ? [process.env.PG_TEST_URL]
+    : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
   let admin: pg.Client | null = null;
   let adminUrl = candidates[0];
   let problem = '';

@@ -37,25 +37,35 @@ interface Outcome {
 function send(agent: http.Agent, base: URL, id: string, body: string): Promise<Outcome> {
   const o: Outcome = { id, startedAt: performance.now(), sent: false, headers: false, complete: false };
   return new Promise((resolve) => {
-    const req = http.request({ agent, host: base.hostname, port: base.port, method: 'POST', path: '/v1/decide', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': id } }, (res) => {
-      o.headers = true;
-      o.status = res.statusCode;
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        try {
-          o.complete = typeof (JSON.parse(text) as { verdict?: unknown }).verdict === 'string';
-        } catch {
-          o.error = 'body is not a DecideResponse';
-        }
-        resolve(o);
-      });
-      res.on('aborted', () => {
-        o.error = 'body cut short';
-        resolve(o);
-      });
-    });
+    const req = http.request(
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        method: 'POST',
+        path: '/v1/decide',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': id },
+      },
+      (res) => {
+        o.headers = true;
+        o.status = res.statusCode;
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          try {
+            o.complete = typeof (JSON.parse(text) as { verdict?: unknown }).verdict === 'string';
+          } catch {
+            o.error = 'body is not a DecideResponse';
+          }
+          resolve(o);
+        });
+        res.on('aborted', () => {
+          o.error = 'body cut short';
+          resolve(o);
+        });
+      },
+    );
     req.on('finish', () => (o.sent = true));
     req.on('error', (err: NodeJS.ErrnoException) => {
       o.error ??= err.code ?? err.message;
@@ -71,7 +81,12 @@ t.test('SIGTERM under load: every accepted request is answered in full, exit 0',
   cg.fault = { delayMs: UPSTREAM_DELAY_MS };
   const dir = mkdtempSync(join(tmpdir(), 'preflight-drain-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const svc = await spawnService({ DATABASE_URL: `sqlite:${join(dir, 'drain.db')}`, BILLING: 'off', PRICE_API_URL: cg.url, REQUEST_DEADLINE_MS: '2000' });
+  const svc = await spawnService({
+    DATABASE_URL: `sqlite:${join(dir, 'drain.db')}`,
+    BILLING: 'off',
+    PRICE_API_URL: cg.url,
+    REQUEST_DEADLINE_MS: '2000',
+  });
   t.teardown(() => void svc.child.kill('SIGKILL'));
   const base = new URL(svc.url);
 
@@ -106,16 +121,40 @@ t.test('SIGTERM under load: every accepted request is answered in full, exit 0',
   const failed = outcomes.filter((o) => o.error !== undefined);
   const draining = svc.logs.find((l) => l.msg === 'draining') as { inflight?: number } | undefined;
   const stopped = svc.logs.find((l) => l.msg === 'stopped') as { unanswered?: number } | undefined;
-  const serverAnswered = new Set(svc.logs.filter((l) => l.msg === 'request' && l.route === '/v1/decide').map((l) => String(l.reqId)));
-  t.comment(`${outcomes.length} requests, ${before.length} started before SIGTERM, ${answered.length} answered in full; ` +
-    `${draining?.inflight} in the server's hands at SIGTERM; ${failed.length} connection failures (${failed.filter((o) => o.startedAt < sigtermAt).length} started before SIGTERM, ${failed.filter((o) => o.sent).length} fully sent)`);
+  const serverAnswered = new Set(
+    svc.logs.filter((l) => l.msg === 'request' && l.route === '/v1/decide').map((l) => String(l.reqId)),
+  );
+  t.comment(
+    `${outcomes.length} requests, ${before.length} started before SIGTERM, ${answered.length} answered in full; ` +
+      `${draining?.inflight} in the server's hands at SIGTERM; ${failed.length} connection failures (${failed.filter((o) => o.startedAt < sigtermAt).length} started before SIGTERM, ${failed.filter((o) => o.sent).length} fully sent)`,
+  );
 
   t.same(exit, { code: 0, signal: null }, 'exit 0');
   t.ok((draining?.inflight ?? 0) > 0, 'requests were in flight at SIGTERM');
   t.equal(stopped?.unanswered, 0, 'the server left no request it had read unanswered');
-  t.same(outcomes.filter((o) => o.headers && !o.complete).map((o) => `${o.id}: ${o.error}`), [], 'every response that started arrived complete');
-  t.same(outcomes.filter((o) => o.complete && o.status !== 200).map((o) => `${o.id}: ${o.status}`), [], 'every answer is a 200');
-  t.same([...serverAnswered].filter((id) => !answered.some((o) => o.id === id)), [], 'every answer the server logged reached its client');
-  t.same(answered.filter((o) => !serverAnswered.has(o.id)).map((o) => o.id), [], 'and the clients received nothing else');
-  t.same(failed.filter((o) => serverAnswered.has(o.id)).map((o) => o.id), [], 'no failed request was one the server had answered');
+  t.same(
+    outcomes.filter((o) => o.headers && !o.complete).map((o) => `${o.id}: ${o.error}`),
+    [],
+    'every response that started arrived complete',
+  );
+  t.same(
+    outcomes.filter((o) => o.complete && o.status !== 200).map((o) => `${o.id}: ${o.status}`),
+    [],
+    'every answer is a 200',
+  );
+  t.same(
+    [...serverAnswered].filter((id) => !answered.some((o) => o.id === id)),
+    [],
+    'every answer the server logged reached its client',
+  );
+  t.same(
+    answered.filter((o) => !serverAnswered.has(o.id)).map((o) => o.id),
+    [],
+    'and the clients received nothing else',
+  );
+  t.same(
+    failed.filter((o) => serverAnswered.has(o.id)).map((o) => o.id),
+    [],
+    'no failed request was one the server had answered',
+  );
 });

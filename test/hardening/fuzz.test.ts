@@ -28,7 +28,10 @@ const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
 // About 20-45 s alone on 2 cores; CI runs two test files at once, so allow well past tap's 120 s default.
 t.setTimeout(240_000);
 
-interface Answer { status: number; text: string }
+interface Answer {
+  status: number;
+  text: string;
+}
 
 /** `fn` over `items` with at most `limit` running at once; results in order. */
 async function inPool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -65,10 +68,13 @@ function judge(req: FuzzRequest, a: Answer): string | null {
     return null;
   }
   if (a.status === 402) {
-    return body?.x402Version === 1 && Array.isArray(body.accepts) && body.accepts.length > 0 ? null : '402 without an x402 challenge';
+    return body?.x402Version === 1 && Array.isArray(body.accepts) && body.accepts.length > 0
+      ? null
+      : '402 without an x402 challenge';
   }
   if (body === null || typeof body !== 'object' || !('detail' in body)) return `${a.status} body without detail`;
-  if (a.status === 422 && (!isValidationError(body) || (body as { detail: unknown[] }).detail.length === 0)) return '422 body is not an HTTPValidationError';
+  if (a.status === 422 && (!isValidationError(body) || (body as { detail: unknown[] }).detail.length === 0))
+    return '422 body is not an HTTPValidationError';
   if (a.status !== 422 && typeof body.detail !== 'string') return `${a.status} detail is not a sentence`;
   return null;
 }
@@ -80,12 +86,24 @@ t.test('fuzzed POST bodies: no 5xx, no hang, exact error shapes, no state change
   const dex = await startDexScreener();
   const sourcify = await startSourcify();
   const facilitator = await startEmulator(); // payments are configured, but no generated request pays
-  cg.setPrice('usd-coin', 'usd', 0.9998).setPrice('tether', 'usd', 1.0004).setPrice('dai', 'usd', 0.97).setPrice('ethereum', 'usd', 3120.5);
+  cg.setPrice('usd-coin', 'usd', 0.9998)
+    .setPrice('tether', 'usd', 1.0004)
+    .setPrice('dai', 'usd', 0.97)
+    .setPrice('ethereum', 'usd', 3120.5);
   dex.setPair('base', PAIR);
   const app = await startTestApp({
-    POOL_THREADS: process.env.FUZZ_POOL_THREADS ?? '2', BILLING: 'on', FREE_TIER_MONTHLY_LIMIT: '10000000', SIGNUPS_PER_HOUR: '1000000', ALLOW_PRIVATE_TARGETS: 'false', LOG_LEVEL: 'warn',
-    PRICE_API_URL: cg.url, DEX_API_URL: dex.url, SOURCIFY_URL: sourcify.url, X402_PAY_TO: '0x1111111111111111111111111111111111111111',
-    X402_SETTLEMENT: 'facilitator', X402_FACILITATOR_URL: facilitator.url,
+    POOL_THREADS: process.env.FUZZ_POOL_THREADS ?? '2',
+    BILLING: 'on',
+    FREE_TIER_MONTHLY_LIMIT: '10000000',
+    SIGNUPS_PER_HOUR: '1000000',
+    ALLOW_PRIVATE_TARGETS: 'false',
+    LOG_LEVEL: 'warn',
+    PRICE_API_URL: cg.url,
+    DEX_API_URL: dex.url,
+    SOURCIFY_URL: sourcify.url,
+    X402_PAY_TO: '0x1111111111111111111111111111111111111111',
+    X402_SETTLEMENT: 'facilitator',
+    X402_FACILITATOR_URL: facilitator.url,
   });
   const agent = new Agent({ connections: CONCURRENCY, keepAliveTimeout: 30_000 });
   t.teardown(async () => {
@@ -103,7 +121,13 @@ t.test('fuzzed POST bodies: no 5xx, no hang, exact error shapes, no state change
   const stats = { sent: 0, status: new Map<number, number>(), servedKeyed: 0, issued: 1 };
   const send = async (req: FuzzRequest): Promise<Answer | null> => {
     try {
-      const res = await request(`${app.url}${req.endpoint.path}`, { method: 'POST', headers: req.headers, body: req.body, dispatcher: agent, signal: AbortSignal.timeout(TIMEOUT_MS) });
+      const res = await request(`${app.url}${req.endpoint.path}`, {
+        method: 'POST',
+        headers: req.headers,
+        body: req.body,
+        dispatcher: agent,
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
       return { status: res.statusCode, text: await res.body.text() };
     } catch {
       return null; // timed out or the connection died: both are failures of the service
@@ -127,23 +151,31 @@ t.test('fuzzed POST bodies: no 5xx, no hang, exact error shapes, no state change
         }
         if (problem) {
           const body = typeof req.body === 'string' ? req.body : `<${req.body.length} bytes>`;
-          problems.push(`${problem}\n  request: ${req.label}\n  body: ${JSON.stringify(body.slice(0, 300))}\n  answer: ${a ? `${a.status} ${a.text.slice(0, 300)}` : 'none'}`);
+          problems.push(
+            `${problem}\n  request: ${req.label}\n  body: ${JSON.stringify(body.slice(0, 300))}\n  answer: ${a ? `${a.status} ${a.text.slice(0, 300)}` : 'none'}`,
+          );
         }
       });
-      if (problems.length > 0) throw new Error(`${problems.length} bad answers in a batch:\n${problems.slice(0, 3).join('\n')}`);
+      if (problems.length > 0)
+        throw new Error(`${problems.length} bad answers in a batch:\n${problems.slice(0, 3).join('\n')}`);
     }),
     {
       numRuns: Math.ceil(TOTAL / BATCH),
       seed: SEED,
       endOnFailure: true, // shrinking re-sends whole batches; the message already names the request
       reporter: (out) => {
-        if (out.failed) throw new Error(`fuzz failed (seed ${out.seed}): ${(out.errorInstance as Error | undefined)?.message ?? 'unknown'}`);
+        if (out.failed)
+          throw new Error(
+            `fuzz failed (seed ${out.seed}): ${(out.errorInstance as Error | undefined)?.message ?? 'unknown'}`,
+          );
       },
     },
   );
   periods.add(usagePeriod(new Date()));
   const seconds = (performance.now() - started) / 1000;
-  t.comment(`${stats.sent} requests in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(Object.fromEntries([...stats.status].sort()))}`);
+  t.comment(
+    `${stats.sent} requests in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(Object.fromEntries([...stats.status].sort()))}`,
+  );
 
   t.ok(stats.sent >= 10_000 || TOTAL < 10_000, `at least 10,000 requests (${stats.sent})`);
   t.ok((stats.status.get(200) ?? 0) > stats.sent / 10, 'a good share of bodies were valid and served');
@@ -155,10 +187,18 @@ t.test('fuzzed POST bodies: no 5xx, no hang, exact error shapes, no state change
   let used = 0;
   for (const p of periods) used += await app.store.getUsage(keyRecord.id, p);
   t.equal(used, stats.servedKeyed, 'quota counted exactly the served keyed calls: no rejected request cost anything');
-  t.equal((await app.store.listApiKeys()).length, stats.issued, 'one stored key per issued signup, none from rejected ones');
+  t.equal(
+    (await app.store.listApiKeys()).length,
+    stats.issued,
+    'one stored key per issued signup, none from rejected ones',
+  );
   t.equal(sink.connections(), 0, 'no generated URL reached the loopback sink');
   t.equal(facilitator.stats.requests, 0, 'no payment was settled');
-  t.same(app.logs.filter((l) => l.msg === 'unhandled error').map((l) => l.err), [], 'no unhandled errors were logged');
+  t.same(
+    app.logs.filter((l) => l.msg === 'unhandled error').map((l) => l.err),
+    [],
+    'no unhandled errors were logged',
+  );
 
   t.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype has no `polluted`');
   t.equal(([] as unknown as Record<string, unknown>).polluted, undefined, 'Array.prototype has no `polluted`');

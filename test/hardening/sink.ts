@@ -17,7 +17,9 @@ export interface Sink {
 }
 
 function server(counter: { n: number }): http.Server {
-  const s = http.createServer((_req, res) => res.end(`{"jsonrpc":"2.0","id":1,"result":"0x1","secret":"${SINK_SECRET}"}`));
+  const s = http.createServer((_req, res) =>
+    res.end(`{"jsonrpc":"2.0","id":1,"result":"0x1","secret":"${SINK_SECRET}"}`),
+  );
   s.on('connection', () => counter.n++);
   return s;
 }

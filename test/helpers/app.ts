@@ -47,9 +47,20 @@ export function captureLogger(level = 'info'): { logger: Logger; logs: Array<Rec
  * The service as production wires it (see src/compose.ts), with test defaults: billing off,
  * checks inline, a fresh SQLite file. `env` overrides any setting; `extra` replaces app deps.
  */
-export async function startTestApp(env: Record<string, string> = {}, extra: Partial<AppDeps> = {}, opts: ComposeOptions = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  extra: Partial<AppDeps> = {},
+  opts: ComposeOptions = {},
+): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'preflight-test-'));
-  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(dir, 'test.db')}`, ...OFFLINE_UPSTREAMS, ...env });
+  const config = loadConfig({
+    BILLING: 'off',
+    POOL_THREADS: '0',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: `sqlite:${join(dir, 'test.db')}`,
+    ...OFFLINE_UPSTREAMS,
+    ...env,
+  });
   const { logger, logs } = captureLogger(config.logLevel);
   const service = await compose(config, logger, opts);
   await service.engine.executor.ready();
@@ -76,7 +87,11 @@ export async function startTestApp(env: Record<string, string> = {}, extra: Part
   };
 }
 /** POST JSON (or a raw string) and read the JSON answer. */
-export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },

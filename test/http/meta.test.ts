@@ -31,19 +31,43 @@ t.test('x-request-id is taken from the caller when sane', async (t) => {
 t.test('GET /v1/agents lists the six agents as AgentInfo', async (t) => {
   const body = (await (await fetch(`${app.url}/v1/agents`)).json()) as Array<Record<string, unknown>>;
   t.equal(body.length, 6);
-  t.same(body.map((a) => a.slug).sort(), ['bridge-risk', 'decision-verification', 'defi-risk', 'execution-guard', 'stablecoin-intelligence', 'yield-routing']);
-  for (const a of body) t.match(a, { name: String, slug: String, status: 'live', description: String, endpoints: [/^POST \/v1\/agents\//] });
+  t.same(body.map((a) => a.slug).sort(), [
+    'bridge-risk',
+    'decision-verification',
+    'defi-risk',
+    'execution-guard',
+    'stablecoin-intelligence',
+    'yield-routing',
+  ]);
+  for (const a of body)
+    t.match(a, {
+      name: String,
+      slug: String,
+      status: 'live',
+      description: String,
+      endpoints: [/^POST \/v1\/agents\//],
+    });
 });
 
 t.test('GET /v1/capabilities is generated from the schemas', async (t) => {
   const body = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as any;
   t.equal(body.check_types.length, 10);
   const depeg = body.check_types.find((c: any) => c.type === 'stablecoin_depeg');
-  t.match(depeg.fields.find((f: any) => f.name === 'warn_deviation_pct'), { default: 0.005, required: false });
-  t.match(depeg.fields.find((f: any) => f.name === 'asset_id'), { required: true });
+  t.match(
+    depeg.fields.find((f: any) => f.name === 'warn_deviation_pct'),
+    { default: 0.005, required: false },
+  );
+  t.match(
+    depeg.fields.find((f: any) => f.name === 'asset_id'),
+    { required: true },
+  );
   t.equal(body.guard.actions.length, 10);
   t.match(body.pricing.per_call, { amount: '10000', network: 'base', display: '0.01 USDC on base' });
-  t.match(body.limits, { max_body_bytes: 262144, max_checks_per_request: 20, deadline_ms: { default: 250, max: 10000 } });
+  t.match(body.limits, {
+    max_body_bytes: 262144,
+    max_checks_per_request: 20,
+    deadline_ms: { default: 250, max: 10000 },
+  });
   t.equal(body.agents.length, 6);
 });
 
@@ -51,7 +75,8 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document with every path', asyn
   const doc = (await (await fetch(`${app.url}/openapi.json`)).json()) as any;
   t.equal(doc.openapi, '3.1.0');
   t.equal(doc.info.version, '0.1.0');
-  for (const p of ['/', '/health', '/v1/capabilities', '/v1/agents', ...POST_ENDPOINTS.map((e) => e.path)]) t.ok(doc.paths[p], `documents ${p}`);
+  for (const p of ['/', '/health', '/v1/capabilities', '/v1/agents', ...POST_ENDPOINTS.map((e) => e.path)])
+    t.ok(doc.paths[p], `documents ${p}`);
   t.equal(Object.keys(doc.paths).filter((p) => doc.paths[p].post).length, 17 - 4, 'all thirteen POST paths');
   await t.resolves(SwaggerParser.validate(structuredClone(doc)), 'swagger-parser validates it with zero errors');
 });
@@ -87,18 +112,33 @@ t.test('error catalogue', async (t) => {
 
   const unknown = await post(`${app.url}/v1/decide`, { goal: 'g', checks: [{ type: 'teleport' }] });
   t.equal(unknown.status, 422);
-  t.match(unknown.body.detail[0], { loc: ['body', 'checks', 0], type: 'union_tag_invalid', msg: /http.*contract_verified/ });
+  t.match(unknown.body.detail[0], {
+    loc: ['body', 'checks', 0],
+    type: 'union_tag_invalid',
+    msg: /http.*contract_verified/,
+  });
 });
 
 t.test('a decide with no checks waits with no_checks', async (t) => {
   const res = await post(`${app.url}/v1/decide`, { goal: 'nothing to check' });
   t.equal(res.status, 200);
-  t.match(res.body, { verdict: 'wait', risk: 'medium', confidence: 0, evidence: [], failure_modes: ['no_checks'], decision: { goal: 'nothing to check', retry_after_s: Number, request_id: String, evaluated_at: String } });
+  t.match(res.body, {
+    verdict: 'wait',
+    risk: 'medium',
+    confidence: 0,
+    evidence: [],
+    failure_modes: ['no_checks'],
+    decision: { goal: 'nothing to check', retry_after_s: Number, request_id: String, evaluated_at: String },
+  });
 });
 
 t.test('one access-log line per request, no secrets', async (t) => {
   const before = app.logs.length;
-  await post(`${app.url}/v1/decide`, { goal: 'g' }, { 'x-api-key': 'pvk_secret_value', authorization: 'Bearer pvk_secret_value' });
+  await post(
+    `${app.url}/v1/decide`,
+    { goal: 'g' },
+    { 'x-api-key': 'pvk_secret_value', authorization: 'Bearer pvk_secret_value' },
+  );
   const lines = app.logs.slice(before).filter((l) => l.msg === 'request');
   t.equal(lines.length, 1);
   t.match(lines[0], { route: '/v1/decide', method: 'POST', status: 200 });

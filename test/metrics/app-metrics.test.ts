@@ -24,7 +24,14 @@ async function startApp(env: Record<string, string>) {
   const cg = await startCoinGecko();
   cg.setPrice('ethereum', 'usd', 3120.55);
   const dir = mkdtempSync(join(tmpdir(), 'metrics-app-'));
-  const config = loadConfig({ BILLING: 'off', POOL_THREADS: '0', ...OFFLINE_UPSTREAMS, PRICE_API_URL: cg.url, DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`, ...env });
+  const config = loadConfig({
+    BILLING: 'off',
+    POOL_THREADS: '0',
+    ...OFFLINE_UPSTREAMS,
+    PRICE_API_URL: cg.url,
+    DATABASE_URL: `sqlite:${join(dir, 'db.sqlite')}`,
+    ...env,
+  });
   const { logger } = captureLogger('silent');
   const service = await compose(config, logger);
   const server = http.createServer(buildApp(service.deps));
@@ -42,16 +49,23 @@ async function startApp(env: Record<string, string>) {
   };
 }
 
-const scrape = (url: string, auth?: string) => fetch(`${url}/metrics`, { headers: auth === undefined ? {} : { authorization: auth } });
+const scrape = (url: string, auth?: string) =>
+  fetch(`${url}/metrics`, { headers: auth === undefined ? {} : { authorization: auth } });
 
 t.test('the scrape shows the traffic, by route pattern, without URLs or addresses', async (t) => {
   const app = await startApp({ METRICS_TOKEN: TOKEN });
   t.teardown(() => app.close());
 
-  const ok = await post(`${app.url}/v1/decide`, { goal: 'check eth', checks: [{ type: 'price', asset_id: 'ethereum', min_price: 1000 }] });
+  const ok = await post(`${app.url}/v1/decide`, {
+    goal: 'check eth',
+    checks: [{ type: 'price', asset_id: 'ethereum', min_price: 1000 }],
+  });
   t.equal(ok.status, 200);
   t.equal(ok.body.verdict, 'proceed');
-  const again = await post(`${app.url}/v1/decide`, { goal: 'check eth', checks: [{ type: 'price', asset_id: 'ethereum', min_price: 1000 }] });
+  const again = await post(`${app.url}/v1/decide`, {
+    goal: 'check eth',
+    checks: [{ type: 'price', asset_id: 'ethereum', min_price: 1000 }],
+  });
   t.equal(again.status, 200);
   const bad = await post(`${app.url}/v1/decide`, { goal: 'x', checks: [{ type: 'price' }] });
   t.equal(bad.status, 422);
@@ -64,14 +78,22 @@ t.test('the scrape shows the traffic, by route pattern, without URLs or addresse
   const text = await res.text();
   t.match(text, /preflight_http_request_duration_seconds_count\{route="\/v1\/decide",method="POST",status="200"\} 2\n/);
   t.match(text, /preflight_http_request_duration_seconds_count\{route="\/v1\/decide",method="POST",status="422"\} 1\n/);
-  t.match(text, /preflight_http_request_duration_seconds_count\{route="unmatched",method="GET",status="404"\} 1\n/, 'an unknown path is one series, not its URL');
+  t.match(
+    text,
+    /preflight_http_request_duration_seconds_count\{route="unmatched",method="GET",status="404"\} 1\n/,
+    'an unknown path is one series, not its URL',
+  );
   t.match(text, /preflight_verdicts_total\{endpoint="\/v1\/decide",verdict="proceed"\} 2\n/);
   t.match(text, /preflight_checks_total\{type="price",status="pass"\} 2\n/);
   t.match(text, /preflight_cache_lookups_total\{result="miss"\} 1\n/);
   t.match(text, /preflight_cache_lookups_total\{result="hit"\} 1\n/);
   t.match(text, /preflight_upstream_requests_total\{upstream="price_provider",outcome="ok"\} 1\n/);
   t.match(text, /preflight_pool_threads 0\n/, 'inline mode reports zero threads');
-  t.match(text, /preflight_payment_ledger_entries\{state="settled"\} 0\n/, 'the ledger gauge reads the store at scrape time');
+  t.match(
+    text,
+    /preflight_payment_ledger_entries\{state="settled"\} 0\n/,
+    'the ledger gauge reads the store at scrape time',
+  );
 
   const labelValues = [...text.matchAll(/="([^"]*)"/g)].map((m) => m[1]);
   t.ok(labelValues.length > 20);
@@ -83,7 +105,12 @@ t.test('the scrape shows the traffic, by route pattern, without URLs or addresse
 t.test('METRICS_TOKEN guards the endpoint with a Bearer token', async (t) => {
   const app = await startApp({ METRICS_TOKEN: TOKEN });
   t.teardown(() => app.close());
-  for (const auth of [undefined, 'Bearer wrong-token', `Basic ${Buffer.from(`x:${TOKEN}`).toString('base64')}`, TOKEN]) {
+  for (const auth of [
+    undefined,
+    'Bearer wrong-token',
+    `Basic ${Buffer.from(`x:${TOKEN}`).toString('base64')}`,
+    TOKEN,
+  ]) {
     const res = await scrape(app.url, auth);
     t.equal(res.status, 401, `refused: ${auth ?? 'no header'}`);
     t.match(res.headers.get('www-authenticate'), /^Bearer/);

@@ -34,9 +34,22 @@ t.test('each record call shows up as a Prometheus sample with its labels', async
   const m = createMetrics();
   recordEverything(m);
   const text = await m.metricsText();
-  t.equal(sample(text, 'preflight_http_request_duration_seconds_count{route="/v1/decide",method="POST",status="200"}'), 2);
-  t.equal(sample(text, 'preflight_http_request_duration_seconds_bucket{le="0.3",route="/v1/decide",method="POST",status="200"}'), 1, 'the 400 ms request is above the 300 ms bucket');
-  t.equal(sample(text, 'preflight_http_request_duration_seconds_count{route="/v1/guard",method="POST",status="422"}'), 1);
+  t.equal(
+    sample(text, 'preflight_http_request_duration_seconds_count{route="/v1/decide",method="POST",status="200"}'),
+    2,
+  );
+  t.equal(
+    sample(
+      text,
+      'preflight_http_request_duration_seconds_bucket{le="0.3",route="/v1/decide",method="POST",status="200"}',
+    ),
+    1,
+    'the 400 ms request is above the 300 ms bucket',
+  );
+  t.equal(
+    sample(text, 'preflight_http_request_duration_seconds_count{route="/v1/guard",method="POST",status="422"}'),
+    1,
+  );
   t.equal(sample(text, 'preflight_verdicts_total{endpoint="guard",verdict="block"}'), 1);
   t.equal(sample(text, 'preflight_checks_total{type="price_deviation",status="pass"}'), 2);
   t.equal(sample(text, 'preflight_checks_total{type="rpc_health",status="error"}'), 1);
@@ -88,7 +101,11 @@ t.test('pool and ledger gauges are read at scrape time', async (t) => {
   const text = await m.metricsText();
   t.equal(sample(text, 'preflight_pool_queue_size'), 9);
   t.equal(sample(text, 'preflight_payment_ledger_entries{state="settled"}'), 4);
-  t.equal(sample(text, 'preflight_payment_ledger_entries{state="verified"}'), undefined, 'a state gone from the ledger is gone from the scrape');
+  t.equal(
+    sample(text, 'preflight_payment_ledger_entries{state="verified"}'),
+    undefined,
+    'a state gone from the ledger is gone from the scrape',
+  );
 });
 
 t.test('a failing ledger read is counted and never breaks the scrape', async (t) => {
@@ -111,7 +128,10 @@ t.test('label cardinality is capped: a flood of distinct routes folds into "othe
   const text = await m.metricsText();
   const series = text.split('\n').filter((l) => l.startsWith('preflight_http_request_duration_seconds_count{'));
   t.ok(series.length <= 501, `bounded series (${series.length})`);
-  t.equal(sample(text, 'preflight_http_request_duration_seconds_count{route="other",method="other",status="other"}'), 1500);
+  t.equal(
+    sample(text, 'preflight_http_request_duration_seconds_count{route="other",method="other",status="other"}'),
+    1500,
+  );
 });
 
 const gate = promtoolGate();

@@ -112,7 +112,15 @@ t.test('odd spellings normalise to the address that would be connected to', asyn
 });
 
 t.test('WHATWG URL and the classifier agree on the host of odd URLs', async (t) => {
-  for (const u of ['http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://127.1/', 'http://good@127.0.0.1/', 'http://[::ffff:127.0.0.1]/', 'http://0/']) {
+  for (const u of [
+    'http://2130706433/',
+    'http://0x7f.1/',
+    'http://0177.0.0.1/',
+    'http://127.1/',
+    'http://good@127.0.0.1/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://0/',
+  ]) {
     const host = new URL(u).hostname;
     t.ok(isForbiddenAddress(host), `${u} (host ${host}) is forbidden`);
   }

@@ -18,7 +18,11 @@ t.beforeEach(() => {
 });
 
 t.test('redirects between allowed targets are followed, up to three', async (t) => {
-  site.setRedirect('/r1', '/r2', 301).setRedirect('/r2', `${site.url}/r3`, 307).setRedirect('/r3', '/ok', 308).setPage('/ok', 'landed');
+  site
+    .setRedirect('/r1', '/r2', 301)
+    .setRedirect('/r2', `${site.url}/r3`, 307)
+    .setRedirect('/r3', '/ok', 308)
+    .setPage('/ok', 'landed');
   const r = await safeFetch(`${site.url}/r1`, open);
   t.equal(r.ok && r.data.body, 'landed');
   t.equal(r.ok && r.data.redirects, 3);
@@ -39,9 +43,20 @@ t.test('redirects between allowed targets are followed, up to three', async (t) 
 
 t.test('303 turns a POST into a GET without its body', async (t) => {
   site.setRedirect('/post', '/ok', 303).setPage('/ok', 'done');
-  const r = await safeFetch(`${site.url}/post`, { ...open, method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } });
+  const r = await safeFetch(`${site.url}/post`, {
+    ...open,
+    method: 'POST',
+    body: '{"a":1}',
+    headers: { 'content-type': 'application/json' },
+  });
   t.equal(r.ok && r.data.body, 'done');
-  t.same(site.received.map((x) => [x.method, x.path, x.body]), [['POST', '/post', '{"a":1}'], ['GET', '/ok', '']]);
+  t.same(
+    site.received.map((x) => [x.method, x.path, x.body]),
+    [
+      ['POST', '/post', '{"a":1}'],
+      ['GET', '/ok', ''],
+    ],
+  );
 });
 
 t.test('caller headers cannot set Host, hop-by-hop or framing headers', async (t) => {
@@ -72,7 +87,19 @@ t.test('caller headers cannot set Host, hop-by-hop or framing headers', async (t
   t.equal(h['x-custom'], 'kept');
   t.equal(h.authorization, 'Bearer t0k');
   t.equal(h.connection, 'keep-alive', "the pool's own connection header");
-  for (const gone of ['keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-connection', 'content-length', 'expect', 'x-split', 'x-injected']) {
+  for (const gone of [
+    'keep-alive',
+    'transfer-encoding',
+    'te',
+    'trailer',
+    'upgrade',
+    'proxy-authorization',
+    'proxy-connection',
+    'content-length',
+    'expect',
+    'x-split',
+    'x-injected',
+  ]) {
     t.equal(h[gone], undefined, `${gone} dropped`);
   }
 });
@@ -82,14 +109,21 @@ t.test('credentials stay with their origin across redirects', async (t) => {
   t.teardown(() => other.close());
   other.setPage('/landing', 'x');
   site.setRedirect('/away', `${other.url}/landing`);
-  const r = await safeFetch(`${site.url.replace('http://', 'http://user:pa%20ss@')}/away`, { ...open, headers: { Cookie: 'sid=1', 'X-Keep': '1' } });
+  const r = await safeFetch(`${site.url.replace('http://', 'http://user:pa%20ss@')}/away`, {
+    ...open,
+    headers: { Cookie: 'sid=1', 'X-Keep': '1' },
+  });
   t.equal(r.ok && r.data.status, 200);
   t.equal(r.ok && r.data.finalUrl, `${other.url}/landing`);
   const own = await safeFetch(`${site.url.replace('http://', 'http://user:secret@')}/landing-here`, open);
   t.equal(own.ok && own.data.finalUrl, `${site.url}/landing-here`, 'no credentials in finalUrl');
   const odd = await safeFetch(`${site.url.replace('http://', 'http://us%zzer:x@')}/landing-here`, open);
   t.equal(odd.ok && odd.data.status, 404, 'a malformed escape in userinfo is sent as written, not thrown');
-  t.equal(site.received[0].headers.authorization, `Basic ${Buffer.from('user:pa ss').toString('base64')}`, 'URL userinfo becomes Basic auth');
+  t.equal(
+    site.received[0].headers.authorization,
+    `Basic ${Buffer.from('user:pa ss').toString('base64')}`,
+    'URL userinfo becomes Basic auth',
+  );
   t.equal(site.received[0].headers.cookie, 'sid=1');
   t.equal(other.received[0].headers.authorization, undefined);
   t.equal(other.received[0].headers.cookie, undefined);
@@ -167,7 +201,13 @@ t.test('unreachable and unresolvable hosts', async (t) => {
   const unknown = await safeFetch('http://no-such-host.test/', { ...open, resolver: staticResolver({}) });
   t.equal(!unknown.ok && unknown.reason, 'upstream_unreachable');
   t.match(!unknown.ok && unknown.message, /could not resolve no-such-host\.test/);
-  for (const bad of ['ftp://example.com/', 'gopher://127.0.0.1:70/', 'file:///etc/passwd', 'not a url', 'javascript:alert(1)']) {
+  for (const bad of [
+    'ftp://example.com/',
+    'gopher://127.0.0.1:70/',
+    'file:///etc/passwd',
+    'not a url',
+    'javascript:alert(1)',
+  ]) {
     const r = await safeFetch(bad, open);
     t.equal(!r.ok && r.reason, 'target_forbidden', bad);
   }

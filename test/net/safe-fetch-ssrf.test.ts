@@ -7,7 +7,9 @@ import { startStatusPage } from '../emulators/statuspage.js';
 import { loopbackInternet } from './internet.js';
 
 /** An HTTP listener that counts TCP connections, so "sees nothing" means no connect at all. */
-async function listener(host: string): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+async function listener(
+  host: string,
+): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
   let connections = 0;
   const server = http.createServer((_req, res) => res.end('internal secret'));
   server.on('connection', () => connections++);
@@ -15,14 +17,21 @@ async function listener(host: string): Promise<{ port: number; connections: () =
   return {
     port: (server.address() as AddressInfo).port,
     connections: () => connections,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
 t.test('loopback in every spelling is refused before any connection', async (t) => {
   const v4 = await listener('127.0.0.1');
   const v6 = await listener('::1');
-  t.teardown(async () => { await v4.close(); await v6.close(); });
+  t.teardown(async () => {
+    await v4.close();
+    await v6.close();
+  });
   const p = v4.port;
   const urls = [
     `http://127.0.0.1:${p}/`,
@@ -97,10 +106,16 @@ t.test('names resolving to private, metadata, ULA or link-local addresses are re
 t.test('the connection goes to the checked address; the name travels only in Host', async (t) => {
   const net = loopbackInternet();
   const site = await startStatusPage();
-  t.teardown(async () => { await net.close(); await site.close(); });
+  t.teardown(async () => {
+    await net.close();
+    await site.close();
+  });
   site.setPage('/hello', 'hi');
   net.host('93.184.216.34', 80, Number(new URL(site.url).port));
-  const r = await safeFetch('http://public.test/hello', { resolver: staticResolver({ 'public.test': ['93.184.216.34'] }), dispatcher: net.agent });
+  const r = await safeFetch('http://public.test/hello', {
+    resolver: staticResolver({ 'public.test': ['93.184.216.34'] }),
+    dispatcher: net.agent,
+  });
   t.equal(r.ok && r.data.body, 'hi');
   t.equal(r.ok && r.data.finalUrl, 'http://public.test/hello');
   t.equal(r.ok && r.source, 'public.test');
@@ -111,7 +126,10 @@ t.test('the connection goes to the checked address; the name travels only in Hos
 t.test('every redirect hop is checked again', async (t) => {
   const net = loopbackInternet();
   const site = await startStatusPage();
-  t.teardown(async () => { await net.close(); await site.close(); });
+  t.teardown(async () => {
+    await net.close();
+    await site.close();
+  });
   net.host('93.184.216.34', 80, Number(new URL(site.url).port));
   let calls = 0;
   const rebinding: Resolver = async (h) => {
@@ -137,6 +155,9 @@ t.test('every redirect hop is checked again', async (t) => {
     t.equal(r.ok ? 'ok' : r.reason, reason, url);
     t.match(!r.ok && r.message, msg);
   }
-  t.ok(net.dials.every((d) => d === '93.184.216.34:80'), 'only the public address was ever dialled');
+  t.ok(
+    net.dials.every((d) => d === '93.184.216.34:80'),
+    'only the public address was ever dialled',
+  );
   t.equal(site.stats.requests, cases.length, 'one request per case: the forbidden hop never left');
 });

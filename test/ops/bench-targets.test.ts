@@ -2,7 +2,14 @@
 import t from 'tap';
 import { judge, type Measured } from '../../bench/targets.js';
 
-const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({ name, requests: rps * 10, rps, p50, p99, errors });
+const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({
+  name,
+  requests: rps * 10,
+  rps,
+  p50,
+  p99,
+  errors,
+});
 
 function healthy(): Map<string, Measured | null> {
   return new Map([
@@ -21,11 +28,31 @@ t.test('a healthy run meets every target', async (t) => {
 });
 
 const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => void; miss: RegExp }> = [
-  { name: 'p99 at 300 ms is a miss', change: (r) => r.set('decide-cached', m('decide-cached', 3400, 12, 300)), miss: /^decide-cached p99 < 300/ },
-  { name: 'errors are a miss', change: (r) => r.set('decide-cold', m('decide-cold', 150, 58, 90, 3)), miss: /^decide-cold without errors/ },
-  { name: 'cached below 0.8 x reference', change: (r) => r.set('decide-cached', m('decide-cached', 3100, 12, 50)), miss: /^decide-cached >= 0\.8 x reference/ },
-  { name: 'cold p50 beyond upstream + 15 ms', change: (r) => r.set('decide-cold', m('decide-cold', 150, 66, 90)), miss: /^decide-cold p50 <= upstream 50 \+ 15/ },
-  { name: 'paid p99 beyond keyed + 20 ms', change: (r) => r.set('decide-paid', m('decide-paid', 100, 8, 33)), miss: /^decide-paid p99 <= decide-keyed p99 \+ 20/ },
+  {
+    name: 'p99 at 300 ms is a miss',
+    change: (r) => r.set('decide-cached', m('decide-cached', 3400, 12, 300)),
+    miss: /^decide-cached p99 < 300/,
+  },
+  {
+    name: 'errors are a miss',
+    change: (r) => r.set('decide-cold', m('decide-cold', 150, 58, 90, 3)),
+    miss: /^decide-cold without errors/,
+  },
+  {
+    name: 'cached below 0.8 x reference',
+    change: (r) => r.set('decide-cached', m('decide-cached', 3100, 12, 50)),
+    miss: /^decide-cached >= 0\.8 x reference/,
+  },
+  {
+    name: 'cold p50 beyond upstream + 15 ms',
+    change: (r) => r.set('decide-cold', m('decide-cold', 150, 66, 90)),
+    miss: /^decide-cold p50 <= upstream 50 \+ 15/,
+  },
+  {
+    name: 'paid p99 beyond keyed + 20 ms',
+    change: (r) => r.set('decide-paid', m('decide-paid', 100, 8, 33)),
+    miss: /^decide-paid p99 <= decide-keyed p99 \+ 20/,
+  },
   { name: 'a scenario that could not run', change: (r) => r.set('decide-paid', null), miss: /^decide-paid ran/ },
 ];
 

@@ -12,10 +12,16 @@ import { promtool, promtoolGate } from './promtool.js';
 
 // Compiled to dist/test/ops; the assets stay in the source tree.
 const OPS = resolve(import.meta.dirname, '../../../ops');
-const ruleFiles = readdirSync(OPS).filter((f) => f.endsWith('.rules.yml')).map((f) => join(OPS, f));
+const ruleFiles = readdirSync(OPS)
+  .filter((f) => f.endsWith('.rules.yml'))
+  .map((f) => join(OPS, f));
 const gate = promtoolGate();
 
-interface Panel { title: string; targets?: { expr: string }[]; panels?: Panel[] }
+interface Panel {
+  title: string;
+  targets?: { expr: string }[];
+  panels?: Panel[];
+}
 
 async function registryFacts(): Promise<{ names: Set<string>; labelsOf: (metric: string) => Set<string> | null }> {
   const m = createMetrics();
@@ -49,7 +55,12 @@ t.test('the rules name only exported metrics and real labels', async (t) => {
   const rules = ruleFiles.flatMap((f) => rulesIn(readFileSync(f, 'utf8')));
   const records = new Set(rules.filter((r) => r.kind === 'record').map((r) => r.name));
   const alerts = rules.filter((r) => r.kind === 'alert').map((r) => r.name);
-  for (const wanted of ['PreflightLatencyP99High', 'PreflightErrorRatioHigh', 'PreflightUpstreamFailing', 'PreflightSettlementBacklog']) {
+  for (const wanted of [
+    'PreflightLatencyP99High',
+    'PreflightErrorRatioHigh',
+    'PreflightUpstreamFailing',
+    'PreflightSettlementBacklog',
+  ]) {
     t.ok(alerts.includes(wanted), `alert ${wanted} exists`);
   }
   for (const rule of rules) {
@@ -66,11 +77,23 @@ t.test('the rules name only exported metrics and real labels', async (t) => {
 
 t.test('the dashboard parses and every panel query names exported metrics', async (t) => {
   const { names, labelsOf } = await registryFacts();
-  const dash = JSON.parse(readFileSync(join(OPS, 'grafana-dashboard.json'), 'utf8')) as { title: string; panels: Panel[] };
+  const dash = JSON.parse(readFileSync(join(OPS, 'grafana-dashboard.json'), 'utf8')) as {
+    title: string;
+    panels: Panel[];
+  };
   t.type(dash.title, 'string');
   const panels = dash.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
   const titles = panels.map((p) => p.title.toLowerCase()).join(' | ');
-  for (const topic of ['p50', 'p99', 'request rate', 'verdict', 'errors by upstream', 'cache hit', 'pool saturation', 'settlement']) {
+  for (const topic of [
+    'p50',
+    'p99',
+    'request rate',
+    'verdict',
+    'errors by upstream',
+    'cache hit',
+    'pool saturation',
+    'settlement',
+  ]) {
     t.ok(titles.includes(topic), `a panel covers ${topic}`);
   }
   for (const p of panels) {
@@ -88,7 +111,15 @@ t.test('the dashboard parses and every panel query names exported metrics', asyn
 });
 
 t.test('the PromQL reader finds what a query names', async (t) => {
-  t.same(selectorsIn('histogram_quantile(0.99, sum by (le, route) (rate(a_bucket{route!="/metrics",status=~"5.."}[$__rate_interval])))'), [{ metric: 'a_bucket', labels: ['route', 'status'] }]);
-  t.same(selectorsIn('x > 0.3 and on () rate(y[5m]) > 0.1').map((s) => s.metric), ['x', 'y']);
+  t.same(
+    selectorsIn(
+      'histogram_quantile(0.99, sum by (le, route) (rate(a_bucket{route!="/metrics",status=~"5.."}[$__rate_interval])))',
+    ),
+    [{ metric: 'a_bucket', labels: ['route', 'status'] }],
+  );
+  t.same(
+    selectorsIn('x > 0.3 and on () rate(y[5m]) > 0.1').map((s) => s.metric),
+    ['x', 'y'],
+  );
   t.same(selectorsIn('max by (upstream) (z{state="open"}) == 1'), [{ metric: 'z', labels: ['state'] }]);
 });

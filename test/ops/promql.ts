@@ -2,9 +2,26 @@
  * Just enough PromQL and rule-file reading to ask "which metric names does this expression use?",
  * so the tests can hold the dashboard and the rules to the names the service really exports.
  */
-const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'offset', 'bool', 'inf', 'nan']);
+const KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'bool',
+  'inf',
+  'nan',
+]);
 
-export interface Selector { metric: string; labels: string[] }
+export interface Selector {
+  metric: string;
+  labels: string[];
+}
 
 /** Metric names used by an expression, each with the label names its matchers mention. */
 export function selectorsIn(expr: string): Selector[] {
@@ -19,13 +36,20 @@ export function selectorsIn(expr: string): Selector[] {
     if (call !== undefined && matchers === undefined) continue; // a function or aggregation
     if (KEYWORDS.has(name.toLowerCase())) continue;
     if (/^\d/.test(name) || /^[0-9.e+-]+$/i.test(name)) continue;
-    const labels = matchers === undefined ? [] : [...matchers.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]);
+    const labels =
+      matchers === undefined
+        ? []
+        : [...matchers.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]);
     out.push({ metric: name, labels });
   }
   return out;
 }
 
-export interface RuleEntry { kind: 'record' | 'alert'; name: string; expr: string }
+export interface RuleEntry {
+  kind: 'record' | 'alert';
+  name: string;
+  expr: string;
+}
 
 /** Reads record/alert names and their expr (inline or `|` block) from a Prometheus rules file. */
 export function rulesIn(yamlText: string): RuleEntry[] {
@@ -44,7 +68,8 @@ export function rulesIn(yamlText: string): RuleEntry[] {
     if (expr === '|' || expr === '>') {
       const indent = ex[1].length;
       const body: string[] = [];
-      while (i + 1 < lines.length && (lines[i + 1].trim() === '' || /^\s*/.exec(lines[i + 1])![0].length > indent)) body.push(lines[++i].trim());
+      while (i + 1 < lines.length && (lines[i + 1].trim() === '' || /^\s*/.exec(lines[i + 1])![0].length > indent))
+        body.push(lines[++i].trim());
       expr = body.join(' ');
     }
     out.push({ ...current, expr });
@@ -58,7 +83,8 @@ export function exposedNames(exposition: string): Set<string> {
   const names = new Set<string>();
   for (const m of exposition.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
     names.add(m[1]);
-    if (m[2] === 'histogram' || m[2] === 'summary') for (const suffix of ['_bucket', '_sum', '_count']) names.add(m[1] + suffix);
+    if (m[2] === 'histogram' || m[2] === 'summary')
+      for (const suffix of ['_bucket', '_sum', '_count']) names.add(m[1] + suffix);
   }
   return names;
 }

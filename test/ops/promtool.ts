@@ -4,14 +4,21 @@
  */
 import { spawnSync } from 'node:child_process';
 
-export interface PromtoolResult { status: number | null; output: string }
+export interface PromtoolResult {
+  status: number | null;
+  output: string;
+}
 
-export interface PromtoolGate { skip: string | false; fail: string | null }
+export interface PromtoolGate {
+  skip: string | false;
+  fail: string | null;
+}
 
 export function promtoolGate(): PromtoolGate {
   const r = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
   if (r.error === undefined && r.status === 0) return { skip: false, fail: null };
-  const why = 'promtool not found: install the Debian package "prometheus" (apt-get install -y --no-install-recommends prometheus)';
+  const why =
+    'promtool not found: install the Debian package "prometheus" (apt-get install -y --no-install-recommends prometheus)';
   return process.env.CI === 'true' ? { skip: false, fail: why } : { skip: why, fail: null };
 }
 

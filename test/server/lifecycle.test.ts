@@ -28,7 +28,10 @@ t.test('starts on its embedded defaults and answers /health within 2 s', async (
 });
 
 t.test('a bad setting stops start-up with a message naming it', async (t) => {
-  const child = spawn(process.execPath, [SERVER_ENTRY], { env: { PATH: process.env.PATH ?? '', REQUEST_DEADLINE_MS: 'soon' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: { PATH: process.env.PATH ?? '', REQUEST_DEADLINE_MS: 'soon' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   child.stderr.on('data', (d) => (err += String(d)));
   const code = await new Promise((r) => child.on('exit', r));
@@ -37,7 +40,10 @@ t.test('a bad setting stops start-up with a message naming it', async (t) => {
 });
 
 t.test('an unreachable PostgreSQL stops start-up with a clear message', async (t) => {
-  const child = spawn(process.execPath, [SERVER_ENTRY], { env: { PATH: process.env.PATH ?? '', PORT: '0', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   child.stderr.on('data', (d) => (err += String(d)));
   const code = await new Promise((r) => child.on('exit', r));
@@ -50,16 +56,30 @@ t.test('SIGTERM drains: requests in flight are answered, then exit 0', async (t)
   t.teardown(() => cg.close());
   cg.setPrice('ethereum', 'usd', 3000);
   cg.fault = { delayMs: 700 };
-  const svc = await spawnService({ DATABASE_URL: `sqlite:${join(dir, 'b.db')}`, BILLING: 'off', PRICE_API_URL: cg.url });
-  const body = JSON.stringify({ goal: 'drain', checks: [{ type: 'price', asset_id: 'ethereum' }], context: { deadline_ms: 3000 } });
+  const svc = await spawnService({
+    DATABASE_URL: `sqlite:${join(dir, 'b.db')}`,
+    BILLING: 'off',
+    PRICE_API_URL: cg.url,
+  });
+  const body = JSON.stringify({
+    goal: 'drain',
+    checks: [{ type: 'price', asset_id: 'ethereum' }],
+    context: { deadline_ms: 3000 },
+  });
   const inflight = Array.from({ length: 5 }, () =>
-    fetch(`${svc.url}/v1/decide`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as { verdict: string } })),
+    fetch(`${svc.url}/v1/decide`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
+      async (r) => ({ status: r.status, body: (await r.json()) as { verdict: string } }),
+    ),
   );
   while (cg.stats.requests < 1) await new Promise((r) => setTimeout(r, 10));
   svc.child.kill('SIGTERM');
   svc.child.kill('SIGTERM'); // a repeated SIGTERM while draining is ignored
   const answers = await Promise.all(inflight);
-  t.same(answers.map((a) => a.status), [200, 200, 200, 200, 200], 'every accepted request answered');
+  t.same(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200, 200],
+    'every accepted request answered',
+  );
   t.same([...new Set(answers.map((a) => a.body.verdict))], ['proceed']);
   t.same(await svc.exited, { code: 0, signal: null });
   await t.rejects(fetch(`${svc.url}/health`), 'no longer accepting');

@@ -6,7 +6,9 @@ import { storeSuite } from './suite.js';
 
 /** An admin connection to the machine's PostgreSQL (user postgres, else root); every run works in schemas of its own
  * (DATABASE_URL's `options=-c search_path=...`), which also proves that deployment style works. */
-const CANDIDATES = process.env.PG_TEST_URL ? [process.env.PG_TEST_URL] : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
+const CANDIDATES = process.env.PG_TEST_URL
+  ? [process.env.PG_TEST_URL]
+  : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
 let ADMIN_URL = CANDIDATES[0];
 
 async function reachable(): Promise<string | null> {
@@ -57,7 +59,9 @@ if (problem !== null) {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        const { rows } = await c.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()");
+        const { rows } = await c.query<{ table_name: string }>(
+          'SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()',
+        );
         const out: Record<string, unknown[]> = {};
         for (const { table_name } of rows) out[table_name] = (await c.query(`SELECT * FROM "${table_name}"`)).rows;
         return out;
@@ -68,9 +72,15 @@ if (problem !== null) {
   });
 
   t.test('postgres: an unreachable server gives a clear StoreError without the password', async (t) => {
-    const err = await openStore({ databaseUrl: 'postgres://svc:hunter2@127.0.0.1:1/preflight' }, { connectTimeoutMs: 1000 }).catch((e: unknown) => e);
+    const err = await openStore(
+      { databaseUrl: 'postgres://svc:hunter2@127.0.0.1:1/preflight' },
+      { connectTimeoutMs: 1000 },
+    ).catch((e: unknown) => e);
     t.ok(err instanceof StoreError);
-    t.match((err as Error).message, /cannot reach PostgreSQL at postgres:\/\/svc@127\.0\.0\.1:1\/preflight \(DATABASE_URL\).*ECONNREFUSED/);
+    t.match(
+      (err as Error).message,
+      /cannot reach PostgreSQL at postgres:\/\/svc@127\.0\.0\.1:1\/preflight \(DATABASE_URL\).*ECONNREFUSED/,
+    );
     t.notMatch((err as Error).message, /hunter2/);
   });
 

@@ -11,7 +11,9 @@ const store = await openStore({ databaseUrl: url });
 process.stdout.write('ready\n');
 process.stdin.setEncoding('utf8');
 await once(process.stdin, 'data');
-const results = await Promise.all(Array.from({ length: Number(n) }, () => store.consumeQuota(keyId, period, Number(limit))));
+const results = await Promise.all(
+  Array.from({ length: Number(n) }, () => store.consumeQuota(keyId, period, Number(limit))),
+);
 await store.close();
 const allowed = results.filter((r) => r.allowed).length;
 process.stdout.write(JSON.stringify({ allowed, denied: results.length - allowed }) + '\n');

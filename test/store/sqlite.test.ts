@@ -67,12 +67,22 @@ t.test('sqlite: counts asked for together commit as one group, each exact and du
   const nov = results.filter((_, i) => i % 3 !== 0);
   const dec = results.filter((_, i) => i % 3 === 0);
   t.equal(nov.filter((r) => r.allowed).length, 150, 'November: exactly the limit allowed');
-  t.same(nov.filter((r) => r.allowed).map((r) => r.used), Array.from({ length: 150 }, (_, i) => i + 1), 'each allowed count saw its own number, in order asked');
-  t.ok(nov.filter((r) => !r.allowed).every((r) => r.used === 150), 'the refused ones see the full count');
+  t.same(
+    nov.filter((r) => r.allowed).map((r) => r.used),
+    Array.from({ length: 150 }, (_, i) => i + 1),
+    'each allowed count saw its own number, in order asked',
+  );
+  t.ok(
+    nov.filter((r) => !r.allowed).every((r) => r.used === 150),
+    'the refused ones see the full count',
+  );
   t.equal(dec.filter((r) => r.allowed).length, 100, 'December: all 100 allowed');
   // Read by another connection: what the callers were told is on disk, not just in this process.
   const db = new Database(url.slice(7), { readonly: true });
-  t.same(db.prepare('SELECT period, used FROM key_usage ORDER BY period').all(), [{ period: '2026-11', used: 150 }, { period: '2026-12', used: 100 }]);
+  t.same(db.prepare('SELECT period, used FROM key_usage ORDER BY period').all(), [
+    { period: '2026-11', used: 150 },
+    { period: '2026-12', used: 100 },
+  ]);
   db.close();
   await s.close();
 });
@@ -84,7 +94,10 @@ t.test('sqlite: close() commits counts still waiting for their group', async (t)
   await s.createApiKey(k);
   const asks = Array.from({ length: 10 }, () => s.consumeQuota(k.id, '2026-11', 100));
   await s.close(); // before the group's turn comes
-  t.same((await Promise.all(asks)).map((r) => r.used), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  t.same(
+    (await Promise.all(asks)).map((r) => r.used),
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+  );
   const again = await openStore({ databaseUrl: url });
   t.equal(await again.getUsage(k.id, '2026-11'), 10);
   await again.close();
@@ -104,7 +117,10 @@ t.test('sqlite: a group that cannot commit fails every count in it, and none is 
   const asks = await Promise.allSettled(Array.from({ length: 5 }, () => s.consumeQuota(k.id, '2026-11', 100)));
   other.exec('ROLLBACK');
   other.close();
-  t.same(asks.map((a) => a.status), ['rejected', 'rejected', 'rejected', 'rejected', 'rejected']);
+  t.same(
+    asks.map((a) => a.status),
+    ['rejected', 'rejected', 'rejected', 'rejected', 'rejected'],
+  );
   t.equal(await s.getUsage(k.id, '2026-11'), 1, 'only the count from before');
   await s.close();
 });

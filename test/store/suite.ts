@@ -20,7 +20,20 @@ export interface Harness {
 
 export function newKey(email: string, over: Partial<NewApiKey> = {}): NewApiKey & { raw: string } {
   const k = generateApiKey();
-  return { id: randomUUID(), keyHash: k.hash, prefix: k.prefix, email, plan: 'Basic', requestedPlan: null, company: null, fullName: null, useCase: null, website: null, raw: k.key, ...over };
+  return {
+    id: randomUUID(),
+    keyHash: k.hash,
+    prefix: k.prefix,
+    email,
+    plan: 'Basic',
+    requestedPlan: null,
+    company: null,
+    fullName: null,
+    useCase: null,
+    website: null,
+    raw: k.key,
+    ...over,
+  };
 }
 
 export function newPayment(over: Partial<NewPayment> = {}): NewPayment {
@@ -44,7 +57,9 @@ const workerPath = fileURLToPath(new URL('./quota-worker.js', import.meta.url));
 
 /** Runs `n` concurrent consumeQuota calls in a separate OS process; resolves when it is ready, fires on `go`. */
 function quotaProcess(url: string, keyId: string, period: string, limit: number, n: number) {
-  const child = spawn(process.execPath, [workerPath, url, keyId, period, String(limit), String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [workerPath, url, keyId, period, String(limit), String(n)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.setEncoding('utf8');
   const ready = new Promise<void>((resolve) => {
@@ -75,15 +90,25 @@ export function storeSuite(h: Harness): void {
     const second = await openStore({ databaseUrl: url });
     await second.close();
     const dump = await h.dump(url);
-    t.same(dump.schema_migrations.map((r) => Number((r as { version: number }).version)), MIGRATIONS.map((m) => m.version));
+    t.same(
+      dump.schema_migrations.map((r) => Number((r as { version: number }).version)),
+      MIGRATIONS.map((m) => m.version),
+    );
   });
 
-  t.test(`${h.name}: three stores migrating one fresh database at once all succeed, each migration applied once`, async (t) => {
-    const fresh = await h.newUrl();
-    const stores = await Promise.all([openStore({ databaseUrl: fresh }), openStore({ databaseUrl: fresh }), openStore({ databaseUrl: fresh })]);
-    await Promise.all(stores.map((s) => s.close()));
-    t.equal((await h.dump(fresh)).schema_migrations.length, MIGRATIONS.length);
-  });
+  t.test(
+    `${h.name}: three stores migrating one fresh database at once all succeed, each migration applied once`,
+    async (t) => {
+      const fresh = await h.newUrl();
+      const stores = await Promise.all([
+        openStore({ databaseUrl: fresh }),
+        openStore({ databaseUrl: fresh }),
+        openStore({ databaseUrl: fresh }),
+      ]);
+      await Promise.all(stores.map((s) => s.close()));
+      t.equal((await h.dump(fresh)).schema_migrations.length, MIGRATIONS.length);
+    },
+  );
 
   t.test(`${h.name}: one active key per e-mail, case-insensitive and trimmed`, async (t) => {
     const a = newKey('Alice@Example.com');
@@ -99,7 +124,11 @@ export function storeSuite(h: Harness): void {
     t.ok((await store.findApiKeyByHash(a.keyHash))!.revokedAt instanceof Date);
     const b = newKey('alice@example.com', { requestedPlan: 'DeFi', company: 'Acme', website: 'https://acme.test' });
     t.equal(await store.createApiKey(b), true, 'a new key once the old one is revoked');
-    t.match(await store.findApiKeyByHash(b.keyHash), { requestedPlan: 'DeFi', company: 'Acme', website: 'https://acme.test' });
+    t.match(await store.findApiKeyByHash(b.keyHash), {
+      requestedPlan: 'DeFi',
+      company: 'Acme',
+      website: 'https://acme.test',
+    });
 
     t.equal(await store.setPlan(b.id, 'Execution'), 1);
     t.equal((await store.findApiKeyByHash(b.keyHash))!.plan, 'Execution');
@@ -134,14 +163,30 @@ export function storeSuite(h: Harness): void {
       { allowed: false, used: 3, limit: 3 },
     ]);
     t.equal(await store.getUsage(k.id, '2026-11'), 3);
-    t.same(await store.consumeQuota(k.id, '2026-12', 3), { allowed: true, used: 1, limit: 3 }, 'a new month starts at zero');
+    t.same(
+      await store.consumeQuota(k.id, '2026-12', 3),
+      { allowed: true, used: 1, limit: 3 },
+      'a new month starts at zero',
+    );
     t.same(await store.consumeQuota(other.id, '2026-11', 3), { allowed: true, used: 1, limit: 3 }, 'keys do not share');
     await store.refundQuota(k.id, '2026-11');
-    t.same(await store.consumeQuota(k.id, '2026-11', 3), { allowed: true, used: 3, limit: 3 }, 'a refunded call can be used again');
-    t.same(await store.consumeQuota(k.id, '2026-11', 5), { allowed: true, used: 4, limit: 5 }, 'a raised limit (plan change) applies at once');
+    t.same(
+      await store.consumeQuota(k.id, '2026-11', 3),
+      { allowed: true, used: 3, limit: 3 },
+      'a refunded call can be used again',
+    );
+    t.same(
+      await store.consumeQuota(k.id, '2026-11', 5),
+      { allowed: true, used: 4, limit: 5 },
+      'a raised limit (plan change) applies at once',
+    );
     await store.refundQuota(k.id, '2027-01');
     t.equal(await store.getUsage(k.id, '2027-01'), 0, 'refund of an uncounted month does nothing');
-    t.same(await store.consumeQuota(k.id, '2027-02', 0), { allowed: false, used: 0, limit: 0 }, 'a zero limit allows nothing');
+    t.same(
+      await store.consumeQuota(k.id, '2027-02', 0),
+      { allowed: false, used: 0, limit: 0 },
+      'a zero limit allows nothing',
+    );
   });
 
   t.test(`${h.name}: 50 concurrent calls with 5 left: exactly 5 allowed`, async (t) => {
@@ -151,7 +196,14 @@ export function storeSuite(h: Harness): void {
     const results = await Promise.all(Array.from({ length: 50 }, () => store.consumeQuota(k.id, '2026-11', 10)));
     t.equal(results.filter((r) => r.allowed).length, 5);
     t.equal(results.filter((r) => !r.allowed).length, 45);
-    t.same(results.filter((r) => r.allowed).map((r) => r.used).sort((a, b) => a - b), [6, 7, 8, 9, 10], 'each allowed call saw its own count');
+    t.same(
+      results
+        .filter((r) => r.allowed)
+        .map((r) => r.used)
+        .sort((a, b) => a - b),
+      [6, 7, 8, 9, 10],
+      'each allowed call saw its own count',
+    );
     t.equal(await store.getUsage(k.id, '2026-11'), 10);
   });
 
@@ -171,7 +223,10 @@ export function storeSuite(h: Harness): void {
   t.test(`${h.name}: signups are counted per client and hour bucket`, async (t) => {
     const r = [];
     for (let i = 0; i < 3; i++) r.push(await store.countSignup('203.0.113.9', '2026-11-03T14', 2));
-    t.same(r.map((x) => x.allowed), [true, true, false]);
+    t.same(
+      r.map((x) => x.allowed),
+      [true, true, false],
+    );
     t.equal(r[2].used, 2);
     t.equal((await store.countSignup('203.0.113.10', '2026-11-03T14', 2)).allowed, true, 'another client');
     t.equal((await store.countSignup('203.0.113.9', '2026-11-03T15', 2)).allowed, true, 'the next hour');
@@ -180,29 +235,75 @@ export function storeSuite(h: Harness): void {
   t.test(`${h.name}: a payment authorization is claimed once, also under 50 concurrent claims`, async (t) => {
     const p = newPayment();
     t.equal(await store.claimPayment(p), true);
-    t.equal(await store.claimPayment({ ...p, id: randomUUID(), payer: p.payer.toUpperCase().replace('0X', '0x') }), false, 'same triple, other case: a replay');
-    t.equal(await store.claimPayment({ ...p, id: randomUUID(), nonce: '0x' + randomBytes(32).toString('hex') }), true, 'another nonce');
+    t.equal(
+      await store.claimPayment({ ...p, id: randomUUID(), payer: p.payer.toUpperCase().replace('0X', '0x') }),
+      false,
+      'same triple, other case: a replay',
+    );
+    t.equal(
+      await store.claimPayment({ ...p, id: randomUUID(), nonce: '0x' + randomBytes(32).toString('hex') }),
+      true,
+      'another nonce',
+    );
     const q = newPayment();
     const claims = await Promise.all(Array.from({ length: 50 }, () => store.claimPayment({ ...q, id: randomUUID() })));
     t.equal(claims.filter(Boolean).length, 1);
     const got = await store.getPayment(p.id);
-    t.match(got, { id: p.id, asset: p.asset.toLowerCase(), payer: p.payer, nonce: p.nonce, payTo: p.payTo, value: '10000', network: 'eip155:8453', x402Version: 2, payload: p.payload, validBefore: p.validBefore, state: 'verified', txHash: null, attempts: 0, lastError: null, resource: p.resource });
+    t.match(got, {
+      id: p.id,
+      asset: p.asset.toLowerCase(),
+      payer: p.payer,
+      nonce: p.nonce,
+      payTo: p.payTo,
+      value: '10000',
+      network: 'eip155:8453',
+      x402Version: 2,
+      payload: p.payload,
+      validBefore: p.validBefore,
+      state: 'verified',
+      txHash: null,
+      attempts: 0,
+      lastError: null,
+      resource: p.resource,
+    });
     t.ok(got!.createdAt instanceof Date && got!.updatedAt instanceof Date);
     t.equal(await store.getPayment(randomUUID()), null);
-    await t.rejects(store.claimPayment(newPayment({ value: '0.01' })), /integer string/, 'money is integer atomic units');
+    await t.rejects(
+      store.claimPayment(newPayment({ value: '0.01' })),
+      /integer string/,
+      'money is integer atomic units',
+    );
   });
 
   t.test(`${h.name}: payment state transitions are compare-and-set`, async (t) => {
     const p = newPayment();
     await store.claimPayment(p);
-    const moves = await Promise.all(Array.from({ length: 50 }, () => store.updatePayment(p.id, ['verified'], 'settling', { incrementAttempts: true })));
+    const moves = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        store.updatePayment(p.id, ['verified'], 'settling', { incrementAttempts: true }),
+      ),
+    );
     t.equal(moves.filter(Boolean).length, 1, 'one settler wins the payment');
     t.match(await store.getPayment(p.id), { state: 'settling', attempts: 1 });
     t.equal(await store.updatePayment(p.id, ['verified'], 'settled'), false, 'wrong from-state');
-    t.equal(await store.updatePayment(p.id, ['settling'], 'settling', { lastError: 'rpc timeout', incrementAttempts: true }), true);
+    t.equal(
+      await store.updatePayment(p.id, ['settling'], 'settling', { lastError: 'rpc timeout', incrementAttempts: true }),
+      true,
+    );
     t.match(await store.getPayment(p.id), { state: 'settling', attempts: 2, lastError: 'rpc timeout' });
-    t.equal(await store.updatePayment(p.id, ['verified', 'settling'], 'settled', { txHash: '0x' + 'cd'.repeat(32), lastError: null }), true);
-    t.match(await store.getPayment(p.id), { state: 'settled', txHash: '0x' + 'cd'.repeat(32), lastError: null, attempts: 2 });
+    t.equal(
+      await store.updatePayment(p.id, ['verified', 'settling'], 'settled', {
+        txHash: '0x' + 'cd'.repeat(32),
+        lastError: null,
+      }),
+      true,
+    );
+    t.match(await store.getPayment(p.id), {
+      state: 'settled',
+      txHash: '0x' + 'cd'.repeat(32),
+      lastError: null,
+      attempts: 2,
+    });
     t.equal(await store.updatePayment(p.id, [], 'failed'), false);
     t.equal(await store.updatePayment(randomUUID(), ['verified'], 'failed'), false);
     await t.rejects(store.updatePayment(p.id, ['settled'], 'lost' as never), /unknown payment state/);

@@ -12,15 +12,19 @@ t.test('a real chain: chain id, head, receipts of a success and a revert, contra
   const reverter = await deployReverter(anvil);
   const ok = await successfulTxHash(anvil);
   const bad = await revertedTxHash(anvil, reverter);
-  const r = await rpcBatch(anvil.url, [
-    { method: 'eth_chainId', params: [] },
-    { method: 'eth_blockNumber', params: [] },
-    { method: 'eth_getTransactionReceipt', params: [ok] },
-    { method: 'eth_getTransactionReceipt', params: [bad] },
-    { method: 'eth_getCode', params: [reverter, 'latest'] },
-    { method: 'eth_getCode', params: [anvil.accounts[1], 'latest'] },
-    { method: 'eth_getTransactionReceipt', params: [`0x${'00'.repeat(31)}01`] },
-  ], { safe: false });
+  const r = await rpcBatch(
+    anvil.url,
+    [
+      { method: 'eth_chainId', params: [] },
+      { method: 'eth_blockNumber', params: [] },
+      { method: 'eth_getTransactionReceipt', params: [ok] },
+      { method: 'eth_getTransactionReceipt', params: [bad] },
+      { method: 'eth_getCode', params: [reverter, 'latest'] },
+      { method: 'eth_getCode', params: [anvil.accounts[1], 'latest'] },
+      { method: 'eth_getTransactionReceipt', params: [`0x${'00'.repeat(31)}01`] },
+    ],
+    { safe: false },
+  );
   t.ok(r.ok, r.ok ? 'batch answered' : r.message);
   if (!r.ok) return;
   const [chainId, head, okReceipt, badReceipt, code, eoaCode, missing] = r.data;

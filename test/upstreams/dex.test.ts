@@ -17,7 +17,17 @@ t.beforeEach(() => {
 const config = () => configWith({ DEX_API_URL: dex.url });
 
 t.test('a pair, normalised: string prices become numbers', async (t) => {
-  dex.setPair('base', PAIR, { priceUsd: '3120.55', priceNative: '3120.55', liquidityUsd: 1_234_567.5, volumeH24: 999, buysH24: 40, sellsH24: 38, fdv: 5e9, marketCap: 4e9, pairCreatedAt: 1710685033000 });
+  dex.setPair('base', PAIR, {
+    priceUsd: '3120.55',
+    priceNative: '3120.55',
+    liquidityUsd: 1_234_567.5,
+    volumeH24: 999,
+    buysH24: 40,
+    sellsH24: 38,
+    fdv: 5e9,
+    marketCap: 4e9,
+    pairCreatedAt: 1710685033000,
+  });
   const r = await getDexPair(config(), 'base', PAIR);
   t.same(r.ok && r.data, {
     chainId: 'base',
@@ -41,15 +51,42 @@ t.test('a pair, normalised: string prices become numbers', async (t) => {
 });
 
 t.test('fields the provider leaves out stay null, never 0', async (t) => {
-  dex.setPair('base', PAIR, { pairCreatedAt: null, fdv: null, marketCap: null, liquidityUsd: null, buysH24: null, sellsH24: null, volumeH24: null, priceUsd: null });
+  dex.setPair('base', PAIR, {
+    pairCreatedAt: null,
+    fdv: null,
+    marketCap: null,
+    liquidityUsd: null,
+    buysH24: null,
+    sellsH24: null,
+    volumeH24: null,
+    priceUsd: null,
+  });
   const r = await getDexPair(config(), 'base', PAIR);
   const d = r.ok ? r.data : null;
-  for (const k of ['pairCreatedAt', 'fdv', 'marketCap', 'liquidityUsd', 'buysH24', 'sellsH24', 'volumeH24', 'priceUsd'] as const) t.equal(d?.[k], null, k);
+  for (const k of [
+    'pairCreatedAt',
+    'fdv',
+    'marketCap',
+    'liquidityUsd',
+    'buysH24',
+    'sellsH24',
+    'volumeH24',
+    'priceUsd',
+  ] as const)
+    t.equal(d?.[k], null, k);
   t.equal(d?.priceNative, 3120.55);
 });
 
 t.test('odd values: unparsable strings are null, numeric strings anywhere are numbers', async (t) => {
-  dex.setRawPair('base', PAIR, { chainId: 'base', pairAddress: PAIR, priceUsd: 'n/a', liquidity: { usd: '1500.25' }, txns: { h24: { buys: '12', sells: null } }, volume: {}, fdv: 'Infinity' });
+  dex.setRawPair('base', PAIR, {
+    chainId: 'base',
+    pairAddress: PAIR,
+    priceUsd: 'n/a',
+    liquidity: { usd: '1500.25' },
+    txns: { h24: { buys: '12', sells: null } },
+    volume: {},
+    fdv: 'Infinity',
+  });
   const r = await getDexPair(config(), 'base', PAIR);
   const d = r.ok ? r.data : null;
   t.equal(d?.priceUsd, null);
@@ -80,7 +117,10 @@ t.test('a pairs list answers with the requested pair, never another pool', async
   dex.fault = { status: 200, body: JSON.stringify({ schemaVersion: '1.0.0', pairs: [other, mine] }) };
   const r = await getDexPair(config(), 'base', PAIR);
   t.equal(r.ok && r.data?.liquidityUsd, 777);
-  dex.fault = { status: 200, body: JSON.stringify({ schemaVersion: '1.0.0', pairs: [other, { ...other, pairAddress: '0xthird' }] }) };
+  dex.fault = {
+    status: 200,
+    body: JSON.stringify({ schemaVersion: '1.0.0', pairs: [other, { ...other, pairAddress: '0xthird' }] }),
+  };
   const none = await getDexPair(config(), 'base', PAIR);
   t.equal(none.ok && none.data, null);
 });

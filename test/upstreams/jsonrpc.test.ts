@@ -20,11 +20,15 @@ const trusted = { safe: false };
 t.test('a batch is one request; answers are matched by id even when reordered', async (t) => {
   rpc.reverseBatch = true;
   rpc.setResult('eth_getCode', '0x6080');
-  const r = await rpcBatch(rpc.url, [
-    { method: 'eth_chainId', params: [] },
-    { method: 'eth_blockNumber', params: [] },
-    { method: 'eth_getCode', params: ['0xabc', 'latest'] },
-  ], trusted);
+  const r = await rpcBatch(
+    rpc.url,
+    [
+      { method: 'eth_chainId', params: [] },
+      { method: 'eth_blockNumber', params: [] },
+      { method: 'eth_getCode', params: ['0xabc', 'latest'] },
+    ],
+    trusted,
+  );
   t.same(r.ok && r.data, [{ result: '0x2105' }, { result: '0x1234' }, { result: '0x6080' }]);
   t.equal(rpc.stats.requests, 1);
   const sent = JSON.parse(rpc.received[0].body);
@@ -41,11 +45,15 @@ t.test('a single call goes unbatched', async (t) => {
 t.test('JSON-RPC errors per call are data; null results stay null', async (t) => {
   rpc.setError('debug_getRawBlock', -32602, 'invalid argument 0: hex string without 0x prefix', { arg: 0 });
   rpc.setResult('eth_getTransactionReceipt', null);
-  const r = await rpcBatch(rpc.url, [
-    { method: 'debug_getRawBlock', params: ['2'] },
-    { method: 'eth_getTransactionReceipt', params: ['0xdeadbeef'] },
-    { method: 'no_such_method', params: [] },
-  ], trusted);
+  const r = await rpcBatch(
+    rpc.url,
+    [
+      { method: 'debug_getRawBlock', params: ['2'] },
+      { method: 'eth_getTransactionReceipt', params: ['0xdeadbeef'] },
+      { method: 'no_such_method', params: [] },
+    ],
+    trusted,
+  );
   t.same(r.ok && r.data, [
     { error: { code: -32602, message: 'invalid argument 0: hex string without 0x prefix', data: { arg: 0 } } },
     { result: null },
@@ -61,23 +69,47 @@ t.test('rate limits: HTTP 429, -32005 and -32016, per call or for the whole batc
 
   rpc.fault = null;
   rpc.setError('eth_getBalance', -32016, 'over rate limit');
-  const inBatch = await rpcBatch(rpc.url, [{ method: 'eth_blockNumber', params: [] }, { method: 'eth_getBalance', params: ['0x1', 'latest'] }], trusted);
+  const inBatch = await rpcBatch(
+    rpc.url,
+    [
+      { method: 'eth_blockNumber', params: [] },
+      { method: 'eth_getBalance', params: ['0x1', 'latest'] },
+    ],
+    trusted,
+  );
   t.equal(!inBatch.ok && inBatch.reason, 'upstream_rate_limited');
   t.match(!inBatch.ok && inBatch.message, /-32016/);
 
   rpc.batchError = { code: -32005, message: 'rate limit exceeded' };
-  const whole = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }, { method: 'eth_blockNumber', params: [] }], trusted);
+  const whole = await rpcBatch(
+    rpc.url,
+    [
+      { method: 'eth_chainId', params: [] },
+      { method: 'eth_blockNumber', params: [] },
+    ],
+    trusted,
+  );
   t.equal(!whole.ok && whole.reason, 'upstream_rate_limited');
 
   // The Tenderly body, as a reply to a single call (string id).
-  rpc.fault = { status: 200, body: '{"id":"1709215671619515648","jsonrpc":"2.0","error":{"code":-32005,"message":"rate limit exceeded"}}' };
+  rpc.fault = {
+    status: 200,
+    body: '{"id":"1709215671619515648","jsonrpc":"2.0","error":{"code":-32005,"message":"rate limit exceeded"}}',
+  };
   const single = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }], trusted);
   t.equal(!single.ok && single.reason, 'upstream_rate_limited');
 });
 
 t.test('a single error object for a batch, and other broken answers', async (t) => {
   rpc.batchError = { code: -32600, message: 'batch requests are not supported' };
-  const refused = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }, { method: 'eth_blockNumber', params: [] }], trusted);
+  const refused = await rpcBatch(
+    rpc.url,
+    [
+      { method: 'eth_chainId', params: [] },
+      { method: 'eth_blockNumber', params: [] },
+    ],
+    trusted,
+  );
   t.equal(!refused.ok && refused.reason, 'upstream_error');
   t.match(!refused.ok && refused.message, /-32600/);
   rpc.batchError = null;
@@ -92,17 +124,31 @@ t.test('a single error object for a batch, and other broken answers', async (t) 
   ];
   for (const [fault, reason] of cases) {
     rpc.fault = fault;
-    const r = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }, { method: 'eth_blockNumber', params: [] }], trusted);
+    const r = await rpcBatch(
+      rpc.url,
+      [
+        { method: 'eth_chainId', params: [] },
+        { method: 'eth_blockNumber', params: [] },
+      ],
+      trusted,
+    );
     t.equal(!r.ok && r.reason, reason, JSON.stringify(fault));
   }
   rpc.fault = { status: 500, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"header not found"}}' };
   const jsonOn500 = await rpcBatch(rpc.url, [{ method: 'eth_getBlockByNumber', params: ['0x99999', false] }], trusted);
-  t.same(jsonOn500.ok && jsonOn500.data, [{ error: { code: -32000, message: 'header not found' } }], 'a JSON-RPC body wins over its HTTP status');
+  t.same(
+    jsonOn500.ok && jsonOn500.data,
+    [{ error: { code: -32000, message: 'header not found' } }],
+    'a JSON-RPC body wins over its HTTP status',
+  );
 });
 
 t.test('timeouts and resets', async (t) => {
   rpc.fault = { hang: true };
-  const hung = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }], { safe: false, signal: AbortSignal.timeout(100) });
+  const hung = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }], {
+    safe: false,
+    signal: AbortSignal.timeout(100),
+  });
   t.equal(!hung.ok && hung.reason, 'upstream_timeout');
   rpc.fault = { reset: true, times: 1 };
   const retried = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }], trusted);
@@ -123,7 +169,14 @@ t.test('request-supplied RPC URLs follow the SSRF rules', async (t) => {
   const refused = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }], { safe: true, allowPrivate: false });
   t.equal(!refused.ok && refused.reason, 'target_forbidden');
   t.equal(rpc.stats.requests, 0, 'the loopback node saw nothing');
-  const allowed = await rpcBatch(rpc.url, [{ method: 'eth_chainId', params: [] }, { method: 'eth_blockNumber', params: [] }], { safe: true, allowPrivate: true });
+  const allowed = await rpcBatch(
+    rpc.url,
+    [
+      { method: 'eth_chainId', params: [] },
+      { method: 'eth_blockNumber', params: [] },
+    ],
+    { safe: true, allowPrivate: true },
+  );
   t.same(allowed.ok && allowed.data, [{ result: '0x2105' }, { result: '0x1234' }]);
   t.equal(allowed.source, '127.0.0.1');
 });

@@ -1,6 +1,11 @@
 import t from 'tap';
 import { getSimplePrices } from '../../src/upstreams/price.js';
-import { CG_PRO_KEY_ON_PUBLIC_HOST_BODY, CG_RATE_LIMIT_BODY, startCoinGecko, type CoinGeckoEmulator } from '../emulators/coingecko.js';
+import {
+  CG_PRO_KEY_ON_PUBLIC_HOST_BODY,
+  CG_RATE_LIMIT_BODY,
+  startCoinGecko,
+  type CoinGeckoEmulator,
+} from '../emulators/coingecko.js';
 import { configWith } from './config.js';
 
 let cg: CoinGeckoEmulator;
@@ -18,7 +23,10 @@ t.test('prices for several assets in one call; unknown ids are absent', async (t
   cg.setPrice('usd-coin', 'usd', 0.9998, 1779092258).setPrice('tether', 'usd', 1.0004, 1779092200);
   const r = await getSimplePrices(config(), ['usd-coin', 'tether', 'no-such-coin'], 'USD');
   t.ok(r.ok);
-  t.same(r.ok && r.data, { 'usd-coin': { price: 0.9998, lastUpdatedAt: 1779092258 }, tether: { price: 1.0004, lastUpdatedAt: 1779092200 } });
+  t.same(r.ok && r.data, {
+    'usd-coin': { price: 0.9998, lastUpdatedAt: 1779092258 },
+    tether: { price: 1.0004, lastUpdatedAt: 1779092200 },
+  });
   t.equal(r.ok && r.source, 'price_provider');
   t.equal(cg.stats.requests, 1);
   const q = cg.received[0].query;
@@ -36,7 +44,10 @@ t.test('an asset nobody knows gives an empty map', async (t) => {
 t.test('string prices are numbers, nulls stay null', async (t) => {
   cg.setPrice('usd-coin', 'usd', '0.9712', 1779000000).setPrice('dai', 'usd', null, null);
   const r = await getSimplePrices(config(), ['usd-coin', 'dai'], 'usd');
-  t.same(r.ok && r.data, { 'usd-coin': { price: 0.9712, lastUpdatedAt: 1779000000 }, dai: { price: null, lastUpdatedAt: null } });
+  t.same(r.ok && r.data, {
+    'usd-coin': { price: 0.9712, lastUpdatedAt: 1779000000 },
+    dai: { price: null, lastUpdatedAt: null },
+  });
 });
 
 t.test('the API key travels in the demo or pro header, never in a message', async (t) => {
@@ -44,7 +55,11 @@ t.test('the API key travels in the demo or pro header, never in a message', asyn
   await getSimplePrices(configWith({ PRICE_API_URL: cg.url, PRICE_API_KEY: 'CG-secret123' }), ['usd-coin'], 'usd');
   t.equal(cg.received[0].headers['x-cg-demo-api-key'], 'CG-secret123');
   cg.fault = { status: 400, body: CG_PRO_KEY_ON_PUBLIC_HOST_BODY };
-  const r = await getSimplePrices(configWith({ PRICE_API_URL: cg.url, PRICE_API_KEY: 'CG-secret123' }), ['usd-coin'], 'usd');
+  const r = await getSimplePrices(
+    configWith({ PRICE_API_URL: cg.url, PRICE_API_KEY: 'CG-secret123' }),
+    ['usd-coin'],
+    'usd',
+  );
   t.equal(!r.ok && r.reason, 'upstream_error');
   t.match(!r.ok && r.message, /10010/);
   t.notMatch(!r.ok && r.message, /secret123/);

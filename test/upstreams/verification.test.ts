@@ -20,12 +20,19 @@ t.beforeEach(() => {
   sf.resetStats();
   es.resetStats();
 });
-const config = (env: Record<string, string> = {}) => configWith({ SOURCIFY_URL: sf.url, ETHERSCAN_API_URL: es.apiUrl, ETHERSCAN_API_KEY: es.apiKey, ...env });
+const config = (env: Record<string, string> = {}) =>
+  configWith({ SOURCIFY_URL: sf.url, ETHERSCAN_API_URL: es.apiUrl, ETHERSCAN_API_KEY: es.apiKey, ...env });
 
 t.test('sourcify: verified, partially verified and not verified', async (t) => {
   sf.setVerified(8453, ADDR, 'exact_match').setVerified(1, ADDR, 'match');
-  t.same(await getSourcifyStatus(config(), 8453, ADDR).then((r) => r.ok && r.data), { verified: true, match: 'exact_match' });
-  t.same(await getSourcifyStatus(config(), 1, ADDR.toLowerCase()).then((r) => r.ok && r.data), { verified: true, match: 'match' });
+  t.same(await getSourcifyStatus(config(), 8453, ADDR).then((r) => r.ok && r.data), {
+    verified: true,
+    match: 'exact_match',
+  });
+  t.same(await getSourcifyStatus(config(), 1, ADDR.toLowerCase()).then((r) => r.ok && r.data), {
+    verified: true,
+    match: 'match',
+  });
   const not = await getSourcifyStatus(config(), 10, ADDR);
   t.same(not.ok && not.data, { verified: false, match: null }, '404 with match null is an answer');
   t.equal(not.ok && not.source, 'sourcify');
@@ -49,7 +56,11 @@ t.test('sourcify errors', async (t) => {
 
   sf.fault = null;
   const wrongBase = await getSourcifyStatus(config({ SOURCIFY_URL: `${sf.url}/not-here` }), 8453, ADDR);
-  t.equal(!wrongBase.ok && wrongBase.reason, 'upstream_http_error', 'a 404 without a lookup body is not "not verified"');
+  t.equal(
+    !wrongBase.ok && wrongBase.reason,
+    'upstream_http_error',
+    'a 404 without a lookup body is not "not verified"',
+  );
 
   sf.fault = { garbage: true };
   const garbage = await getSourcifyStatus(config(), 8453, ADDR);
@@ -58,11 +69,17 @@ t.test('sourcify errors', async (t) => {
 
 t.test('etherscan: verified and not verified (status "1" both)', async (t) => {
   es.setVerified(8453, ADDR);
-  t.same(await getEtherscanStatus(config(), 8453, ADDR).then((r) => r.ok && r.data), { verified: true, match: 'verified' });
+  t.same(await getEtherscanStatus(config(), 8453, ADDR).then((r) => r.ok && r.data), {
+    verified: true,
+    match: 'verified',
+  });
   const not = await getEtherscanStatus(config(), 8453, '0x0000000000000000000000000000000000000bad');
   t.same(not.ok && not.data, { verified: false, match: null });
   const q = es.received[0].query;
-  t.same([q.get('chainid'), q.get('module'), q.get('action'), q.get('address')], ['8453', 'contract', 'getsourcecode', ADDR]);
+  t.same(
+    [q.get('chainid'), q.get('module'), q.get('action'), q.get('address')],
+    ['8453', 'contract', 'getsourcecode', ADDR],
+  );
 });
 
 t.test('etherscan errors arrive as HTTP 200 with status "0"; the key never leaks', async (t) => {
@@ -76,7 +93,10 @@ t.test('etherscan errors arrive as HTTP 200 with status "0"; the key never leaks
   const limited = await getEtherscanStatus(config(), 8453, ADDR);
   t.equal(!limited.ok && limited.reason, 'upstream_rate_limited');
 
-  es.fault = { status: 200, body: JSON.stringify({ status: '0', message: 'NOTOK', result: `Invalid key ${es.apiKey} for this endpoint` }) };
+  es.fault = {
+    status: 200,
+    body: JSON.stringify({ status: '0', message: 'NOTOK', result: `Invalid key ${es.apiKey} for this endpoint` }),
+  };
   const echoed = await getEtherscanStatus(config(), 8453, ADDR);
   t.notMatch(!echoed.ok && echoed.message, new RegExp(es.apiKey), 'a key echoed by the provider is masked');
 

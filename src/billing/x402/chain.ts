@@ -44,14 +44,30 @@ export function uintWord(v: bigint | number | string): string {
  */
 export const calldata = {
   balanceOf: (account: string): string => SELECTOR.balanceOf + hexWord(account),
-  authorizationState: (authorizer: string, nonce: string): string => SELECTOR.authorizationState + hexWord(authorizer) + hexWord(nonce),
-  transferWithAuthorization: (a: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }, v: number, r: string, sv: string): string =>
-    SELECTOR.transferWithAuthorization + hexWord(a.from) + hexWord(a.to) + uintWord(a.value) + uintWord(a.validAfter) + uintWord(a.validBefore) + hexWord(a.nonce) + uintWord(v) + hexWord(r) + hexWord(sv),
+  authorizationState: (authorizer: string, nonce: string): string =>
+    SELECTOR.authorizationState + hexWord(authorizer) + hexWord(nonce),
+  transferWithAuthorization: (
+    a: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string },
+    v: number,
+    r: string,
+    sv: string,
+  ): string =>
+    SELECTOR.transferWithAuthorization +
+    hexWord(a.from) +
+    hexWord(a.to) +
+    uintWord(a.value) +
+    uintWord(a.validAfter) +
+    uintWord(a.validBefore) +
+    hexWord(a.nonce) +
+    uintWord(v) +
+    hexWord(r) +
+    hexWord(sv),
 };
 
 /** A single static return word: the uint256 (or bool) a view function answered. */
 function returnWord(out: unknown, fn: string): bigint {
-  if (typeof out !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(out)) throw new Error(`eth_call ${fn}: the node answered ${JSON.stringify(out)}, not one ABI word`);
+  if (typeof out !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(out))
+    throw new Error(`eth_call ${fn}: the node answered ${JSON.stringify(out)}, not one ABI word`);
   return BigInt(out);
 }
 
@@ -77,7 +93,8 @@ export interface FeeData {
 }
 
 const hexQuantity = (v: unknown, what: string): bigint => {
-  if (typeof v !== 'string' || !/^0x[0-9a-fA-F]+$/.test(v)) throw new Error(`${what}: the node answered ${JSON.stringify(v)}, not a hex quantity`);
+  if (typeof v !== 'string' || !/^0x[0-9a-fA-F]+$/.test(v))
+    throw new Error(`${what}: the node answered ${JSON.stringify(v)}, not a hex quantity`);
   return BigInt(v);
 };
 
@@ -88,7 +105,11 @@ const FALLBACK_PRIORITY_FEE = 1_000_000_000n;
 
 export class UsdcChain {
   /** `pollingMs` paces the wait for a receipt: Base makes a block every 2 s. */
-  constructor(readonly rpc: JsonRpcClient, readonly asset: string, readonly pollingMs = 1000) {}
+  constructor(
+    readonly rpc: JsonRpcClient,
+    readonly asset: string,
+    readonly pollingMs = 1000,
+  ) {}
 
   static connect(url: string, asset: string, opts: { timeoutMs?: number; pollingMs?: number } = {}): UsdcChain {
     return new UsdcChain(new JsonRpcClient(url, opts.timeoutMs ?? 5000), asset, opts.pollingMs ?? 1000);
@@ -110,7 +131,9 @@ export class UsdcChain {
     let words: bigint[] | null = null;
     if (this.batches) {
       try {
-        const out = await this.rpc.batch(calls.map((c) => ({ method: 'eth_call', params: [{ to: this.asset, data: c.data }, 'latest'] })));
+        const out = await this.rpc.batch(
+          calls.map((c) => ({ method: 'eth_call', params: [{ to: this.asset, data: c.data }, 'latest'] })),
+        );
         words = out.map((o, i) => returnWord(o, calls[i].fn));
       } catch (err) {
         // A node that answered at all but not as a batch does not take batches; anything else
@@ -131,7 +154,10 @@ export class UsdcChain {
     const r = await this.rpc.call('eth_getTransactionReceipt', [txHash]);
     if (r === null) return null;
     if (!isObject(r)) throw new Error(`eth_getTransactionReceipt: the node answered ${JSON.stringify(r)}`);
-    return { status: Number(hexQuantity(r.status, 'receipt status')), blockNumber: Number(hexQuantity(r.blockNumber, 'receipt block')) };
+    return {
+      status: Number(hexQuantity(r.status, 'receipt status')),
+      blockNumber: Number(hexQuantity(r.blockNumber, 'receipt block')),
+    };
   }
 
   /** Polls for the receipt until `timeoutMs`; null when none came. */
@@ -150,12 +176,14 @@ export class UsdcChain {
     if (event === null) throw new Error('AuthorizationUsed missing from the USDC ABI');
     const latest = hexQuantity(await this.rpc.call('eth_blockNumber', []), 'eth_blockNumber');
     const from0 = latest > BigInt(LOG_LOOKBACK_BLOCKS) ? latest - BigInt(LOG_LOOKBACK_BLOCKS) : 0n;
-    const logs = await this.rpc.call('eth_getLogs', [{
-      address: this.asset,
-      topics: USDC_ABI.encodeFilterTopics(event, [from, nonce]),
-      fromBlock: `0x${from0.toString(16)}`,
-      toBlock: `0x${latest.toString(16)}`,
-    }]);
+    const logs = await this.rpc.call('eth_getLogs', [
+      {
+        address: this.asset,
+        topics: USDC_ABI.encodeFilterTopics(event, [from, nonce]),
+        fromBlock: `0x${from0.toString(16)}`,
+        toBlock: `0x${latest.toString(16)}`,
+      },
+    ]);
     if (!Array.isArray(logs)) throw new Error('eth_getLogs: the node answered no list');
     const last = logs[logs.length - 1] as unknown;
     return isObject(last) && typeof last.transactionHash === 'string' ? last.transactionHash : null;
@@ -167,20 +195,29 @@ export class UsdcChain {
   }
 
   async pendingNonce(address: string): Promise<number> {
-    return Number(hexQuantity(await this.rpc.call('eth_getTransactionCount', [address, 'pending']), 'eth_getTransactionCount'));
+    return Number(
+      hexQuantity(await this.rpc.call('eth_getTransactionCount', [address, 'pending']), 'eth_getTransactionCount'),
+    );
   }
 
   /** Fees for a transaction now: max fee twice the latest base fee plus the tip, as ethers computes it. */
   async feeData(): Promise<FeeData> {
     const [block, tip] = await Promise.all([
       this.rpc.call('eth_getBlockByNumber', ['latest', false]),
-      this.rpc.call('eth_maxPriorityFeePerGas', []).then((v) => hexQuantity(v, 'eth_maxPriorityFeePerGas'), () => FALLBACK_PRIORITY_FEE),
+      this.rpc.call('eth_maxPriorityFeePerGas', []).then(
+        (v) => hexQuantity(v, 'eth_maxPriorityFeePerGas'),
+        () => FALLBACK_PRIORITY_FEE,
+      ),
     ]);
     if (isObject(block) && block.baseFeePerGas !== undefined && block.baseFeePerGas !== null) {
       const base = hexQuantity(block.baseFeePerGas, 'baseFeePerGas');
       return { maxFeePerGas: base * 2n + tip, maxPriorityFeePerGas: tip, gasPrice: null };
     }
-    return { maxFeePerGas: null, maxPriorityFeePerGas: null, gasPrice: hexQuantity(await this.rpc.call('eth_gasPrice', []), 'eth_gasPrice') };
+    return {
+      maxFeePerGas: null,
+      maxPriorityFeePerGas: null,
+      gasPrice: hexQuantity(await this.rpc.call('eth_gasPrice', []), 'eth_gasPrice'),
+    };
   }
 
   /** Broadcasts a signed transaction; the node's transaction hash. */

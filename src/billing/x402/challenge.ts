@@ -8,8 +8,17 @@ import { requestOrigin, requestPath, type ApiRequest } from '../../http/api.js';
 import { sendJson } from '../../http/errors.js';
 import type { Config } from '../../config.js';
 import {
-  API_KEY_SIGNUP_PATH, CHALLENGE_V2, EIP712_DOMAIN, MIME_TYPE, NETWORK_V1, NETWORK_V2, PRICE_ATOMIC,
-  RECEIPT_V1, RECEIPT_V2, SCHEME, USDC_BASE,
+  API_KEY_SIGNUP_PATH,
+  CHALLENGE_V2,
+  EIP712_DOMAIN,
+  MIME_TYPE,
+  NETWORK_V1,
+  NETWORK_V2,
+  PRICE_ATOMIC,
+  RECEIPT_V1,
+  RECEIPT_V2,
+  SCHEME,
+  USDC_BASE,
 } from './constants.js';
 import type { ErrorReason, Offers, PaymentRequiredV1, PaymentRequiredV2 } from './types.js';
 
@@ -19,7 +28,10 @@ export function resourceUrl(config: Pick<Config, 'publicBaseUrl' | 'trustProxy'>
   return base + (req.originalUrl ?? req.url ?? '/');
 }
 
-export function buildOffers(config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'x402PayTo' | 'x402MaxTimeoutSeconds'>, req: ApiRequest): Offers {
+export function buildOffers(
+  config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'x402PayTo' | 'x402MaxTimeoutSeconds'>,
+  req: ApiRequest,
+): Offers {
   if (config.x402PayTo === null) throw new Error('x402 offers need X402_PAY_TO');
   const url = resourceUrl(config, req);
   const description = `One paid call to ${req.method} ${requestPath(req)}: 0.01 USDC on Base per answer.`;

@@ -34,13 +34,21 @@ export function readPaymentHeader(headers: IncomingHttpHeaders): HeaderResult {
   const v1 = headerValue(headers, HEADER_V1);
   if (v2 === null && v1 === null) return { kind: 'none' };
   if (v2 !== null && v1 !== null) {
-    return { kind: 'malformed', version: 2, detail: 'Send one payment header: PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (x402 v1), not both.' };
+    return {
+      kind: 'malformed',
+      version: 2,
+      detail: 'Send one payment header: PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (x402 v1), not both.',
+    };
   }
   const version: 1 | 2 = v2 !== null ? 2 : 1;
   const name = version === 2 ? 'PAYMENT-SIGNATURE' : 'X-PAYMENT';
   const text = (v2 ?? v1) as string;
   if (text.length % 4 !== 0 || !BASE64.test(text)) {
-    return { kind: 'malformed', version, detail: `The ${name} header must be base64 (RFC 4648, with padding) of a JSON PaymentPayload.` };
+    return {
+      kind: 'malformed',
+      version,
+      detail: `The ${name} header must be base64 (RFC 4648, with padding) of a JSON PaymentPayload.`,
+    };
   }
   let json: unknown;
   try {
@@ -56,16 +64,23 @@ export function readPaymentHeader(headers: IncomingHttpHeaders): HeaderResult {
 
 function shape(version: 1 | 2, name: string, raw: Record<string, unknown>): HeaderResult {
   const payloadPayer = payerOf(raw.payload);
-  const reject = (reason: Rejection['reason'], detail: string): HeaderResult =>
-    ({ kind: 'rejected', version, rejection: { reason, detail, payer: payloadPayer } });
+  const reject = (reason: Rejection['reason'], detail: string): HeaderResult => ({
+    kind: 'rejected',
+    version,
+    rejection: { reason, detail, payer: payloadPayer },
+  });
   if (raw.x402Version !== version) {
-    return reject('invalid_x402_version', `${name} carries x402Version ${version}; got ${JSON.stringify(raw.x402Version ?? null)}.`);
+    return reject(
+      'invalid_x402_version',
+      `${name} carries x402Version ${version}; got ${JSON.stringify(raw.x402Version ?? null)}.`,
+    );
   }
   let scheme: unknown;
   let network: unknown;
   if (version === 2) {
     const acc = raw.accepted;
-    if (typeof acc !== 'object' || acc === null) return reject('invalid_payload', 'A v2 PaymentPayload needs `accepted`: the offer being paid.');
+    if (typeof acc !== 'object' || acc === null)
+      return reject('invalid_payload', 'A v2 PaymentPayload needs `accepted`: the offer being paid.');
     scheme = (acc as Record<string, unknown>).scheme;
     network = (acc as Record<string, unknown>).network;
   } else {
@@ -77,7 +92,10 @@ function shape(version: 1 | 2, name: string, raw: Record<string, unknown>): Head
   }
   const payload = exactPayload(raw.payload);
   if (typeof payload === 'string') return reject('invalid_payload', payload);
-  return { kind: 'payment', payment: { version, raw, scheme, network, accepted: version === 2 ? raw.accepted : null, payload } };
+  return {
+    kind: 'payment',
+    payment: { version, raw, scheme, network, accepted: version === 2 ? raw.accepted : null, payload },
+  };
 }
 
 function payerOf(payload: unknown): string {

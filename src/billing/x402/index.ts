@@ -55,7 +55,10 @@ export function createX402(deps: X402Deps): X402 {
   if (config.x402PayTo === null) return paymentsOff();
 
   const payTo = config.x402PayTo;
-  const chain = config.x402RpcUrl !== null ? UsdcChain.connect(config.x402RpcUrl, USDC_BASE, { pollingMs: deps.receiptPollMs }) : null;
+  const chain =
+    config.x402RpcUrl !== null
+      ? UsdcChain.connect(config.x402RpcUrl, USDC_BASE, { pollingMs: deps.receiptPollMs })
+      : null;
   // The request path reads through connections of its own: a burst of settlements (gas
   // estimates, sends, receipt polls) never queues a paying caller's balance check behind it.
   const reader = config.x402RpcUrl !== null ? UsdcChain.connect(config.x402RpcUrl, USDC_BASE) : null;
@@ -66,11 +69,15 @@ export function createX402(deps: X402Deps): X402 {
     facilitator = new FacilitatorClient(config.x402FacilitatorUrl);
     sender = facilitator;
   } else {
-    if (config.x402SettlerKey === null || chain === null) throw new Error('X402_SETTLEMENT=local needs X402_SETTLER_KEY and X402_RPC_URL');
+    if (config.x402SettlerKey === null || chain === null)
+      throw new Error('X402_SETTLEMENT=local needs X402_SETTLER_KEY and X402_RPC_URL');
     sender = new LocalSender(chain, config.x402SettlerKey, { sending: config.x402SettleConcurrency });
   }
   const policy: RetryPolicy = {
-    maxAttempts: 5, baseDelayMs: 2000, maxDelayMs: 60_000, pollMs: 1000,
+    maxAttempts: 5,
+    baseDelayMs: 2000,
+    maxDelayMs: 60_000,
+    pollMs: 1000,
     verifiedGraceMs: config.maxDeadlineMs + 5000,
     ...deps.retry,
   };
@@ -89,7 +96,9 @@ export function createX402(deps: X402Deps): X402 {
     count('unavailable');
     setReceipt(res, version, { success: false, errorReason: 'unexpected_verify_error', transaction: '', payer });
     res.setHeader('Cache-Control', 'no-store').setHeader('Retry-After', '5');
-    sendJson(res, 503, { detail: `Payment verification is unavailable right now (${what}); the payment was not used, retry shortly.` });
+    sendJson(res, 503, {
+      detail: `Payment verification is unavailable right now (${what}); the payment was not used, retry shortly.`,
+    });
     return { ok: false };
   }
 
@@ -111,20 +120,25 @@ export function createX402(deps: X402Deps): X402 {
     const a = p.payload.authorization;
     const rejection = checkPayment(p, offers, Math.floor(Date.now() / 1000));
     if (rejection !== null) return refuse(res, offers, p.version, rejection);
-    const reject = (reason: Rejection['reason'], detail: string) => refuse(res, offers, p.version, { reason, detail, payer: a.from });
+    const reject = (reason: Rejection['reason'], detail: string) =>
+      refuse(res, offers, p.version, { reason, detail, payer: a.from });
 
     if (reader !== null) {
-      let state;
+      let state: Awaited<ReturnType<typeof reader.payerState>>;
       try {
         state = await reader.payerState(a.from, a.nonce);
       } catch (err) {
         return unavailable(res, p.version, a.from, 'chain RPC', errorText(err));
       }
       if (state.nonceUsed) return reject('duplicate_settlement', 'This authorization nonce was already used on chain.');
-      if (state.balance < BigInt(PRICE_ATOMIC)) return reject('insufficient_funds', 'The payer holds less USDC than the price.');
+      if (state.balance < BigInt(PRICE_ATOMIC))
+        return reject('insufficient_funds', 'The payer holds less USDC than the price.');
     }
     const stored: StoredPayment = {
-      x402Version: p.version, paymentPayload: p.raw, paymentRequirements: p.version === 2 ? offers.v2 : offers.v1, payload: p.payload,
+      x402Version: p.version,
+      paymentPayload: p.raw,
+      paymentRequirements: p.version === 2 ? offers.v2 : offers.v1,
+      payload: p.payload,
     };
     if (facilitator !== null) {
       const verdict = await facilitator.verify(stored);
@@ -138,18 +152,30 @@ export function createX402(deps: X402Deps): X402 {
 
     const id = randomUUID();
     const claimed = await store.claimPayment({
-      id, asset: USDC_BASE.toLowerCase(), payer: a.from.toLowerCase(), nonce: a.nonce.toLowerCase(), payTo: payTo.toLowerCase(),
-      value: a.value, network: 'eip155:8453', x402Version: p.version, payload: JSON.stringify(stored),
-      validBefore: Number(a.validBefore), resource: offers.resource.url,
+      id,
+      asset: USDC_BASE.toLowerCase(),
+      payer: a.from.toLowerCase(),
+      nonce: a.nonce.toLowerCase(),
+      payTo: payTo.toLowerCase(),
+      value: a.value,
+      network: 'eip155:8453',
+      x402Version: p.version,
+      payload: JSON.stringify(stored),
+      validBefore: Number(a.validBefore),
+      resource: offers.resource.url,
     });
-    if (!claimed) return reject('duplicate_settlement', 'This payment was already used: one authorization buys one answer.');
+    if (!claimed)
+      return reject('duplicate_settlement', 'This payment was already used: one authorization buys one answer.');
     count('verified');
     log.info({ paymentId: id, payer: a.from, x402Version: p.version }, 'x402 payment verified and claimed');
 
     if (config.x402SettleBeforeResponse) {
       const out = await settler.settle(id, { final: true });
       if (out.state !== 'settled') {
-        return reject('invalid_transaction_state', `Settlement failed: ${out.state === 'skipped' ? 'the payment is no longer pending' : out.error}`);
+        return reject(
+          'invalid_transaction_state',
+          `Settlement failed: ${out.state === 'skipped' ? 'the payment is no longer pending' : out.error}`,
+        );
       }
       setReceipt(res, p.version, { success: true, transaction: out.txHash, payer: a.from });
       return { ok: true, onServed: () => undefined };
@@ -160,16 +186,24 @@ export function createX402(deps: X402Deps): X402 {
     // that ends without onServed was not served and its payment is released, never settled.
     res.once('close', () => {
       if (served) return;
-      void store.updatePayment(id, ['verified'], 'failed', { lastError: `not served (status ${res.statusCode})` })
-        .then(() => { log.info({ paymentId: id, status: res.statusCode }, 'x402 payment released: request not served'); count('not_served'); })
-        .catch((err) => log.error({ paymentId: id, err: errorText(err) }, 'x402 could not release an unserved payment'));
+      void store
+        .updatePayment(id, ['verified'], 'failed', { lastError: `not served (status ${res.statusCode})` })
+        .then(() => {
+          log.info({ paymentId: id, status: res.statusCode }, 'x402 payment released: request not served');
+          count('not_served');
+        })
+        .catch((err) =>
+          log.error({ paymentId: id, err: errorText(err) }, 'x402 could not release an unserved payment'),
+        );
     });
     return {
       ok: true,
       onServed() {
         if (served) return;
         served = true;
-        void settler.settle(id).catch((err) => log.error({ paymentId: id, err: errorText(err) }, 'x402 settlement crashed'));
+        void settler
+          .settle(id)
+          .catch((err) => log.error({ paymentId: id, err: errorText(err) }, 'x402 settlement crashed'));
       },
     };
   }

@@ -22,7 +22,8 @@ function asReply(v: unknown): Reply | null {
 
 /** A reply's result, or the error it carries. */
 function resultOf(method: string, reply: Reply): unknown {
-  if (isRpcError(reply.error)) throw new Error(`${method}: JSON-RPC error ${String(reply.error.code)}: ${String(reply.error.message)}`);
+  if (isRpcError(reply.error))
+    throw new Error(`${method}: JSON-RPC error ${String(reply.error.code)}: ${String(reply.error.message)}`);
   if (!('result' in reply)) throw new Error(`${method}: no result in the batch answer`);
   return reply.result;
 }
@@ -33,9 +34,17 @@ export class JsonRpcClient {
   private readonly headers: Record<string, string>;
   private nextId = 0;
 
-  constructor(url: string, private readonly timeoutMs = 5000) {
+  constructor(
+    url: string,
+    private readonly timeoutMs = 5000,
+  ) {
     const u = new URL(url);
-    this.pool = new Pool(u.origin, { connections: 8, keepAliveTimeout: 30_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    this.pool = new Pool(u.origin, {
+      connections: 8,
+      keepAliveTimeout: 30_000,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
     this.path = (u.pathname || '/') + u.search;
     this.headers = { 'content-type': 'application/json', accept: 'application/json' };
     // Credentials in the URL (https://user:pass@node/...) go as Basic auth, as fetch would send them.
@@ -82,8 +91,11 @@ export class JsonRpcClient {
   async batch(calls: ReadonlyArray<{ method: string; params: unknown[] }>): Promise<unknown[]> {
     const first = this.nextId + 1;
     this.nextId += calls.length;
-    const { status, body } = await this.post(calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params })));
-    if (status !== 200 || !Array.isArray(body)) throw new Error(`batch: HTTP ${status} without a JSON-RPC batch answer`);
+    const { status, body } = await this.post(
+      calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params })),
+    );
+    if (status !== 200 || !Array.isArray(body))
+      throw new Error(`batch: HTTP ${status} without a JSON-RPC batch answer`);
     const byId = new Map<unknown, Reply>();
     for (const r of body as unknown[]) {
       const reply = asReply(r);

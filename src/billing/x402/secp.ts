@@ -49,5 +49,9 @@ export function recoverSigner(digest: string, signature: string): string {
 export function signDigest(digest: string, privateKey: string): Signature {
   if (native === null) return new SigningKey(privateKey).sign(digest);
   const { signature, recid } = native.ecdsaSign(getBytes(digest), getBytes(privateKey));
-  return Signature.from({ r: hexlify(signature.subarray(0, 32)), s: hexlify(signature.subarray(32, 64)), v: 27 + recid });
+  return Signature.from({
+    r: hexlify(signature.subarray(0, 32)),
+    s: hexlify(signature.subarray(32, 64)),
+    v: 27 + recid,
+  });
 }

@@ -14,7 +14,10 @@ export type FacilitatorVerdict =
   | { kind: 'unavailable'; error: string };
 
 export class FacilitatorClient implements SettlementSender {
-  constructor(private readonly baseUrl: string, private readonly timeoutMs = 15_000) {}
+  constructor(
+    private readonly baseUrl: string,
+    private readonly timeoutMs = 15_000,
+  ) {}
 
   private async post(path: '/verify' | '/settle', body: unknown): Promise<Record<string, unknown>> {
     const res = await fetch(this.baseUrl + path, {
@@ -30,14 +33,17 @@ export class FacilitatorClient implements SettlementSender {
     } catch {
       throw new Error(`facilitator ${path} answered ${res.status} with a body that is not JSON`);
     }
-    if (typeof json !== 'object' || json === null) throw new Error(`facilitator ${path} answered ${res.status} without a JSON object`);
+    if (typeof json !== 'object' || json === null)
+      throw new Error(`facilitator ${path} answered ${res.status} without a JSON object`);
     if (res.status !== 200 && !('isValid' in json) && !('success' in json)) {
       throw new Error(`facilitator ${path} answered ${res.status}`);
     }
     return json as Record<string, unknown>;
   }
 
-  async verify(p: Pick<StoredPayment, 'x402Version' | 'paymentPayload' | 'paymentRequirements'>): Promise<FacilitatorVerdict> {
+  async verify(
+    p: Pick<StoredPayment, 'x402Version' | 'paymentPayload' | 'paymentRequirements'>,
+  ): Promise<FacilitatorVerdict> {
     try {
       const out = await this.post('/verify', p);
       if (out.isValid === true) return { kind: 'valid' };
@@ -63,6 +69,8 @@ export class FacilitatorClient implements SettlementSender {
     if (tx !== null) await onBroadcast(tx);
     if (out.success === true && tx !== null) return { ok: true, txHash: tx };
     const reason = typeof out.errorReason === 'string' ? out.errorReason : 'no transaction';
-    return tx === null ? { ok: false, error: `facilitator refused: ${reason}` } : { ok: false, error: `facilitator refused: ${reason}`, txHash: tx };
+    return tx === null
+      ? { ok: false, error: `facilitator refused: ${reason}` }
+      : { ok: false, error: `facilitator refused: ${reason}`, txHash: tx };
   }
 }

@@ -42,7 +42,11 @@ export class LocalSender implements SettlementSender {
    * it for every payment together and queue the next callers' balance checks behind it. Waiting
    * for receipts is not limited.
    */
-  constructor(private readonly chain: UsdcChain, private readonly settlerKey: string, opts: { receiptTimeoutMs?: number; sending?: number } = {}) {
+  constructor(
+    private readonly chain: UsdcChain,
+    private readonly settlerKey: string,
+    opts: { receiptTimeoutMs?: number; sending?: number } = {},
+  ) {
     this.wallet = new Wallet(settlerKey);
     this.receiptTimeoutMs = opts.receiptTimeoutMs ?? 60_000;
     this.sendingLimit = Math.max(1, opts.sending ?? 2);
@@ -87,7 +91,11 @@ export class LocalSender implements SettlementSender {
     }
   }
 
-  private async sendTurn(rec: PaymentRecord, onBroadcast: (txHash: string) => Promise<void>, release: () => void): Promise<SendResult> {
+  private async sendTurn(
+    rec: PaymentRecord,
+    onBroadcast: (txHash: string) => Promise<void>,
+    release: () => void,
+  ): Promise<SendResult> {
     const { payload } = JSON.parse(rec.payload) as { payload: ExactEvmPayload };
     const a = payload.authorization;
     const sig = Signature.from(payload.signature);
@@ -111,10 +119,19 @@ export class LocalSender implements SettlementSender {
       txHash = await this.serial(async () => {
         const nonce = this.nextNonce ?? (await this.chain.pendingNonce(this.wallet.address));
         try {
-          const common = { to: rec.asset, data, nonce, gasLimit: (gas * 12n) / 10n, chainId: BigInt(CHAIN_ID), value: 0n };
-          const tx = Transaction.from(fees.maxFeePerGas !== null
-            ? { ...common, type: 2, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
-            : { ...common, type: 0, gasPrice: fees.gasPrice });
+          const common = {
+            to: rec.asset,
+            data,
+            nonce,
+            gasLimit: (gas * 12n) / 10n,
+            chainId: BigInt(CHAIN_ID),
+            value: 0n,
+          };
+          const tx = Transaction.from(
+            fees.maxFeePerGas !== null
+              ? { ...common, type: 2, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
+              : { ...common, type: 0, gasPrice: fees.gasPrice },
+          );
           tx.signature = signDigest(tx.unsignedHash, this.settlerKey);
           const hash = await this.chain.sendRaw(tx.serialized);
           this.nextNonce = nonce + 1;

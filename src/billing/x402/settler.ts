@@ -20,7 +20,10 @@ export interface RetryPolicy {
   verifiedGraceMs: number;
 }
 
-export type AttemptOutcome = { state: 'settled'; txHash: string } | { state: 'failed' | 'retry'; error: string } | { state: 'skipped' };
+export type AttemptOutcome =
+  | { state: 'settled'; txHash: string }
+  | { state: 'failed' | 'retry'; error: string }
+  | { state: 'skipped' };
 
 type Attempt = SendResult & { final?: boolean };
 
@@ -54,7 +57,8 @@ export class Settler {
   private async run(id: string, lastChance: boolean): Promise<AttemptOutcome> {
     const rec = await this.store.getPayment(id);
     if (rec === null || (rec.state !== 'verified' && rec.state !== 'settling')) return { state: 'skipped' };
-    if (!(await this.store.updatePayment(id, [rec.state], 'settling', { incrementAttempts: true }))) return { state: 'skipped' };
+    if (!(await this.store.updatePayment(id, [rec.state], 'settling', { incrementAttempts: true })))
+      return { state: 'skipped' };
     const attempts = rec.attempts + 1;
     let result: Attempt;
     try {
@@ -77,7 +81,10 @@ export class Settler {
       return { state: 'failed', error: result.error };
     }
     await this.store.updatePayment(id, ['settling'], 'settling', { lastError: result.error, txHash });
-    this.log.warn({ ...fields, txHash, err: result.error, retryInMs: this.backoffMs(attempts) }, 'x402 settlement attempt failed, will retry');
+    this.log.warn(
+      { ...fields, txHash, err: result.error, retryInMs: this.backoffMs(attempts) },
+      'x402 settlement attempt failed, will retry',
+    );
     return { state: 'retry', error: result.error };
   }
 
@@ -96,7 +103,11 @@ export class Settler {
     if (await this.chain.authorizationUsed(rec.payer, rec.nonce)) {
       const tx = await this.chain.findSpendingTx(rec.payer, rec.nonce);
       if (tx !== null) return { ok: true, txHash: tx };
-      return { ok: false, final: true, error: 'the authorization was spent or canceled on chain by another transaction' };
+      return {
+        ok: false,
+        final: true,
+        error: 'the authorization was spent or canceled on chain by another transaction',
+      };
     }
     return null;
   }
@@ -150,7 +161,9 @@ export class Settler {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     let timeout: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => { timeout = setTimeout(resolve, waitMs).unref(); });
+    const deadline = new Promise<void>((resolve) => {
+      timeout = setTimeout(resolve, waitMs).unref();
+    });
     await Promise.race([Promise.allSettled([this.polling, ...this.inFlight.values()]), deadline]);
     clearTimeout(timeout);
   }

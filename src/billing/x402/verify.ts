@@ -6,8 +6,14 @@
  */
 import { TypedDataEncoder, concat, keccak256, toUtf8Bytes } from 'ethers';
 import {
-  EIP712_DOMAIN, MIN_VALIDITY_SECONDS, NETWORK_V1, NETWORK_V2, PRICE_ATOMIC, SCHEME,
-  TRANSFER_WITH_AUTHORIZATION_TYPES, VALID_BEFORE_SLACK_SECONDS,
+  EIP712_DOMAIN,
+  MIN_VALIDITY_SECONDS,
+  NETWORK_V1,
+  NETWORK_V2,
+  PRICE_ATOMIC,
+  SCHEME,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  VALID_BEFORE_SLACK_SECONDS,
 } from './constants.js';
 import type { Authorization, DecodedPayment, Offers, Rejection, RequirementsV2 } from './types.js';
 import { recoverSigner } from './secp.js';
@@ -17,7 +23,9 @@ import { hexWord, uintWord } from './chain.js';
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 const DOMAIN_SEPARATOR = TypedDataEncoder.hashDomain(EIP712_DOMAIN);
-const TYPE_HASH = keccak256(toUtf8Bytes(TypedDataEncoder.from(TRANSFER_WITH_AUTHORIZATION_TYPES).encodeType('TransferWithAuthorization')));
+const TYPE_HASH = keccak256(
+  toUtf8Bytes(TypedDataEncoder.from(TRANSFER_WITH_AUTHORIZATION_TYPES).encodeType('TransferWithAuthorization')),
+);
 
 /**
  * The EIP-712 digest of a TransferWithAuthorization on our domain, encoded by hand for this one
@@ -26,7 +34,9 @@ const TYPE_HASH = keccak256(toUtf8Bytes(TypedDataEncoder.from(TRANSFER_WITH_AUTH
  * nonce are hex of the right length, amounts decimal.
  */
 export function transferDigest(a: Authorization): string {
-  const struct = keccak256(`${TYPE_HASH}${hexWord(a.from)}${hexWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${hexWord(a.nonce)}`);
+  const struct = keccak256(
+    `${TYPE_HASH}${hexWord(a.from)}${hexWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${hexWord(a.nonce)}`,
+  );
   return keccak256(concat(['0x1901', DOMAIN_SEPARATOR, struct]));
 }
 
@@ -34,29 +44,46 @@ export function checkPayment(p: DecodedPayment, offers: Offers, nowSeconds: numb
   const a = p.payload.authorization;
   const reject = (reason: Rejection['reason'], detail: string): Rejection => ({ reason, detail, payer: a.from });
 
-  if (p.scheme !== SCHEME) return reject('invalid_scheme', `Only the "exact" scheme is accepted, got ${JSON.stringify(p.scheme)}.`);
+  if (p.scheme !== SCHEME)
+    return reject('invalid_scheme', `Only the "exact" scheme is accepted, got ${JSON.stringify(p.scheme)}.`);
   const network = p.version === 2 ? NETWORK_V2 : NETWORK_V1;
-  if (p.network !== network) return reject('invalid_network', `Payments are taken on ${network}, got ${JSON.stringify(p.network)}.`);
+  if (p.network !== network)
+    return reject('invalid_network', `Payments are taken on ${network}, got ${JSON.stringify(p.network)}.`);
   if (p.version === 2) {
     const mismatch = acceptedMismatch(p.accepted, offers.v2);
     if (mismatch !== null) return reject(mismatch.reason, mismatch.detail);
   }
   if (a.to.toLowerCase() !== offers.v1.payTo.toLowerCase()) {
-    return reject('invalid_exact_evm_payload_recipient_mismatch', 'authorization.to is not the payTo address of the offer.');
+    return reject(
+      'invalid_exact_evm_payload_recipient_mismatch',
+      'authorization.to is not the payTo address of the offer.',
+    );
   }
   if (BigInt(a.value) !== BigInt(PRICE_ATOMIC)) {
-    return reject('invalid_exact_evm_payload_authorization_value', `authorization.value must be exactly ${PRICE_ATOMIC} (0.01 USDC), got ${a.value}.`);
+    return reject(
+      'invalid_exact_evm_payload_authorization_value',
+      `authorization.value must be exactly ${PRICE_ATOMIC} (0.01 USDC), got ${a.value}.`,
+    );
   }
   const now = BigInt(nowSeconds);
   if (BigInt(a.validAfter) > now) {
-    return reject('invalid_exact_evm_payload_authorization_valid_after', 'The authorization is not valid yet (validAfter is in the future).');
+    return reject(
+      'invalid_exact_evm_payload_authorization_valid_after',
+      'The authorization is not valid yet (validAfter is in the future).',
+    );
   }
   const validBefore = BigInt(a.validBefore);
   if (validBefore < now + BigInt(MIN_VALIDITY_SECONDS)) {
-    return reject('invalid_exact_evm_payload_authorization_valid_before', `The authorization has expired or expires within ${MIN_VALIDITY_SECONDS} s.`);
+    return reject(
+      'invalid_exact_evm_payload_authorization_valid_before',
+      `The authorization has expired or expires within ${MIN_VALIDITY_SECONDS} s.`,
+    );
   }
   if (validBefore > now + BigInt(offers.v1.maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS)) {
-    return reject('invalid_exact_evm_payload_authorization_valid_before', `validBefore is more than maxTimeoutSeconds (${offers.v1.maxTimeoutSeconds}) away.`);
+    return reject(
+      'invalid_exact_evm_payload_authorization_valid_before',
+      `validBefore is more than maxTimeoutSeconds (${offers.v1.maxTimeoutSeconds}) away.`,
+    );
   }
   const problem = signatureProblem(p);
   return problem === null ? null : reject('invalid_exact_evm_payload_signature', problem);
@@ -85,15 +112,30 @@ function signatureProblem(p: DecodedPayment): string | null {
 }
 
 /** v2: `accepted` must be our offer, field for field (addresses compared case-insensitively). */
-function acceptedMismatch(accepted: unknown, offer: RequirementsV2): { reason: Rejection['reason']; detail: string } | null {
+function acceptedMismatch(
+  accepted: unknown,
+  offer: RequirementsV2,
+): { reason: Rejection['reason']; detail: string } | null {
   const acc = accepted as Record<string, unknown>;
   const same = (x: unknown, y: string) => typeof x === 'string' && x.toLowerCase() === y.toLowerCase();
-  if (!same(acc.payTo, offer.payTo)) return { reason: 'invalid_exact_evm_payload_recipient_mismatch', detail: 'accepted.payTo is not our payTo address.' };
-  if (acc.amount !== offer.amount) return { reason: 'invalid_exact_evm_payload_authorization_value', detail: `accepted.amount must be ${offer.amount}.` };
-  if (!same(acc.asset, offer.asset)) return { reason: 'invalid_payment_requirements', detail: 'accepted.asset is not USDC on Base.' };
+  if (!same(acc.payTo, offer.payTo))
+    return {
+      reason: 'invalid_exact_evm_payload_recipient_mismatch',
+      detail: 'accepted.payTo is not our payTo address.',
+    };
+  if (acc.amount !== offer.amount)
+    return {
+      reason: 'invalid_exact_evm_payload_authorization_value',
+      detail: `accepted.amount must be ${offer.amount}.`,
+    };
+  if (!same(acc.asset, offer.asset))
+    return { reason: 'invalid_payment_requirements', detail: 'accepted.asset is not USDC on Base.' };
   const normalized = { ...acc, payTo: offer.payTo, asset: offer.asset };
   if (canonical(normalized) !== canonical(offer)) {
-    return { reason: 'invalid_payment_requirements', detail: '`accepted` is not one of the offers in PAYMENT-REQUIRED (maxTimeoutSeconds or extra differ).' };
+    return {
+      reason: 'invalid_payment_requirements',
+      detail: '`accepted` is not one of the offers in PAYMENT-REQUIRED (maxTimeoutSeconds or extra differ).',
+    };
   }
   return null;
 }
@@ -102,7 +144,9 @@ function acceptedMismatch(accepted: unknown, offer: RequirementsV2): { reason: R
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (typeof v === 'object' && v !== null) {
-    const entries = Object.entries(v).filter(([, x]) => x !== undefined).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    const entries = Object.entries(v)
+      .filter(([, x]) => x !== undefined)
+      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
     return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
   }
   return JSON.stringify(v);

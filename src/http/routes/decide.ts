@@ -8,18 +8,28 @@ import type { Engine } from '../../engine/runner.js';
 import { buildDecideResponse, resolveDeadline } from '../../engine/respond.js';
 import { checkName } from '../../checks/index.js';
 
-export function decideHandler(deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics }, endpoint: string): ApiHandler {
+export function decideHandler(
+  deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics },
+  endpoint: string,
+): ApiHandler {
   const { config, engine, metrics } = deps;
   return async (req, res) => {
     const body = req.body as DecideRequest;
     const checks = body.checks ?? [];
     const deadlineMs = resolveDeadline(config, body.context);
     const requestId = res.locals.requestId as string;
-    const results = await engine.run(checks.map((check, i) => ({ name: checkName(check, i, checks), check })), { deadlineMs, requestId });
+    const results = await engine.run(
+      checks.map((check, i) => ({ name: checkName(check, i, checks), check })),
+      { deadlineMs, requestId },
+    );
     const response = buildDecideResponse(
       results,
       { allowPartial: body.allow_decide_on_partial, warnVerdict: 'wait' },
-      { requestId, deadlineMs, judged: { goal: body.goal, ...(body.constraints ? { constraints: body.constraints } : {}) } },
+      {
+        requestId,
+        deadlineMs,
+        judged: { goal: body.goal, ...(body.constraints ? { constraints: body.constraints } : {}) },
+      },
     );
     metrics.verdict(endpoint, response.verdict);
     sendJson(res, 200, response);

@@ -6,7 +6,15 @@ import { buildOpenApi } from '../../openapi.js';
 import { agentInfos, GET_ENDPOINTS, POST_ENDPOINTS } from '../endpoints.js';
 import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } from '../../schema-info.js';
 import { MAX_DEPTH } from '../validation.js';
-import { MAX_BODY_BYTES, NETWORK_V1, NETWORK_V2, PRICE_ATOMIC, PRICE_DISPLAY, USDC_BASE, USDC_DECIMALS } from '../../pricing.js';
+import {
+  MAX_BODY_BYTES,
+  NETWORK_V1,
+  NETWORK_V2,
+  PRICE_ATOMIC,
+  PRICE_DISPLAY,
+  USDC_BASE,
+  USDC_DECIMALS,
+} from '../../pricing.js';
 
 const maxItems = (id: string, field: string): number | undefined => schemaMap[id]?.properties?.[field]?.maxItems;
 
@@ -21,7 +29,15 @@ export function capabilities(config: Readonly<Config>): Record<string, unknown> 
     guard: { actions: GUARD_ACTIONS, fields: describeFields('GuardRequest') },
     agents: agentInfos(),
     pricing: {
-      per_call: { amount: PRICE_ATOMIC, decimals: USDC_DECIMALS, display: PRICE_DISPLAY, asset: USDC_BASE, network: NETWORK_V1, network_caip2: NETWORK_V2, scheme: 'exact' },
+      per_call: {
+        amount: PRICE_ATOMIC,
+        decimals: USDC_DECIMALS,
+        display: PRICE_DISPLAY,
+        asset: USDC_BASE,
+        network: NETWORK_V1,
+        network_caip2: NETWORK_V2,
+        scheme: 'exact',
+      },
       payments_enabled: config.billing && config.x402PayTo !== null,
       free_tier: { plan: 'Basic', monthly_calls: config.freeTierMonthlyLimit },
       plans: config.planLimits,
@@ -33,7 +49,11 @@ export function capabilities(config: Readonly<Config>): Record<string, unknown> 
       max_asset_ids: maxItems('StablecoinIntelligenceRequest', 'asset_ids'),
       max_bridge_status_urls: maxItems('BridgeRiskRequest', 'bridge_status_urls'),
       max_yield_options: maxItems('YieldRoutingRequest', 'options'),
-      deadline_ms: { default: config.requestDeadlineMs, max: config.maxDeadlineMs, request_field: 'context.deadline_ms' },
+      deadline_ms: {
+        default: config.requestDeadlineMs,
+        max: config.maxDeadlineMs,
+        request_field: 'context.deadline_ms',
+      },
     },
     auth: {
       billing: config.billing,
@@ -44,7 +64,10 @@ export function capabilities(config: Readonly<Config>): Record<string, unknown> 
         { kind: 'x402', version: 1, header: 'X-PAYMENT' },
       ],
       signup: 'POST /v1/api-keys/signup',
-      free_endpoints: [...GET_ENDPOINTS.map((e) => `GET ${e.path}`), ...POST_ENDPOINTS.filter((e) => e.access === 'free').map((e) => `POST ${e.path}`)],
+      free_endpoints: [
+        ...GET_ENDPOINTS.map((e) => `GET ${e.path}`),
+        ...POST_ENDPOINTS.filter((e) => e.access === 'free').map((e) => `POST ${e.path}`),
+      ],
       payment_only_endpoints: POST_ENDPOINTS.filter((e) => e.access === 'payment_only').map((e) => `POST ${e.path}`),
     },
   };
@@ -61,7 +84,14 @@ export function metaRouter(config: Readonly<Config>): Router {
       name: 'preflight',
       description: 'Pre-execution verification for on-chain agents: proceed, wait or block before you act.',
       version: VERSION,
-      links: { health: '/health', capabilities: '/v1/capabilities', agents: '/v1/agents', openapi: '/openapi.json', metrics: '/metrics', signup: '/v1/api-keys/signup' },
+      links: {
+        health: '/health',
+        capabilities: '/v1/capabilities',
+        agents: '/v1/agents',
+        openapi: '/openapi.json',
+        metrics: '/metrics',
+        signup: '/v1/api-keys/signup',
+      },
     });
   });
   r.get('/health', (_req, res) => {

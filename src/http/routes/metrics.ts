@@ -29,7 +29,8 @@ export function metricsHandler(deps: MetricsRouteDeps): RequestHandler {
       const given = bearer(req);
       if (given === null || !timingSafeEqual(digest(given), expected)) {
         res.status(401).set('WWW-Authenticate', 'Bearer realm="metrics"').json({
-          detail: 'The metrics endpoint needs the METRICS_TOKEN configured for this service, sent as "Authorization: Bearer <token>".',
+          detail:
+            'The metrics endpoint needs the METRICS_TOKEN configured for this service, sent as "Authorization: Bearer <token>".',
         });
         return;
       }

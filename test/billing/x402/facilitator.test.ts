@@ -6,7 +6,17 @@
 import t from 'tap';
 import { startUsdcChain } from '../../helpers/usdc.js';
 import { startFacilitator } from './facilitator.js';
-import { PATH, PRICE, captureHeader, decodeHeader, postJson, startPaidServer, until, v1Fetch, v2Fetch } from './fixture.js';
+import {
+  PATH,
+  PRICE,
+  captureHeader,
+  decodeHeader,
+  postJson,
+  startPaidServer,
+  until,
+  v1Fetch,
+  v2Fetch,
+} from './fixture.js';
 
 const chain = await startUsdcChain();
 t.teardown(() => chain.close());
@@ -25,9 +35,21 @@ for (const version of [1, 2] as const) {
     const res = await postJson(version === 1 ? v1Fetch(chain, payer) : v2Fetch(payer), url);
     t.equal(res.status, 200);
     const verify = fac.calls.filter((c) => c.path === '/verify').at(-1);
-    t.match(verify, { body: { x402Version: version, paymentRequirements: version === 1 ? { network: 'base', maxAmountRequired: '10000', resource: url } : { network: 'eip155:8453', amount: '10000' } }, answer: { isValid: true } });
+    t.match(verify, {
+      body: {
+        x402Version: version,
+        paymentRequirements:
+          version === 1
+            ? { network: 'base', maxAmountRequired: '10000', resource: url }
+            : { network: 'eip155:8453', amount: '10000' },
+      },
+      answer: { isValid: true },
+    });
     const rec = await until(async () => {
-      const r = (await srv.store.listUnsettledPayments(0, 10)).length === 0 ? srv.logs.find((l) => l.msg === 'x402 payment settled' && l.payer === payer.address.toLowerCase()) : undefined;
+      const r =
+        (await srv.store.listUnsettledPayments(0, 10)).length === 0
+          ? srv.logs.find((l) => l.msg === 'x402 payment settled' && l.payer === payer.address.toLowerCase())
+          : undefined;
       return r ? srv.store.getPayment(String(r.paymentId)) : undefined;
     });
     const settle = fac.calls.filter((c) => c.path === '/settle').at(-1);
@@ -45,7 +67,11 @@ t.test('the facilitator refuses a payer without funds: 402 with its reason, noth
   t.equal(res.status, 402);
   const reason = (await res.json()).error;
   t.match(reason, /insufficient|balance|simulation/, 'the facilitator names it (its own vocabulary)');
-  t.match(decodeHeader(res.headers.get('payment-response')), { success: false, errorReason: reason, payer: broke.address });
+  t.match(decodeHeader(res.headers.get('payment-response')), {
+    success: false,
+    errorReason: reason,
+    payer: broke.address,
+  });
   t.same(await srv.store.countPaymentsByState(), before);
 });
 
@@ -54,9 +80,12 @@ t.test('without our own RPC, the ledger alone refuses a replay', async (t) => {
   const header = await captureHeader(1, chain, payer, url);
   // Settlement waits until all copies are answered, so the facilitator finds every one valid.
   const release = fac.holdSettle();
-  const results = await Promise.all(Array.from({ length: 10 }, () => postJson(fetch, url, { goal: 'replay' }, { 'X-PAYMENT': header })));
+  const results = await Promise.all(
+    Array.from({ length: 10 }, () => postJson(fetch, url, { goal: 'replay' }, { 'X-PAYMENT': header })),
+  );
   t.same(results.map((r) => r.status).sort(), [200, 402, 402, 402, 402, 402, 402, 402, 402, 402]);
-  for (const r of results.filter((x) => x.status === 402)) t.equal((await r.json()).error, 'duplicate_settlement', 'the facilitator said valid, the ledger said used');
+  for (const r of results.filter((x) => x.status === 402))
+    t.equal((await r.json()).error, 'duplicate_settlement', 'the facilitator said valid, the ledger said used');
   release();
   await until(async () => ((await srv.store.listUnsettledPayments(0, 10)).length === 0 ? true : undefined));
   const again = await postJson(fetch, url, { goal: 'replay' }, { 'X-PAYMENT': header });

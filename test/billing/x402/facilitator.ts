@@ -25,17 +25,27 @@ export interface Facilitator {
 export async function startFacilitator(chain: UsdcChain): Promise<Facilitator> {
   const key = (await chain.wallet(0n, 10n ** 20n)).privateKey as `0x${string}`;
   const account = privateKeyToAccount(key);
-  const base = defineChain({ id: 8453, name: 'Base', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
+  const base = defineChain({
+    id: 8453,
+    name: 'Base',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [chain.rpcUrl] } },
+  });
   const client = createWalletClient({ account, chain: base, transport: viemHttp(chain.rpcUrl) }).extend(publicActions);
   const signer = toFacilitatorEvmSigner({ ...client, address: account.address } as never);
   const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: 'eip155:8453' });
 
   let gate: Promise<void> = Promise.resolve();
   const state: Facilitator = {
-    url: '', calls: [], down: false, close: async () => undefined,
+    url: '',
+    calls: [],
+    down: false,
+    close: async () => undefined,
     holdSettle() {
-      let release = () => undefined as void;
-      gate = new Promise<void>((resolve) => { release = resolve; });
+      let release: () => void = () => {};
+      gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
       return release;
     },
   };
@@ -54,13 +64,14 @@ export async function startFacilitator(chain: UsdcChain): Promise<Facilitator> {
       else if (path === '/settle') {
         await gate;
         answer = await facilitator.settle(body.paymentPayload, body.paymentRequirements);
-      }
-      else {
+      } else {
         res.writeHead(404).end();
         return;
       }
       state.calls.push({ path, body, answer });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(answer, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -79,8 +79,17 @@ export async function startPaidServer(chain: UsdcChain, opts: PaidServerOptions 
 /** The official v1 client (x402-fetch) paying from `wallet`. */
 export function v1Fetch(chain: UsdcChain, wallet: Wallet, inner: typeof fetch = fetch): typeof fetch {
   // Base by its chain id (the client names the network from it), served by the local chain.
-  const base = defineChain({ id: 8453, name: 'Base', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } });
-  const client = createWalletClient({ account: privateKeyToAccount(wallet.privateKey as `0x${string}`), chain: base, transport: viemHttp(chain.rpcUrl) });
+  const base = defineChain({
+    id: 8453,
+    name: 'Base',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [chain.rpcUrl] } },
+  });
+  const client = createWalletClient({
+    account: privateKeyToAccount(wallet.privateKey as `0x${string}`),
+    chain: base,
+    transport: viemHttp(chain.rpcUrl),
+  });
   return wrapV1(inner, client as never) as typeof fetch;
 }
 
@@ -95,8 +104,17 @@ export function decodeHeader(value: string | null): Record<string, unknown> | nu
   return value === null ? null : (JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as Record<string, unknown>);
 }
 
-export function postJson(f: typeof fetch, url: string, body: unknown = { goal: 'pay once' }, headers: Record<string, string> = {}): Promise<Response> {
-  return f(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+export function postJson(
+  f: typeof fetch,
+  url: string,
+  body: unknown = { goal: 'pay once' },
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return f(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 /** Waits until `fn` returns a value that is not undefined, polling every 25 ms. */
@@ -111,15 +129,36 @@ export async function until<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_
 }
 
 /** Signs an EIP-3009 transfer as a paying client would (the domain defaults to Base USDC's). */
-export async function signPayload(wallet: Pick<Wallet, 'signTypedData'>, auth: Authorization, domain: TypedDataDomain = EIP712_DOMAIN): Promise<ExactEvmPayload> {
-  const signature = await wallet.signTypedData(domain, TRANSFER_WITH_AUTHORIZATION_TYPES as unknown as Record<string, TypedDataField[]>, auth);
+export async function signPayload(
+  wallet: Pick<Wallet, 'signTypedData'>,
+  auth: Authorization,
+  domain: TypedDataDomain = EIP712_DOMAIN,
+): Promise<ExactEvmPayload> {
+  const signature = await wallet.signTypedData(
+    domain,
+    TRANSFER_WITH_AUTHORIZATION_TYPES as unknown as Record<string, TypedDataField[]>,
+    auth,
+  );
   return { signature, authorization: auth };
 }
 
 /** An authorization for 0.01 USDC to `to`, valid from 10 minutes ago for `seconds`. */
-export function authorization(from: string, to: string, over: Partial<Authorization> = {}, seconds = 60): Authorization {
+export function authorization(
+  from: string,
+  to: string,
+  over: Partial<Authorization> = {},
+  seconds = 60,
+): Authorization {
   const now = Math.floor(Date.now() / 1000);
-  return { from, to, value: '10000', validAfter: String(now - 600), validBefore: String(now + seconds), nonce: hexlify(randomBytes(32)), ...over };
+  return {
+    from,
+    to,
+    value: '10000',
+    validAfter: String(now - 600),
+    validBefore: String(now + seconds),
+    nonce: hexlify(randomBytes(32)),
+    ...over,
+  };
 }
 
 export function encodeHeader(value: unknown): string {
@@ -127,7 +166,9 @@ export function encodeHeader(value: unknown): string {
 }
 
 /** The offers of a 402, as the clients read them: v1 from the body, v2 from PAYMENT-REQUIRED. */
-export async function offers(url: string): Promise<{ v1: Record<string, unknown>; v2: Record<string, unknown>; v2Required: Record<string, unknown> }> {
+export async function offers(
+  url: string,
+): Promise<{ v1: Record<string, unknown>; v2: Record<string, unknown>; v2Required: Record<string, unknown> }> {
   const res = await postJson(fetch, url);
   const body = await res.json();
   const v2Required = decodeHeader(res.headers.get('payment-required')) as Record<string, unknown>;

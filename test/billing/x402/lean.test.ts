@@ -8,7 +8,12 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { SigningKey, TypedDataEncoder, Wallet, getAddress, hexlify } from 'ethers';
 import { USDC_ABI, UsdcChain, calldata } from '../../../src/billing/x402/chain.js';
-import { EIP712_DOMAIN, PRICE_ATOMIC, TRANSFER_WITH_AUTHORIZATION_TYPES, USDC_BASE } from '../../../src/billing/x402/constants.js';
+import {
+  EIP712_DOMAIN,
+  PRICE_ATOMIC,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  USDC_BASE,
+} from '../../../src/billing/x402/constants.js';
 import { transferDigest } from '../../../src/billing/x402/verify.js';
 import { SECP_BACKEND, recoverSigner, signDigest, useJsCurve } from '../../../src/billing/x402/secp.js';
 import { JsonRpcClient } from '../../../src/billing/x402/rpc.js';
@@ -20,21 +25,46 @@ const hex = (n: number): string => hexlify(randomBytes(n));
 const uint = (): string => BigInt(hex(8)).toString();
 
 function authorization() {
-  return { from: getAddress(hex(20)), to: getAddress(hex(20)), value: uint(), validAfter: uint(), validBefore: uint(), nonce: hex(32) };
+  return {
+    from: getAddress(hex(20)),
+    to: getAddress(hex(20)),
+    value: uint(),
+    validAfter: uint(),
+    validBefore: uint(),
+    nonce: hex(32),
+  };
 }
 
-t.test('calldata matches ethers\' ABI coder for the three USDC calls', async (t) => {
+t.test("calldata matches ethers' ABI coder for the three USDC calls", async (t) => {
   for (let i = 0; i < 25; i++) {
     const a = authorization();
     const sig = new SigningKey(hex(32)).sign(hex(32));
     t.equal(calldata.balanceOf(a.from), USDC_ABI.encodeFunctionData('balanceOf', [a.from]));
-    t.equal(calldata.authorizationState(a.from, a.nonce), USDC_ABI.encodeFunctionData('authorizationState', [a.from, a.nonce]));
+    t.equal(
+      calldata.authorizationState(a.from, a.nonce),
+      USDC_ABI.encodeFunctionData('authorizationState', [a.from, a.nonce]),
+    );
     t.equal(
       calldata.transferWithAuthorization(a, sig.v, sig.r, sig.s),
-      USDC_ABI.encodeFunctionData('transferWithAuthorization', [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, sig.v, sig.r, sig.s]),
+      USDC_ABI.encodeFunctionData('transferWithAuthorization', [
+        a.from,
+        a.to,
+        a.value,
+        a.validAfter,
+        a.validBefore,
+        a.nonce,
+        sig.v,
+        sig.r,
+        sig.s,
+      ]),
     );
   }
-  t.throws(() => calldata.transferWithAuthorization({ ...authorization(), value: (1n << 256n).toString() }, 27, hex(32), hex(32)), RangeError, 'a value past uint256 is refused');
+  t.throws(
+    () =>
+      calldata.transferWithAuthorization({ ...authorization(), value: (1n << 256n).toString() }, 27, hex(32), hex(32)),
+    RangeError,
+    'a value past uint256 is refused',
+  );
 });
 
 t.test('the EIP-712 digest matches TypedDataEncoder on our domain', async (t) => {
@@ -45,7 +75,7 @@ t.test('the EIP-712 digest matches TypedDataEncoder on our domain', async (t) =>
   t.throws(() => transferDigest({ ...authorization(), validBefore: '9'.repeat(78) }), RangeError);
 });
 
-t.test('recovery and signing give the same answers on the native curve and on ethers\' curve', async (t) => {
+t.test("recovery and signing give the same answers on the native curve and on ethers' curve", async (t) => {
   t.equal(SECP_BACKEND, 'native', 'the prebuilt binding loads on this machine');
   t.teardown(() => useJsCurve(false));
   for (let i = 0; i < 10; i++) {
@@ -89,10 +119,18 @@ t.test('JSON-RPC client: batches, nodes that refuse them, errors and URL credent
   t.same(await chain.payerState(a.from, a.nonce), { balance: 123456n, nonceUsed: true });
   t.equal(node.stats.requests, 1, 'both reads in one HTTP request');
   t.equal(node.received[0].path, '/v2/some-key', 'the URL path (often an API key) is kept');
-  t.equal(node.received[0].headers.authorization, `Basic ${Buffer.from('alice:s:cret').toString('base64')}`, 'credentials in the URL go as Basic auth');
+  t.equal(
+    node.received[0].headers.authorization,
+    `Basic ${Buffer.from('alice:s:cret').toString('base64')}`,
+    'credentials in the URL go as Basic auth',
+  );
 
   node.batchError = { code: -32600, message: 'batch requests are not supported' };
-  t.same(await chain.payerState(a.from, a.nonce), { balance: 123456n, nonceUsed: true }, 'a node refusing batches still answers');
+  t.same(
+    await chain.payerState(a.from, a.nonce),
+    { balance: 123456n, nonceUsed: true },
+    'a node refusing batches still answers',
+  );
   node.resetStats();
   node.batchError = null;
   await chain.payerState(a.from, a.nonce);
@@ -133,25 +171,54 @@ t.test('local settlement: at most `sending` settlements between gas estimate and
   const sender = new LocalSender(chain, settler.privateKey, { sending: 2 });
 
   const payer = Wallet.createRandom();
-  const records: PaymentRecord[] = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
-    const a = { from: payer.address, to: settler.address, value: PRICE_ATOMIC, validAfter: '0', validBefore: '99999999999', nonce: hex(32) };
-    const signature = await payer.signTypedData(EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES, a);
-    return {
-      id: `p${i}`, asset: USDC_BASE, payer: a.from, nonce: a.nonce, payTo: a.to, value: a.value, network: 'eip155:8453', x402Version: 1,
-      payload: JSON.stringify({ payload: { signature, authorization: a } }), validBefore: Number(a.validBefore), resource: 'r',
-      state: 'settling', txHash: null, attempts: 1, lastError: null, createdAt: new Date(), updatedAt: new Date(),
-    } as PaymentRecord;
-  }));
+  const records: PaymentRecord[] = await Promise.all(
+    Array.from({ length: 6 }, async (_, i) => {
+      const a = {
+        from: payer.address,
+        to: settler.address,
+        value: PRICE_ATOMIC,
+        validAfter: '0',
+        validBefore: '99999999999',
+        nonce: hex(32),
+      };
+      const signature = await payer.signTypedData(EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES, a);
+      return {
+        id: `p${i}`,
+        asset: USDC_BASE,
+        payer: a.from,
+        nonce: a.nonce,
+        payTo: a.to,
+        value: a.value,
+        network: 'eip155:8453',
+        x402Version: 1,
+        payload: JSON.stringify({ payload: { signature, authorization: a } }),
+        validBefore: Number(a.validBefore),
+        resource: 'r',
+        state: 'settling',
+        txHash: null,
+        attempts: 1,
+        lastError: null,
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      } as PaymentRecord;
+    }),
+  );
   const broadcast: string[] = [];
   const results = await Promise.all(records.map((r) => sender.send(r, async (h) => void broadcast.push(h))));
-  t.ok(results.every((r) => r.ok), JSON.stringify(results));
+  t.ok(
+    results.every((r) => r.ok),
+    JSON.stringify(results),
+  );
   t.equal(new Set(broadcast).size, 6, 'six transactions sent');
   const nonces = node.calls.filter((c) => c.method === 'eth_sendRawTransaction').length;
   t.equal(nonces, 6);
   estimates.sort((x, y) => x - y);
   t.equal(estimates.length, 6);
   for (let i = 2; i < estimates.length; i++) {
-    t.ok(estimates[i] - estimates[i - 2] >= DELAY * 1.5, `estimate ${i} waited for a turn (${(estimates[i] - estimates[i - 2]).toFixed(0)} ms after estimate ${i - 2})`);
+    t.ok(
+      estimates[i] - estimates[i - 2] >= DELAY * 1.5,
+      `estimate ${i} waited for a turn (${(estimates[i] - estimates[i - 2]).toFixed(0)} ms after estimate ${i - 2})`,
+    );
   }
   t.equal(node.calls.filter((c) => c.method === 'eth_getBlockByNumber').length, 1, 'one fee reading served the burst');
 });

@@ -21,11 +21,19 @@ t.test('without payment: 402 with the v2 challenge in the header and the v1 one 
   t.match(body, {
     x402Version: 1,
     error: 'X-PAYMENT header is required',
-    accepts: [{
-      scheme: 'exact', network: 'base', maxAmountRequired: '10000', resource: url, mimeType: 'application/json',
-      payTo: srv.payTo, asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', maxTimeoutSeconds: 60,
-      extra: { name: 'USD Coin', version: '2' },
-    }],
+    accepts: [
+      {
+        scheme: 'exact',
+        network: 'base',
+        maxAmountRequired: '10000',
+        resource: url,
+        mimeType: 'application/json',
+        payTo: srv.payTo,
+        asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+        maxTimeoutSeconds: 60,
+        extra: { name: 'USD Coin', version: '2' },
+      },
+    ],
   });
   t.notOk('api_key_signup' in body, 'payment only: no pointer to keys');
   t.notOk('outputSchema' in body.accepts[0], 'no outputSchema: the v1 client rejects null');
@@ -34,10 +42,17 @@ t.test('without payment: 402 with the v2 challenge in the header and the v1 one 
     x402Version: 2,
     error: 'PAYMENT-SIGNATURE header is required',
     resource: { url, description: body.accepts[0].description, mimeType: 'application/json' },
-    accepts: [{
-      scheme: 'exact', network: 'eip155:8453', amount: '10000', asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
-      payTo: srv.payTo, maxTimeoutSeconds: 60, extra: { name: 'USD Coin', version: '2' },
-    }],
+    accepts: [
+      {
+        scheme: 'exact',
+        network: 'eip155:8453',
+        amount: '10000',
+        asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+        payTo: srv.payTo,
+        maxTimeoutSeconds: 60,
+        extra: { name: 'USD Coin', version: '2' },
+      },
+    ],
   });
   t.equal(await srv.served(), 0);
 });
@@ -46,7 +61,12 @@ t.test('an endpoint that also takes keys says so in its challenge', async (t) =>
   const res = await postJson(fetch, srv.url + '/v1/decide');
   t.equal(res.status, 402);
   const body = await res.json();
-  t.match(body, { x402Version: 1, accepts: [{ resource: srv.url + '/v1/decide', network: 'base' }], api_key_signup: '/v1/api-keys/signup', note: /API key/ });
+  t.match(body, {
+    x402Version: 1,
+    accepts: [{ resource: srv.url + '/v1/decide', network: 'base' }],
+    api_key_signup: '/v1/api-keys/signup',
+    note: /API key/,
+  });
   t.ok(res.headers.get('payment-required'));
 });
 
@@ -59,11 +79,19 @@ for (const version of [1, 2] as const) {
 
     const res = await postJson(pay, url, { goal: `v${version} pays` });
     t.equal(res.status, 200);
-    t.match(await res.json(), { verdict: /^(proceed|wait|block)$/, failure_modes: ['no_checks'] }, 'the engine answered');
+    t.match(
+      await res.json(),
+      { verdict: /^(proceed|wait|block)$/, failure_modes: ['no_checks'] },
+      'the engine answered',
+    );
     t.equal(await srv.served(), servedBefore + 1);
     const receipt = decodeHeader(res.headers.get(version === 2 ? 'payment-response' : 'x-payment-response'));
     t.match(receipt, { success: true, network: version === 2 ? 'eip155:8453' : 'base', payer: payer.address });
-    t.equal(res.headers.get(version === 2 ? 'x-payment-response' : 'payment-response'), null, 'one receipt header, of the paid version');
+    t.equal(
+      res.headers.get(version === 2 ? 'x-payment-response' : 'payment-response'),
+      null,
+      'one receipt header, of the paid version',
+    );
 
     const payer_ = payer.address.toLowerCase();
     const settled = await until(async () => {
@@ -79,7 +107,14 @@ for (const version of [1, 2] as const) {
     const log = srv.logs.find((l) => l.msg === 'x402 payment settled' && l.payer === payer_);
     t.ok(log, 'the settlement is logged');
     const rec = await srv.store.getPayment(String(log?.paymentId));
-    t.match(rec, { state: 'settled', payer: payer_, value: '10000', x402Version: version, attempts: 1, lastError: null });
+    t.match(rec, {
+      state: 'settled',
+      payer: payer_,
+      value: '10000',
+      x402Version: version,
+      attempts: 1,
+      lastError: null,
+    });
     const txHash = rec?.txHash as string;
     t.match(txHash, /^0x[0-9a-f]{64}$/);
     const onChain = await chain.provider.getTransactionReceipt(txHash);

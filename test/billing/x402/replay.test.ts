@@ -30,7 +30,11 @@ for (const version of [1, 2] as const) {
     const again = await postJson(fetch, url, { goal: 'replay' }, { [headerName(version)]: header });
     t.equal(again.status, 402);
     t.equal((await again.json()).error, 'duplicate_settlement');
-    t.match(decodeHeader(again.headers.get(version === 2 ? 'payment-response' : 'x-payment-response')), { success: false, errorReason: 'duplicate_settlement', payer: payer.address });
+    t.match(decodeHeader(again.headers.get(version === 2 ? 'payment-response' : 'x-payment-response')), {
+      success: false,
+      errorReason: 'duplicate_settlement',
+      payer: payer.address,
+    });
     const counts = await allSettled(version);
     t.equal(counts.failed, 0);
     const later = await postJson(fetch, url, { goal: 'replay' }, { [headerName(version)]: header });
@@ -46,7 +50,9 @@ t.test('50 concurrent copies of one header: exactly one 200', async (t) => {
   const header = await captureHeader(2, chain, payer, url);
   const served = await srv.served();
   const payToBefore = await chain.balanceOf(srv.payTo);
-  const results = await Promise.all(Array.from({ length: 50 }, () => postJson(fetch, url, { goal: 'replay' }, { 'PAYMENT-SIGNATURE': header })));
+  const results = await Promise.all(
+    Array.from({ length: 50 }, () => postJson(fetch, url, { goal: 'replay' }, { 'PAYMENT-SIGNATURE': header })),
+  );
   const statuses = results.map((r) => r.status);
   t.equal(statuses.filter((s) => s === 200).length, 1, 'one answer');
   t.equal(statuses.filter((s) => s === 402).length, 49, 'the rest refused');

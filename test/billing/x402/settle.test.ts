@@ -9,7 +9,17 @@ import { join } from 'node:path';
 import t from 'tap';
 import { Wallet } from 'ethers';
 import { startUsdcChain } from '../../helpers/usdc.js';
-import { PATH, PRICE, captureHeader, decodeHeader, postJson, startPaidServer, until, v1Fetch, v2Fetch } from './fixture.js';
+import {
+  PATH,
+  PRICE,
+  captureHeader,
+  decodeHeader,
+  postJson,
+  startPaidServer,
+  until,
+  v1Fetch,
+  v2Fetch,
+} from './fixture.js';
 
 const chain = await startUsdcChain();
 t.teardown(() => chain.close());
@@ -31,7 +41,11 @@ t.test('a transfer that reverts on chain is retried, then failed, logged, and se
     return r?.txHash ? r : undefined;
   });
   const usdc = chain.usdc.connect(payer) as typeof chain.usdc;
-  await usdc.transfer(Wallet.createRandom().address, PRICE, { gasLimit: 100_000n, maxPriorityFeePerGas: 10n ** 11n, maxFeePerGas: 10n ** 12n });
+  await usdc.transfer(Wallet.createRandom().address, PRICE, {
+    gasLimit: 100_000n,
+    maxPriorityFeePerGas: 10n ** 11n,
+    maxFeePerGas: 10n ** 12n,
+  });
   await chain.rpc('evm_mine');
   await chain.rpc('evm_setAutomine', [true]);
   const mined = await chain.provider.getTransactionReceipt(rec.txHash as string);
@@ -44,10 +58,15 @@ t.test('a transfer that reverts on chain is retried, then failed, logged, and se
   t.equal(failed.attempts, 3, 'tried three times');
   t.match(failed.lastError, /./, 'the last error is kept');
   t.equal(failed.txHash, rec.txHash, 'the reverted transaction stays on record');
-  const warns = srv.logs.filter((l) => l.paymentId === rec.id && l.msg === 'x402 settlement attempt failed, will retry');
+  const warns = srv.logs.filter(
+    (l) => l.paymentId === rec.id && l.msg === 'x402 settlement attempt failed, will retry',
+  );
   t.equal(warns.length, 2);
   t.match(warns[0], { level: 40, err: 'transaction reverted on chain', txHash: rec.txHash });
-  t.match(srv.logs.find((l) => l.paymentId === rec.id && l.level === 50), { msg: 'x402 settlement failed for good', attempts: 3 });
+  t.match(
+    srv.logs.find((l) => l.paymentId === rec.id && l.level === 50),
+    { msg: 'x402 settlement failed for good', attempts: 3 },
+  );
   t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 0, failed: 1 });
 
   const next = await chain.wallet(PRICE);
@@ -65,7 +84,12 @@ t.test('an unfinished settlement is finished after a restart', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const dbFile = join(dir, 'ledger.db');
   // The first process's settler has no gas money: every attempt fails, the payment waits.
-  const first = await startPaidServer(chain, { settlerKey: settler.privateKey, payTo, dbFile, retry: { maxAttempts: 100 } });
+  const first = await startPaidServer(chain, {
+    settlerKey: settler.privateKey,
+    payTo,
+    dbFile,
+    retry: { maxAttempts: 100 },
+  });
   const url = first.url + PATH;
   const payer = await chain.wallet(PRICE);
   const res = await postJson(v1Fetch(chain, payer), url);
@@ -100,29 +124,50 @@ t.test('X402_SETTLE_BEFORE_RESPONSE: the answer carries the mined transaction', 
   t.equal(res.status, 200);
   const receipt = decodeHeader(res.headers.get('x-payment-response'));
   t.match(receipt, { success: true, network: 'base', payer: payer.address, transaction: /^0x[0-9a-f]{64}$/ });
-  t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 1, failed: 0 }, 'settled before the answer');
+  t.same(
+    await srv.store.countPaymentsByState(),
+    { verified: 0, settling: 0, settled: 1, failed: 0 },
+    'settled before the answer',
+  );
   t.equal((await chain.provider.getTransactionReceipt(String(receipt?.transaction)))?.status, 1);
   t.equal(await chain.balanceOf(srv.payTo), PRICE);
 });
 
 t.test('X402_SETTLE_BEFORE_RESPONSE: a settlement that fails is a 402 and nothing is served', async (t) => {
   const broke = Wallet.createRandom();
-  const srv = await startPaidServer(chain, { settlerKey: broke.privateKey, env: { X402_SETTLE_BEFORE_RESPONSE: 'true' } });
+  const srv = await startPaidServer(chain, {
+    settlerKey: broke.privateKey,
+    env: { X402_SETTLE_BEFORE_RESPONSE: 'true' },
+  });
   t.teardown(() => srv.close());
   const payer = await chain.wallet(PRICE);
   const header = await captureHeader(2, chain, payer, srv.url + PATH);
   const res = await postJson(fetch, srv.url + PATH, { goal: 'settle first' }, { 'PAYMENT-SIGNATURE': header });
   t.equal(res.status, 402);
   t.equal((await res.json()).error, 'invalid_transaction_state');
-  t.match(decodeHeader(res.headers.get('payment-response')), { success: false, errorReason: 'invalid_transaction_state', payer: payer.address });
+  t.match(decodeHeader(res.headers.get('payment-response')), {
+    success: false,
+    errorReason: 'invalid_transaction_state',
+    payer: payer.address,
+  });
   t.equal(await srv.served(), 0);
-  t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 0, failed: 1 }, 'failed at once: the caller was told so');
+  t.same(
+    await srv.store.countPaymentsByState(),
+    { verified: 0, settling: 0, settled: 0, failed: 1 },
+    'failed at once: the caller was told so',
+  );
   t.equal(await chain.balanceOf(payer.address), PRICE, 'no money moved');
 });
 
 t.test('a paid request that ends in a 5xx releases its payment: failed, never settled', async (t) => {
   const srv = await startPaidServer(chain, {
-    extra: { handlers: { guard: () => { throw new Error('the guard crashed'); } } },
+    extra: {
+      handlers: {
+        guard: () => {
+          throw new Error('the guard crashed');
+        },
+      },
+    },
   });
   t.teardown(() => srv.close());
   const payer = await chain.wallet(PRICE);
