@@ -18,6 +18,16 @@ function toComponent(node: unknown): unknown {
   return out;
 }
 
+/** What each tag groups, shown by the reference page at /docs. */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  meta: 'Free read-only endpoints: service information, health, capabilities, this document, metrics.',
+  keys: 'Free API keys (100 calls a month).',
+  decide: 'Goals with explicit checks, paid with an API key or an x402 payment.',
+  guard: 'Action descriptions turned into a plan of safety checks, paid with an API key or an x402 payment.',
+  x402: 'The same answers, paid per call with x402 only (0.01 USDC on Base).',
+  agents: 'The six analysis agents and their endpoints.',
+};
+
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
 
@@ -47,6 +57,8 @@ export function buildOpenApi(serverUrl: string | null): Json {
           'getRoot',
         summary: e.summary,
         tags: [e.tag],
+        // Free: an empty requirement says so (no credentials), instead of leaving it unstated.
+        security: [],
         responses: { 200: ok },
       },
     };
@@ -90,7 +102,8 @@ export function buildOpenApi(serverUrl: string | null): Json {
         tags: [e.tag],
         requestBody: { required: true, content: { 'application/json': { schema: ref(e.request) } } },
         responses,
-        ...(security.length ? { security } : {}),
+        // The signup is free: an empty list states that no credentials are needed.
+        security,
       },
     };
   }
@@ -104,7 +117,10 @@ export function buildOpenApi(serverUrl: string | null): Json {
         'Checks an on-chain action against live data before an agent executes it, and answers proceed, wait or block with confidence, risk, expiry and evidence.',
     },
     servers: [{ url: serverUrl ?? '/' }],
-    tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS].map((e) => e.tag))].map((name) => ({ name })),
+    tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS].map((e) => e.tag))].map((name) => ({
+      name,
+      ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+    })),
     paths,
     components: {
       schemas: components,

@@ -1320,7 +1320,8 @@ export const schemas = {
       "params": {
         "type": "array",
         "maxItems": 32,
-        "description": "Method params; defaults to []."
+        "items": {},
+        "description": "Method params, any JSON values, passed as they are; defaults to []."
       },
       "expect_hex_result": {
         "type": "boolean",

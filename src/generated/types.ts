@@ -286,7 +286,7 @@ export type RpcCheck = {
   rpc_url: string;
   /** JSON-RPC method, e.g. eth_blockNumber. */
   method_name: string;
-  /** Method params; defaults to []. */
+  /** Method params, any JSON values, passed as they are; defaults to []. */
   params?: Array<unknown>;
   expect_hex_result: boolean;
   /** Fail when the chain head is below this block. */
