@@ -49,7 +49,9 @@ export function buildOpenApi(serverUrl: string | null): Json {
             description: 'Prometheus text exposition format',
             content: { 'text/plain': { schema: { type: 'string' } } },
           }
-        : json(schema, 'OK');
+        : e.path === '/docs'
+          ? { description: 'The reference page', content: { 'text/html': { schema: { type: 'string' } } } }
+          : json(schema, 'OK');
     paths[e.path] = {
       get: {
         operationId:

@@ -221,6 +221,12 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
     array: true,
   },
   { path: '/openapi.json', summary: 'This OpenAPI 3.1 document', tag: 'meta', response: null },
+  {
+    path: '/docs',
+    summary: 'This document as an interactive reference (Swagger UI, HTML)',
+    tag: 'meta',
+    response: null,
+  },
   { path: '/metrics', summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tag: 'meta', response: null },
 ];
 

@@ -1,4 +1,4 @@
-/** The free read-only endpoints: /, /health, /v1/capabilities, /v1/agents, /openapi.json. */
+/** The free read-only endpoints: /, /health, /v1/capabilities, /v1/agents, /openapi.json, /docs. */
 import { Router } from 'express';
 import type { Config } from '../../config.js';
 import { VERSION } from '../../version.js';
@@ -6,6 +6,7 @@ import { buildOpenApi } from '../../openapi.js';
 import { agentInfos, GET_ENDPOINTS, POST_ENDPOINTS } from '../endpoints.js';
 import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } from '../../schema-info.js';
 import { MAX_DEPTH } from '../validation.js';
+import { docsRouter } from './docs.js';
 import {
   MAX_BODY_BYTES,
   NETWORK_V1,
@@ -89,6 +90,7 @@ export function metaRouter(config: Readonly<Config>): Router {
         capabilities: '/v1/capabilities',
         agents: '/v1/agents',
         openapi: '/openapi.json',
+        docs: '/docs',
         metrics: '/metrics',
         signup: '/v1/api-keys/signup',
       },
@@ -107,5 +109,6 @@ export function metaRouter(config: Readonly<Config>): Router {
   r.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+  r.use(docsRouter());
   return r;
 }
