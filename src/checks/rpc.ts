@@ -7,7 +7,7 @@ import type { RpcCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { hexQuantity } from './format.js';
-import { rpcBatch, type RpcReply } from '../upstreams/jsonrpc.js';
+import { rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 
 export type { RpcReply };

@@ -6,7 +6,7 @@ import type { TxCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { hexQuantity } from './format.js';
-import { rpcBatch } from '../upstreams/jsonrpc.js';
+import { rpcBatch } from '../net/rpc.js';
 import { RPC_RATE_LIMIT_CODES, type RpcReply } from './rpc.js';
 import { isOperatorUrl } from './trust.js';
 

@@ -9,7 +9,7 @@ import type { GuardCheckModule } from './module.js';
 import { checkError, fromUpstreamFail, neverThrow } from '../checks/outcome.js';
 import { hexQuantity } from '../checks/format.js';
 import { RPC_RATE_LIMIT_CODES, type RpcReply } from '../checks/rpc.js';
-import { rpcBatch } from '../upstreams/jsonrpc.js';
+import { rpcBatch } from '../net/rpc.js';
 import { isOperatorUrl } from '../checks/trust.js';
 
 export const RPC_HEALTH_TTL_S = 10;
