@@ -5,8 +5,8 @@
  * (`safe: true`: SSRF rules on every hop). Keep-alive comes from the dispatcher's pool.
  *
  * A node that refuses batches (one error object for the whole batch, or an HTTP 4xx) gets the
- * calls again one by one, in parallel, and is remembered for a while so the next batch goes
- * straight to single calls. Failures are data (UpstreamResult), never thrown. The evidence source
+ * calls again one by one, in parallel; an operator's node is remembered for a while so its next
+ * batch goes straight to single calls. Failures are data (UpstreamResult), never thrown. The evidence source
  * is the RPC host name alone: paths and query strings of RPC URLs routinely carry API keys.
  */
 import type { Dispatcher } from 'undici';
@@ -144,7 +144,11 @@ async function post(
   return interpretJson(source, started, r.res, accept);
 }
 
-/** Nodes seen refusing batches (bounded; oldest forgotten first): their batches go as single calls. */
+/**
+ * Operator nodes seen refusing batches (bounded; oldest forgotten first): their batches go as single
+ * calls at once. Only the operator's: they are few and called constantly (the paid path's reads),
+ * while caller URLs are many, each seen rarely, and a caller's node may change its mind.
+ */
 const NO_BATCH_TTL_MS = 10 * 60_000;
 const noBatch = new Map<string, number>();
 function refusesBatches(url: string): boolean {
@@ -277,11 +281,11 @@ export async function rpcBatch(
 ): Promise<UpstreamResult<RpcReply[]>> {
   const started = performance.now();
   const source = opts.source ?? rpcSource(url);
-  if (calls.length > 1 && refusesBatches(url)) return oneByOne(url, calls, opts, source, started);
+  if (calls.length > 1 && !opts.safe && refusesBatches(url)) return oneByOne(url, calls, opts, source, started);
   const p = await exchange(url, calls, opts, source, started);
   if (!p.ok) {
     if (!p.refused || opts.signal?.aborted) return p.fail;
-    rememberRefusal(url);
+    if (!opts.safe) rememberRefusal(url);
     return oneByOne(url, calls, opts, source, started);
   }
   return (
