@@ -1,6 +1,6 @@
 /**
- * liquidity_depth (guard-only: planned by the guard, not admitted in a decide request): is the pool deep enough for the trade?
- * The price impact is estimated as amount_usd / liquidity_usd: a first-order estimate, good
+ * liquidity_depth (guard-only: the guard plans it; a decide request cannot name it): is the
+ * pool deep enough for the trade? The price impact is estimated as amount_usd / liquidity_usd: a first-order estimate, good
  * enough to tell a pool that absorbs the trade from one it would move. Without amount_usd only
  * the pool's liquidity is judged.
  */

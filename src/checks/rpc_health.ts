@@ -1,6 +1,6 @@
 /**
- * rpc_health (guard-only: planned by the guard, not admitted in a decide request): the node serves the chain the action is on and
- * its head is fresh. One batch: eth_chainId, eth_blockNumber and the latest block (timestamp).
+ * rpc_health (guard-only: the guard plans it; a decide request cannot name it): the node
+ * serves the chain the action is on and its head is fresh. One batch: eth_chainId, eth_blockNumber and the latest block (timestamp).
  * A request-supplied rpc_url goes through the SSRF-safe fetch; the operator's RPC for the chain
  * (RPC_URLS) is trusted. Trust comes from the configuration, never from the check object.
  */

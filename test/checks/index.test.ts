@@ -1,6 +1,7 @@
 import t from 'tap';
 import { checkName, checks, moduleFor, moduleOf, upstreamLabel } from '../../src/checks/index.js';
 import { schemas } from '../../src/generated/schemas.js';
+import * as validators from '../../src/generated/validators.js';
 import type { Check } from '../../src/generated/types.js';
 
 /** Raw request-shaped checks, before validation fills the defaults. */
@@ -15,7 +16,13 @@ t.test("the registry holds exactly the schema's check types and the guard-only o
       (schemas as unknown as Record<string, { properties: { type: { const: string } } }>)[r.$ref].properties.type.const,
   );
   t.same(Object.keys(checks).sort(), [...types, ...GUARD_ONLY].sort());
-  for (const g of GUARD_ONLY) t.notOk(types.includes(g), `a decide request cannot name ${g}`);
+  for (const g of GUARD_ONLY) {
+    t.notOk(types.includes(g), `the Check schema has no ${g}`);
+    t.notOk(
+      validators.Check({ type: g, chain: 'base', pair_address: '0x1', rpc_url: 'http://127.0.0.1:1' }),
+      `a decide request cannot name ${g}`,
+    );
+  }
   for (const [type, mod] of Object.entries(checks)) t.equal(mod.type, type, `${type} module says its type`);
   t.equal(moduleFor({ type: 'approval_amount', amount: '1' }).type, 'approval_amount');
 });
