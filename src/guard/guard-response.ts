@@ -59,7 +59,7 @@ export function unresolvedResult(u: UnresolvedEntry, strict: boolean): CheckResu
   };
 }
 
-/** Worst first, in the order the verdict weighs them (semantics.md §3). */
+/** Worst first, in the order the judge weighs them. */
 const SEVERITY: Readonly<Record<CheckStatus, number>> = { fail: 4, warn: 3, error: 2, pass: 1, skipped: 0 };
 
 /** Plan entry → status; an entry with several checks (several bridges) shows its worst. */
