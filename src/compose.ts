@@ -6,7 +6,7 @@
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createExecutor } from './engine/executor.js';
+import { createExecutor } from './engine/worker-pool.js';
 import { createEngine, type Engine } from './engine/runner.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';

@@ -101,6 +101,7 @@ export function evaluateVerified(check: ContractVerifiedCheck, ev: VerificationE
 
 export const contractVerified: CheckModule<ContractVerifiedCheck> = {
   type: 'contract_verified',
+  upstream: ['sourcify', 'etherscan'],
   run: neverThrow(async (check, ctx) => {
     const chainId = CHAIN_IDS[check.chain];
     if (chainId === undefined)

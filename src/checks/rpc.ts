@@ -113,6 +113,7 @@ export function evaluateRpc(
 
 export const rpc: CheckModule<RpcCheck> = {
   type: 'rpc',
+  upstream: 'rpc',
   run: neverThrow(async (check, ctx) => {
     const calls = [{ method: check.method_name, params: check.params ?? [] }];
     const needHead = check.min_block_number != null && check.method_name !== 'eth_blockNumber';

@@ -93,6 +93,7 @@ export function evaluateTx(check: TxCheck, receiptReply: RpcReply, headReply: Rp
 
 export const tx: CheckModule<TxCheck> = {
   type: 'tx',
+  upstream: 'rpc',
   run: neverThrow(async (check, ctx) => {
     const calls = [
       { method: 'eth_getTransactionReceipt', params: [check.tx_hash] },
