@@ -6,7 +6,7 @@
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createExecutor } from './engine/executor.js';
+import { createExecutor } from './engine/worker-pool.js';
 import { createEngine, type Engine } from './engine/runner.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';
@@ -20,8 +20,7 @@ import { stablecoinHandler } from './agents/stablecoin.js';
 import { bridgeRiskHandler } from './agents/bridge-risk.js';
 import { yieldRoutingHandler } from './agents/yield-routing.js';
 import type { AppDeps } from './app.js';
-import { closeUpstreamAgent } from './upstreams/http.js';
-import { closeSafeFetchAgent } from './net/safe-fetch.js';
+import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 
 export interface Service {
@@ -94,7 +93,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       await payments.stop();
       await engine.close();
       stopWatching();
-      await Promise.all([closeUpstreamAgent(), closeSafeFetchAgent()]);
+      await closeDispatchers();
       await store.close();
     },
   };

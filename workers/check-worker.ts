@@ -5,7 +5,7 @@
 import { workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import type { Config } from '../src/config.js';
-import { executeOne, type ExecItem } from '../src/engine/execute.js';
+import { runTimedCheck, type ExecItem } from '../src/engine/timed-check.js';
 
 const config = (workerData as { config: Readonly<Config> }).config;
 
@@ -15,7 +15,7 @@ export default async function run(
   if (!('items' in task)) return 0; // warm-up: loading this module was the work
   await Promise.all(
     task.items.map(async (item) => {
-      const result = await executeOne(item, config, task.hardTimeoutMs);
+      const result = await runTimedCheck(item, config, task.hardTimeoutMs);
       task.port.postMessage(result);
     }),
   );

@@ -9,14 +9,14 @@ import { sendJson } from '../http/errors.js';
 import { randomUUID } from 'node:crypto';
 import type { CheckResult } from '../checks/types.js';
 import type { BridgeRiskRequest, BridgeRiskResponse } from '../generated/types.js';
-import { verdict, type VerdictPolicy } from '../engine/verdict.js';
-import { summarize } from '../engine/respond.js';
+import { judge, type JudgePolicy } from '../engine/judge.js';
+import { summarize } from '../engine/decide-response.js';
 import type { AgentDeps } from './stablecoin.js';
 import { agentMeta } from './peg.js';
 
 type Bridge = BridgeRiskResponse['bridges'][number];
 
-export function bridgePolicy(strict: boolean): VerdictPolicy {
+export function bridgePolicy(strict: boolean): JudgePolicy {
   return strict ? { allowPartial: false, warnVerdict: 'wait' } : { allowPartial: true, warnVerdict: 'proceed' };
 }
 
@@ -50,7 +50,7 @@ export function bridgeRiskResponse(
   results: CheckResult[],
   meta: ReturnType<typeof agentMeta>,
 ): BridgeRiskResponse {
-  const v = verdict(results, bridgePolicy(body.strict_mode));
+  const v = judge(results, bridgePolicy(body.strict_mode));
   return {
     verdict: v.verdict,
     risk: v.risk,

@@ -1,7 +1,7 @@
 /**
  * Stablecoin intelligence (semantics.md §5): the peg of many stablecoins from ONE price-provider
  * call, each judged by the stablecoin_depeg rule, the worst asset named, and an overall verdict
- * by the engine's verdict rules (a depeg or an unknown asset blocks, a warning or an
+ * by the engine's judge (a depeg or an unknown asset blocks, a warning or an
  * unanswered provider waits).
  */
 import type { ApiHandler } from '../http/api.js';
@@ -13,7 +13,7 @@ import type { StablecoinIntelligenceRequest, StablecoinIntelligenceResponse } fr
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Engine } from '../engine/runner.js';
-import { verdict, DEFAULT_POLICY } from '../engine/verdict.js';
+import { judge, DEFAULT_POLICY } from '../engine/judge.js';
 import { DEPEG_TTL_S, evaluateDepeg } from '../checks/stablecoin_depeg.js';
 import { fromUpstreamFail } from '../checks/outcome.js';
 import { fmtPct } from '../checks/format.js';
@@ -122,7 +122,7 @@ export function stablecoinHandler(deps: AgentDeps): ApiHandler {
     const quote = normaliseAssetId(body.quote);
     const snap = await snapshots.get(config, assets, quote, AbortSignal.timeout(config.requestDeadlineMs));
     const { results, views } = assessAssets({ ...body, quote }, assets, snap, Date.now());
-    const v = verdict(results, DEFAULT_POLICY);
+    const v = judge(results, DEFAULT_POLICY);
     const response: StablecoinIntelligenceResponse = {
       verdict: v.verdict,
       risk: v.risk,

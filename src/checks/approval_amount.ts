@@ -4,7 +4,7 @@
  * uint160 (Permit2) and uint256 maxima for "infinite", and no real balance comes close.
  */
 import type { ApprovalAmountCheck } from '../generated/types.js';
-import type { CheckModule, CheckOutcome } from './types.js';
+import { type CheckModule, type CheckOutcome, NO_UPSTREAM } from './types.js';
 import { checkError, neverThrow } from './outcome.js';
 
 export const APPROVAL_TTL_S = 300;
@@ -93,5 +93,6 @@ export function evaluateApproval(check: ApprovalAmountCheck): CheckOutcome {
 
 export const approvalAmount: CheckModule<ApprovalAmountCheck> = {
   type: 'approval_amount',
+  upstream: NO_UPSTREAM,
   run: neverThrow(async (check) => evaluateApproval(check)),
 };

@@ -9,7 +9,7 @@ import type { CheckModule, CheckOutcome } from './types.js';
 import type { UpstreamResult } from '../upstreams/types.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { CHAIN_IDS } from '../config.js';
-import { rpcBatch } from '../upstreams/jsonrpc.js';
+import { rpcBatch } from '../net/rpc.js';
 import { getEtherscanStatus, getSourcifyStatus, type VerificationStatus } from '../upstreams/verification.js';
 import type { RpcReply } from './rpc.js';
 
@@ -101,6 +101,7 @@ export function evaluateVerified(check: ContractVerifiedCheck, ev: VerificationE
 
 export const contractVerified: CheckModule<ContractVerifiedCheck> = {
   type: 'contract_verified',
+  upstream: ['sourcify', 'etherscan'],
   run: neverThrow(async (check, ctx) => {
     const chainId = CHAIN_IDS[check.chain];
     if (chainId === undefined)

@@ -4,26 +4,11 @@
  */
 import type { DexPriceCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
-import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
+import { checkError } from './outcome.js';
+import { type DexPairView, pairLabel, pairNotFound, runOnDexPair } from './dex-pair.js';
 import { fmtNum, fmtUsd } from './format.js';
-import { getDexPair, type DexPair } from '../upstreams/dex.js';
 
 export const DEX_PRICE_TTL_S = 30;
-
-/** The pair fields the DEX checks read (tests build just these). */
-export type DexPairView = Pick<
-  DexPair,
-  | 'priceUsd'
-  | 'liquidityUsd'
-  | 'volumeH24'
-  | 'buysH24'
-  | 'sellsH24'
-  | 'fdv'
-  | 'pairCreatedAt'
-  | 'baseSymbol'
-  | 'quoteSymbol'
-  | 'url'
->;
 
 interface Bound {
   field: 'priceUsd' | 'liquidityUsd' | 'volumeH24';
@@ -83,17 +68,8 @@ export function evaluateDexPrice(
     min_volume_h24_usd: check.min_volume_h24_usd ?? null,
   };
   const base = { source, ttl_s: DEX_PRICE_TTL_S, expected };
-  const where = `${check.chain}/${check.pair_address}`;
-  if (pair === null) {
-    return {
-      ...base,
-      status: 'fail',
-      reason: 'pair_not_found',
-      message: `The DEX provider knows no pair ${where}.`,
-      observed: { pair: null },
-    };
-  }
-  const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
+  if (pair === null) return pairNotFound(check, base);
+  const label = pairLabel(check, pair);
   const observed = {
     price_usd: pair.priceUsd,
     liquidity_usd: pair.liquidityUsd,
@@ -140,9 +116,6 @@ export function evaluateDexPrice(
 
 export const dexPrice: CheckModule<DexPriceCheck> = {
   type: 'dex_price',
-  run: neverThrow(async (check, ctx) => {
-    const res = await getDexPair(ctx.config, check.chain, check.pair_address, ctx.signal);
-    if (!res.ok) return fromUpstreamFail(res, DEX_PRICE_TTL_S);
-    return evaluateDexPrice(check, res.data, res.source);
-  }),
+  upstream: 'dex_provider',
+  run: runOnDexPair(DEX_PRICE_TTL_S, evaluateDexPrice),
 };

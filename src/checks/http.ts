@@ -44,6 +44,7 @@ export function evaluateHttp(check: HttpCheck, page: FetchedPage, source: string
 
 export const http: CheckModule<HttpCheck> = {
   type: 'http',
+  upstream: 'http_target',
   run: neverThrow(async (check, ctx) => {
     const res = await fetchTarget(check.url, check.method, check.headers, ctx);
     if (!res.ok) return fromUpstreamFail(res, HTTP_TTL_S);

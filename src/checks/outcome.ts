@@ -16,7 +16,7 @@ const DEFAULT_RETRY_AFTER_S = 2;
 const FAIL_REASONS: ReadonlySet<string> = new Set(['target_forbidden', 'too_many_redirects']);
 
 /**
- * Maps an UpstreamFail to a result. `target_forbidden` and `too_many_redirects` are verdicts on
+ * Maps an UpstreamFail to a result. `target_forbidden` and `too_many_redirects` are answers about
  * the caller's URL (fail, cached like any answer); everything else is `error`. Transient errors
  * get ttl_s 0 so they are never reused as an answer, except rate limits and an open circuit,
  * which stay cached for their retry-after so a burst does not hammer a provider that said stop.

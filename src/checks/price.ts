@@ -75,6 +75,7 @@ export function evaluatePrice(
 
 export const price: CheckModule<PriceCheck> = {
   type: 'price',
+  upstream: 'price_provider',
   run: neverThrow(async (check, ctx) => {
     const res = await getSimplePrices(ctx.config, [check.asset_id], check.quote, ctx.signal);
     if (!res.ok) return fromUpstreamFail(res, PRICE_TTL_S);

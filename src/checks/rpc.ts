@@ -7,7 +7,7 @@ import type { RpcCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { hexQuantity } from './format.js';
-import { rpcBatch, type RpcReply } from '../upstreams/jsonrpc.js';
+import { rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 
 export type { RpcReply };
@@ -113,6 +113,7 @@ export function evaluateRpc(
 
 export const rpc: CheckModule<RpcCheck> = {
   type: 'rpc',
+  upstream: 'rpc',
   run: neverThrow(async (check, ctx) => {
     const calls = [{ method: check.method_name, params: check.params ?? [] }];
     const needHead = check.min_block_number != null && check.method_name !== 'eth_blockNumber';

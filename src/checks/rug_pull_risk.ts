@@ -4,11 +4,10 @@
  * `rug_risk_high`. The parameters set the thresholds (semantics §2 and §7).
  */
 import type { RugPullRiskCheck } from '../generated/types.js';
-import type { CheckModule, CheckOutcome } from './types.js';
-import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
+import type { Basis, CheckModule, CheckOutcome } from './types.js';
+import { checkError } from './outcome.js';
+import { type DexPairView, pairLabel, pairNotFound, runOnDexPair } from './dex-pair.js';
 import { fmtNum, fmtUsd } from './format.js';
-import { getDexPair } from '../upstreams/dex.js';
-import type { DexPairView } from './dex_price.js';
 
 export const RUG_TTL_S = 60;
 /** The FDV/liquidity signal misfires on old blue chips traded in many pools, so it is kept to young pairs. */
@@ -25,6 +24,14 @@ export const RISK_POINTS: Readonly<Record<string, number>> = Object.freeze({
   sells_below_min: 30,
 });
 const FAILS_ALONE = ['liquidity_below_min', 'sells_blocked'];
+/**
+ * What a fail rests on: thin liquidity is the caller's own bound; blocked sells, like any
+ * combination of signals, only suggest a honeypot or a rug.
+ */
+const BASIS: Readonly<Record<string, Basis>> = Object.freeze({
+  liquidity_below_min: 'bound',
+  sells_blocked: 'heuristic',
+});
 
 interface Signal {
   reason: string;
@@ -45,17 +52,8 @@ export function evaluateRug(
     min_sells_h24: check.min_sells_h24 ?? null,
   };
   const base = { source, ttl_s: RUG_TTL_S, expected };
-  const where = `${check.chain}/${check.pair_address}`;
-  if (pair === null) {
-    return {
-      ...base,
-      status: 'fail',
-      reason: 'pair_not_found',
-      message: `The DEX provider knows no pair ${where}.`,
-      observed: { pair: null },
-    };
-  }
-  const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
+  if (pair === null) return pairNotFound(check, base);
+  const label = pairLabel(check, pair);
   const liq = pair.liquidityUsd;
   if (liq === null || !Number.isFinite(liq)) {
     const message = `The DEX provider gave no liquidity for ${label}; rug-pull risk cannot be judged without it.`;
@@ -116,15 +114,31 @@ export function evaluateRug(
     sells_h24: sells,
     pair: label,
   };
-  const out = { ...base, observed };
+  // Inputs a signal needed and the provider left out: the answer stands, with less confidence.
+  const unknown = [
+    pair.pairCreatedAt === null,
+    buys === null,
+    sells === null,
+    pair.fdv === null && (ageMin === null || ageMin < FDV_SIGNAL_MAX_AGE_MINUTES),
+  ].filter(Boolean).length;
+  const out = { ...base, observed, ...(unknown > 0 ? { unknown_inputs: unknown } : {}) };
   const detail = signals.map((s) => s.text).join('; ');
   const hard = signals.find((s) => FAILS_ALONE.includes(s.reason));
-  if (hard) return { ...out, status: 'fail', reason: hard.reason, message: `${label} risk ${score}/100: ${detail}.` };
+  if (hard)
+    return {
+      ...out,
+      status: 'fail',
+      reason: hard.reason,
+      basis: BASIS[hard.reason] ?? 'heuristic',
+      message: `${label} risk ${score}/100: ${detail}.`,
+    };
   if (signals.length >= 2)
     return {
       ...out,
       status: 'fail',
       reason: 'rug_risk_high',
+      basis: 'heuristic',
+      components: signals.map((s) => s.reason),
       message: `${label} risk ${score}/100 from ${signals.length} signals: ${detail}.`,
     };
   if (signals.length === 1)
@@ -140,9 +154,6 @@ export function evaluateRug(
 
 export const rugPullRisk: CheckModule<RugPullRiskCheck> = {
   type: 'rug_pull_risk',
-  run: neverThrow(async (check, ctx) => {
-    const res = await getDexPair(ctx.config, check.chain, check.pair_address, ctx.signal);
-    if (!res.ok) return fromUpstreamFail(res, RUG_TTL_S);
-    return evaluateRug(check, res.data, Date.now(), res.source);
-  }),
+  upstream: 'dex_provider',
+  run: runOnDexPair(RUG_TTL_S, (c, pair, source) => evaluateRug(c, pair, Date.now(), source)),
 };

@@ -54,6 +54,7 @@ export function evaluateDepeg(
 
 export const stablecoinDepeg: CheckModule<StablecoinDepegCheck> = {
   type: 'stablecoin_depeg',
+  upstream: 'price_provider',
   run: neverThrow(async (check, ctx) => {
     const res = await getSimplePrices(ctx.config, [check.asset_id], check.quote, ctx.signal);
     if (!res.ok) return fromUpstreamFail(res, DEPEG_TTL_S);

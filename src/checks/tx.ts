@@ -6,7 +6,7 @@ import type { TxCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { hexQuantity } from './format.js';
-import { rpcBatch } from '../upstreams/jsonrpc.js';
+import { rpcBatch } from '../net/rpc.js';
 import { RPC_RATE_LIMIT_CODES, type RpcReply } from './rpc.js';
 import { isOperatorUrl } from './trust.js';
 
@@ -93,6 +93,7 @@ export function evaluateTx(check: TxCheck, receiptReply: RpcReply, headReply: Rp
 
 export const tx: CheckModule<TxCheck> = {
   type: 'tx',
+  upstream: 'rpc',
   run: neverThrow(async (check, ctx) => {
     const calls = [
       { method: 'eth_getTransactionReceipt', params: [check.tx_hash] },

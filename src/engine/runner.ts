@@ -5,12 +5,13 @@
  * caller's retry is served from it.
  */
 import type { Config } from '../config.js';
-import type { CheckOutcome, CheckResult } from '../checks/types.js';
+import { upstreamLabel } from '../checks/index.js';
+import { type CheckOutcome, type CheckResult, DECISION_FIELDS } from '../checks/types.js';
 import type { Metrics } from '../metrics.js';
 import { ResultCache, type CacheEntry } from './cache.js';
 import { canonical } from './canonical.js';
-import type { Executor } from './executor.js';
-import type { ExecItem, ExecResult } from './execute.js';
+import type { Executor } from './worker-pool.js';
+import type { ExecItem, ExecResult } from './timed-check.js';
 
 export interface PlannedCheck {
   /** Stable evidence name: `price`, `http[2]`, `rpc_health`. */
@@ -33,22 +34,12 @@ export interface Engine {
 /** How often expired cache entries are swept out. */
 const SWEEP_MS = 5000;
 
-const UPSTREAM_BY_SOURCE = new Set(['price_provider', 'dex_provider', 'sourcify', 'etherscan']);
-const UPSTREAM_BY_TYPE: Record<string, string> = {
-  http: 'http_target',
-  bridge_exploit_monitor: 'bridge_status',
-  rpc: 'rpc',
-  tx: 'rpc',
-  rpc_health: 'rpc',
-};
-
-/** A bounded label for the upstream metric: never a URL or host. */
-function upstreamLabel(type: string, outcome: CheckOutcome): string {
-  if (outcome.source && UPSTREAM_BY_SOURCE.has(outcome.source)) return outcome.source;
-  return UPSTREAM_BY_TYPE[type] ?? 'other';
-}
-
-function result(
+/**
+ * The evidence item for an outcome. The fields only the decision reads (basis, unknown inputs,
+ * components) ride along as non-enumerable properties: the decision sees them, the serialized
+ * evidence does not.
+ */
+export function result(
   name: string,
   type: string,
   outcome: CheckOutcome,
@@ -56,7 +47,7 @@ function result(
   cached: boolean,
   ageS: number,
 ): CheckResult {
-  return {
+  const item: CheckResult = {
     name,
     type,
     status: outcome.status,
@@ -71,6 +62,10 @@ function result(
     ttl_s: outcome.ttl_s,
     ...(outcome.retry_after_s !== undefined ? { retry_after_s: outcome.retry_after_s } : {}),
   };
+  for (const field of DECISION_FIELDS) {
+    if (outcome[field] !== undefined) Object.defineProperty(item, field, { value: outcome[field], enumerable: false });
+  }
+  return item;
 }
 
 function deadlineOutcome(deadlineMs: number): CheckOutcome {
@@ -116,10 +111,10 @@ export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics;
             batch.push({ id, type, check: p.check });
             waiters.set(id, (entry) => {
               if (entry.outcome.status !== 'error') cache.set(key, entry);
-              metrics.upstream(
-                upstreamLabel(type, entry.outcome),
-                entry.outcome.status === 'error' ? (entry.outcome.reason ?? 'error') : 'ok',
-              );
+              const upstream = upstreamLabel(type, entry.outcome);
+              if (upstream !== null) {
+                metrics.upstream(upstream, entry.outcome.status === 'error' ? (entry.outcome.reason ?? 'error') : 'ok');
+              }
               resolve(entry);
             });
           }),

@@ -10,9 +10,9 @@ import type { GuardRequest } from '../generated/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Engine } from '../engine/runner.js';
-import { resolveDeadline } from '../engine/respond.js';
+import { resolveDeadline } from '../engine/decide-response.js';
 import { planGuard } from './plan.js';
-import { guardResponse } from './respond.js';
+import { guardResponse } from './guard-response.js';
 
 export interface GuardDeps {
   config: Readonly<Config>;

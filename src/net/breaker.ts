@@ -35,7 +35,7 @@ export const COOL_DOWN_MS = 5_000;
 const MAX_TRACKED = 1024;
 const CHANNEL = 'preflight:circuit';
 
-/** Labels of the circuit gauge: configured providers, the operator's RPC, and caller-supplied targets. */
+/** Labels of the circuit gauge: configured providers, the operator's RPC, the x402 facilitator, and caller-supplied targets. */
 export const CIRCUIT_LABELS = [
   'price_provider',
   'dex_provider',
@@ -44,6 +44,7 @@ export const CIRCUIT_LABELS = [
   'rpc',
   'rpc_target',
   'http_target',
+  'facilitator',
 ] as const;
 export type CircuitLabel = (typeof CIRCUIT_LABELS)[number];
 

@@ -1,12 +1,13 @@
 /**
- * One HTTP exchange over an undici dispatcher: capped body read, abort, and the mapping of
- * transport failures onto the stable upstream reasons. Shared by safeFetch (request-supplied
- * URLs) and the configured-upstream clients, so both fail the same way.
+ * One HTTP exchange over one of the outbound dispatchers (dispatchers.ts): the body read, abort,
+ * and the mapping of transport failures and of the wrappers' refusals onto the stable upstream
+ * reasons, so request-supplied URLs and configured upstreams fail the same way.
  */
 import type { Dispatcher } from 'undici';
 import type { UpstreamErrorReason } from '../upstreams/types.js';
+import { errorCode, type NetDispatchOptions, NetRefusal, TRUNCATED_TRAILER } from './interceptors/types.js';
 
-export const MAX_BODY_BYTES = 1024 * 1024;
+export { MAX_BODY_BYTES } from './interceptors/body-cap.js';
 
 export interface RawResponse {
   status: number;
@@ -16,20 +17,25 @@ export interface RawResponse {
   truncated: boolean;
 }
 
-export interface SendOptions {
+/** What a call adds to the URL: method, headers, body, signal, and the wrappers' options. */
+export type SendOptions = Omit<NetDispatchOptions, 'origin' | 'path' | 'method' | 'signal'> & {
   method: 'GET' | 'HEAD' | 'POST';
   headers: Record<string, string>;
   body?: string;
   signal: AbortSignal;
-  maxBodyBytes?: number;
-}
+};
 
-export type SendResult =
-  | { ok: true; res: RawResponse }
-  | { ok: false; reason: UpstreamErrorReason; message: string; status?: number; connectFailed?: boolean };
+export type SendFailure = {
+  ok: false;
+  reason: UpstreamErrorReason;
+  message: string;
+  status?: number;
+  retryAfterS?: number;
+};
+export type SendResult = { ok: true; res: RawResponse } | SendFailure;
 
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
-const CONNECT = new Set([
+export const CONNECT_CODES = new Set([
   'ECONNREFUSED',
   'EHOSTUNREACH',
   'ENETUNREACH',
@@ -39,38 +45,16 @@ const CONNECT = new Set([
   'EAI_AGAIN',
 ]);
 
-function codeOf(err: unknown): string {
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
-  const c = e?.code ?? e?.cause?.code;
-  return typeof c === 'string' ? c : '';
-}
-
 function flatten(h: Dispatcher.ResponseData['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
 }
 
-async function readCapped(
-  body: Dispatcher.ResponseData['body'],
-  cap: number,
-): Promise<{ text: string; truncated: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    if (size + chunk.length > cap) {
-      chunks.push(chunk.subarray(0, cap - size));
-      body.destroy(); // stop downloading; the connection is closed rather than drained
-      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true };
-    }
-    chunks.push(chunk);
-    size += chunk.length;
-  }
-  return { text: Buffer.concat(chunks, size).toString('utf8'), truncated: false };
-}
-
-function failure(err: unknown, signal: AbortSignal, stage: 'connect' | 'body'): SendResult & { ok: false } {
-  if (signal.aborted) {
+/** The upstream reason for an error out of a dispatcher (or one of its wrappers). */
+export function classifyFailure(err: unknown, signal: AbortSignal | undefined, stage: 'connect' | 'body'): SendFailure {
+  if (err instanceof NetRefusal) return { ok: false, reason: err.reason, message: err.message, ...err.extra };
+  if (signal?.aborted) {
     const why =
       (signal.reason as { name?: string } | undefined)?.name === 'TimeoutError' ? 'timed out' : 'was cancelled';
     return {
@@ -79,7 +63,7 @@ function failure(err: unknown, signal: AbortSignal, stage: 'connect' | 'body'): 
       message: `request ${why} ${stage === 'body' ? 'while reading the body' : 'before an answer'}`,
     };
   }
-  const code = codeOf(err);
+  const code = errorCode(err);
   if (stage === 'body')
     return { ok: false, reason: 'upstream_bad_response', message: `body ended early (${code || 'closed'})` };
   if (code.startsWith('HPE_'))
@@ -88,47 +72,33 @@ function failure(err: unknown, signal: AbortSignal, stage: 'connect' | 'body'): 
     return { ok: false, reason: 'upstream_timeout', message: 'no response headers in time' };
   if (RESET.has(code))
     return { ok: false, reason: 'upstream_unreachable', message: 'connection reset before an answer' };
-  const connectFailed = CONNECT.has(code);
-  return {
-    ok: false,
-    reason: 'upstream_unreachable',
-    message: `could not connect (${code || 'error'})`,
-    connectFailed,
-  };
+  return { ok: false, reason: 'upstream_unreachable', message: `could not connect (${code || 'error'})` };
 }
 
 /**
- * Send one request to `origin` + `path`. A connection reset before any answer is retried once
- * (the usual cause is a keep-alive connection the server had just closed); nothing else is.
+ * Send one request to `url` (an absolute URL; userinfo in it becomes Basic auth) through
+ * `dispatcher`. Failures come back as data, never thrown.
  */
-export async function send(
-  dispatcher: Dispatcher,
-  origin: string,
-  path: string,
-  opts: SendOptions,
-): Promise<SendResult> {
-  const cap = opts.maxBodyBytes ?? MAX_BODY_BYTES;
-  for (let attempt = 0; ; attempt++) {
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await dispatcher.request({
-        origin,
-        path,
-        method: opts.method,
-        headers: opts.headers,
-        body: opts.body,
-        signal: opts.signal,
-      });
-    } catch (err) {
-      if (attempt === 0 && !opts.signal.aborted && RESET.has(codeOf(err))) continue;
-      return failure(err, opts.signal, 'connect');
-    }
-    try {
-      const { text, truncated } = await readCapped(res.body, cap);
-      return { ok: true, res: { status: res.statusCode, headers: flatten(res.headers), body: text, truncated } };
-    } catch (err) {
-      return { ...failure(err, opts.signal, 'body'), status: res.statusCode };
-    }
+export async function send(dispatcher: Dispatcher, url: URL, opts: SendOptions): Promise<SendResult> {
+  const origin = `${url.protocol}//${url.username || url.password ? `${url.username}:${url.password}@` : ''}${url.host}`;
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await dispatcher.request({
+      ...opts,
+      origin,
+      path: `${url.pathname}${url.search}`,
+    } as Dispatcher.RequestOptions);
+  } catch (err) {
+    return classifyFailure(err, opts.signal, 'connect');
+  }
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body as AsyncIterable<Buffer>) chunks.push(chunk);
+    const truncated = res.trailers[TRUNCATED_TRAILER] !== undefined;
+    const body = Buffer.concat(chunks).toString('utf8');
+    return { ok: true, res: { status: res.statusCode, headers: flatten(res.headers), body, truncated } };
+  } catch (err) {
+    return { ...classifyFailure(err, opts.signal, 'body'), status: res.statusCode };
   }
 }
 

@@ -2,31 +2,15 @@
  * "GET/POST some JSON from a configured upstream": one keep-alive pool, a time limit, the 1 MiB
  * body cap, and the status classification every client shares, so each client is left with
  * only its provider's own shapes. Configured base URLs are the operator's and trusted: no SSRF
- * rule here (request-supplied URLs go through net/safe-fetch).
+ * rule here (request-supplied URLs go through net/safe-fetch). The pool, breaker, body cap and
+ * retry are the operator dispatcher's (net/dispatchers.ts).
  */
-import { Agent, type Dispatcher } from 'undici';
+import type { CallVerdict } from '../net/breaker.js';
 import { deadline } from '../net/deadline.js';
-import { cancelled, hostPort, hostVerdict, throughCircuit, type CallVerdict } from '../net/breaker.js';
-import { retryAfterSeconds, send, type RawResponse } from '../net/transport.js';
+import { operatorDispatcher } from '../net/dispatchers.js';
+import type { Answer } from '../net/interceptors/types.js';
+import { type RawResponse, retryAfterSeconds, send } from '../net/transport.js';
 import type { UpstreamFail, UpstreamResult } from './types.js';
-
-let sharedAgent: Agent | null = null;
-export function upstreamAgent(): Dispatcher {
-  sharedAgent ??= new Agent({
-    keepAliveTimeout: 10_000,
-    keepAliveMaxTimeout: 60_000,
-    connections: 128,
-    connect: { timeout: 5_000 },
-  });
-  return sharedAgent;
-}
-
-/** Close the shared pool (graceful shutdown). */
-export async function closeUpstreamAgent(): Promise<void> {
-  const a = sharedAgent;
-  sharedAgent = null;
-  await a?.close();
-}
 
 export interface JsonRequest {
   /** Evidence source name; also the only name used in messages (URLs may carry keys). */
@@ -40,9 +24,9 @@ export interface JsonRequest {
   accept?: (status: number) => boolean;
   /**
    * The host's circuit breaker (net/breaker.ts): its metric label (default `source`), and how a
-   * result counts for the host (default: no answer, an unparsable one or a 5xx is a failure).
+   * complete answer counts for the host (default jsonVerdict: an unparsable body or a 5xx is a failure).
    */
-  circuit?: { label: string; verdict?: (r: UpstreamResult<JsonResponse>) => CallVerdict };
+  circuit?: { label: string; judge?: (a: Answer) => CallVerdict };
 }
 
 export interface JsonResponse {
@@ -84,32 +68,33 @@ export function statusFailure(
   });
 }
 
-/** One call through the host's circuit breaker (net/breaker.ts): a host failing repeatedly is not called for a while. */
-export async function requestJson(url: string, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
-  const u = new URL(url);
-  const circuit = { scope: 'provider' as const, label: req.circuit?.label ?? req.source, host: hostPort(u) };
-  const verdict = req.circuit?.verdict ?? hostVerdict;
-  const r = await throughCircuit(
-    circuit,
-    req.source,
-    () => call(u, req),
-    (r) => (cancelled(req.signal) ? 'ignore' : verdict(r)),
-  );
-  return r.ok || r.reason !== 'circuit_open' ? r : { ...r, message: `${req.source}: ${r.message}` };
+/** The default verdict on a provider's answer: a 5xx, or a body that is not the JSON promised, is a failure. */
+export function jsonVerdict(source: string, accept?: (status: number) => boolean): (a: Answer) => CallVerdict {
+  return (a) => {
+    const r = interpretJson(source, 0, a, accept);
+    if (r.ok) return r.data.status >= 500 ? 'failure' : 'success';
+    return r.reason === 'upstream_bad_response' || (r.status ?? 0) >= 500 ? 'failure' : 'success';
+  };
 }
 
-async function call(u: URL, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
+/** One call through the operator dispatcher: a host failing repeatedly is not called for a while. */
+export async function requestJson(url: string, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
   const started = performance.now();
   const dl = deadline(req.signal, req.timeoutMs);
   let r: Awaited<ReturnType<typeof send>>;
   try {
     const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
     if (req.body !== undefined) headers['content-type'] ??= 'application/json';
-    r = await send(upstreamAgent(), u.origin, `${u.pathname}${u.search}`, {
+    r = await send(operatorDispatcher(), new URL(url), {
       method: req.method ?? 'GET',
       headers,
       body: req.body,
       signal: dl.signal,
+      circuit: {
+        scope: 'provider',
+        label: req.circuit?.label ?? req.source,
+        judge: req.circuit?.judge ?? jsonVerdict(req.source, req.accept),
+      },
     });
   } finally {
     dl.done();
@@ -119,6 +104,7 @@ async function call(u: URL, req: JsonRequest): Promise<UpstreamResult<JsonRespon
       reason: r.reason,
       message: `${req.source}: ${r.message}`,
       ...(r.status === undefined ? {} : { status: r.status }),
+      ...(r.retryAfterS === undefined ? {} : { retryAfterS: r.retryAfterS }),
     });
   }
   return interpretJson(req.source, started, r.res, req.accept);

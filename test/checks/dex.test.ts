@@ -1,5 +1,6 @@
 import t from 'tap';
-import { evaluateDexPrice, type DexPairView } from '../../src/checks/dex_price.js';
+import { evaluateDexPrice } from '../../src/checks/dex_price.js';
+import type { DexPairView } from '../../src/checks/dex-pair.js';
 import { evaluateRug } from '../../src/checks/rug_pull_risk.js';
 import { normalisePair } from '../../src/upstreams/dex.js';
 import type { DexPriceCheck, RugPullRiskCheck } from '../../src/generated/types.js';

@@ -4,8 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { CheckContext } from '../../src/checks/types.js';
-import { closeSafeFetchAgent } from '../../src/net/safe-fetch.js';
-import { closeUpstreamAgent } from '../../src/upstreams/http.js';
+import { closeDispatchers } from '../../src/net/dispatchers.js';
 
 export interface Target {
   url: string;
@@ -48,5 +47,5 @@ export function fixture(name: string): string {
 
 /** Closes the shared keep-alive pools so the test process exits as soon as its tests end. */
 export async function closePools(): Promise<void> {
-  await Promise.all([closeSafeFetchAgent(), closeUpstreamAgent()]);
+  await closeDispatchers();
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { evaluateRpc } from '../../src/checks/rpc.js';
 import { evaluateTx } from '../../src/checks/tx.js';
-import type { RpcReply } from '../../src/upstreams/jsonrpc.js';
+import type { RpcReply } from '../../src/net/rpc.js';
 import type { RpcCheck, TxCheck } from '../../src/generated/types.js';
 import { fixture } from './helpers.js';
 

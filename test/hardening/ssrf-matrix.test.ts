@@ -14,7 +14,7 @@ import { loopbackInternet } from '../net/internet.js';
 import { classifyAddress, type AddressClass } from '../../src/net/address.js';
 import { safeFetch } from '../../src/net/safe-fetch.js';
 import { staticResolver } from '../../src/net/resolver.js';
-import { rpcBatch } from '../../src/upstreams/jsonrpc.js';
+import { rpcBatch } from '../../src/net/rpc.js';
 import { startSink, SINK_SECRET } from './sink.js';
 
 const HASH = `0x${'ab'.repeat(32)}`;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { rpcBatch } from '../../src/upstreams/jsonrpc.js';
+import { rpcBatch } from '../../src/net/rpc.js';
 import { deployReverter, revertedTxHash, startAnvil, successfulTxHash } from '../helpers/anvil.js';
 
 t.test('a real chain: chain id, head, receipts of a success and a revert, contract code', async (t) => {

@@ -1,12 +1,13 @@
 /**
- * The USDC contract over the operator's JSON-RPC (X402_RPC_URL), through the lean client (rpc.ts):
+ * The USDC contract over the operator's JSON-RPC (X402_RPC_URL), through the service's one JSON-RPC
+ * client (net/rpc.ts, over the operator dispatcher's keep-alive pool):
  * the payer's balance, whether an authorization nonce is already spent, which transaction spent
  * it, and what local settlement needs to send a transaction (gas estimate, fees, nonce, broadcast,
  * receipt). ethers is used for ABI encoding and signing only: its provider cost several ms of
  * CPU per call on the main thread, which every request waiting behind a settlement paid for.
  */
 import { Interface } from 'ethers';
-import { JsonRpcClient } from './rpc.js';
+import { rpcBatch, rpcCall, type RpcReply } from '../../net/rpc.js';
 
 export const USDC_ABI = new Interface([
   'function balanceOf(address account) view returns (uint256)',
@@ -103,46 +104,52 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 /** When the node names no priority fee (eth_maxPriorityFeePerGas unsupported): 1 gwei, as ethers assumes. */
 const FALLBACK_PRIORITY_FEE = 1_000_000_000n;
 
+/** A reply's result, or the node's JSON-RPC error thrown. */
+function resultOf(method: string, reply: RpcReply): unknown {
+  if (reply.error) throw new Error(`${method}: JSON-RPC error ${reply.error.code}: ${reply.error.message}`);
+  return reply.result;
+}
+
 export class UsdcChain {
   /** `pollingMs` paces the wait for a receipt: Base makes a block every 2 s. */
   constructor(
-    readonly rpc: JsonRpcClient,
+    readonly url: string,
     readonly asset: string,
     readonly pollingMs = 1000,
+    readonly timeoutMs = 5000,
   ) {}
 
   static connect(url: string, asset: string, opts: { timeoutMs?: number; pollingMs?: number } = {}): UsdcChain {
-    return new UsdcChain(new JsonRpcClient(url, opts.timeoutMs ?? 5000), asset, opts.pollingMs ?? 1000);
+    return new UsdcChain(url, asset, opts.pollingMs ?? 1000, opts.timeoutMs ?? 5000);
+  }
+
+  /** The call's `result`; throws on a failure of the node or a JSON-RPC error. */
+  private async call(method: string, params: unknown[]): Promise<unknown> {
+    const r = await rpcCall(this.url, method, params, { safe: false, timeoutMs: this.timeoutMs, source: 'x402_rpc' });
+    if (!r.ok) throw new Error(`${method}: ${r.message}`);
+    return resultOf(method, r.data);
   }
 
   private async read(fn: string, data: string): Promise<bigint> {
-    return returnWord(await this.rpc.call('eth_call', [{ to: this.asset, data }, 'latest']), fn);
+    return returnWord(await this.call('eth_call', [{ to: this.asset, data }, 'latest']), fn);
   }
 
-  /** Cleared when the node refused a batch: from then on the two reads go as single calls. */
-  private batches = true;
-
-  /** Balance and nonce state in one round trip (a JSON-RPC batch), or two parallel calls. */
+  /**
+   * Balance and nonce state in one round trip (a JSON-RPC batch); a node that refuses batches
+   * gets two parallel single calls (net/rpc.ts remembers it).
+   */
   async payerState(from: string, nonce: string): Promise<PayerState> {
     const calls = [
       { fn: 'balanceOf', data: calldata.balanceOf(from) },
       { fn: 'authorizationState', data: calldata.authorizationState(from, nonce) },
     ];
-    let words: bigint[] | null = null;
-    if (this.batches) {
-      try {
-        const out = await this.rpc.batch(
-          calls.map((c) => ({ method: 'eth_call', params: [{ to: this.asset, data: c.data }, 'latest'] })),
-        );
-        words = out.map((o, i) => returnWord(o, calls[i].fn));
-      } catch (err) {
-        // A node that answered at all but not as a batch does not take batches; anything else
-        // (down, timing out) is reported as it is.
-        if (!(err instanceof Error && /batch answer|without a JSON-RPC batch/.test(err.message))) throw err;
-        this.batches = false;
-      }
-    }
-    words ??= await Promise.all(calls.map((c) => this.read(c.fn, c.data)));
+    const r = await rpcBatch(
+      this.url,
+      calls.map((c) => ({ method: 'eth_call', params: [{ to: this.asset, data: c.data }, 'latest'] })),
+      { safe: false, timeoutMs: this.timeoutMs, source: 'x402_rpc' },
+    );
+    if (!r.ok) throw new Error(`eth_call: ${r.message}`);
+    const words = r.data.map((reply, i) => returnWord(resultOf('eth_call', reply), calls[i].fn));
     return { balance: words[0], nonceUsed: words[1] !== 0n };
   }
 
@@ -151,7 +158,7 @@ export class UsdcChain {
   }
 
   async receipt(txHash: string): Promise<Receipt | null> {
-    const r = await this.rpc.call('eth_getTransactionReceipt', [txHash]);
+    const r = await this.call('eth_getTransactionReceipt', [txHash]);
     if (r === null) return null;
     if (!isObject(r)) throw new Error(`eth_getTransactionReceipt: the node answered ${JSON.stringify(r)}`);
     return {
@@ -174,9 +181,9 @@ export class UsdcChain {
   async findSpendingTx(from: string, nonce: string): Promise<string | null> {
     const event = USDC_ABI.getEvent('AuthorizationUsed');
     if (event === null) throw new Error('AuthorizationUsed missing from the USDC ABI');
-    const latest = hexQuantity(await this.rpc.call('eth_blockNumber', []), 'eth_blockNumber');
+    const latest = hexQuantity(await this.call('eth_blockNumber', []), 'eth_blockNumber');
     const from0 = latest > BigInt(LOG_LOOKBACK_BLOCKS) ? latest - BigInt(LOG_LOOKBACK_BLOCKS) : 0n;
-    const logs = await this.rpc.call('eth_getLogs', [
+    const logs = await this.call('eth_getLogs', [
       {
         address: this.asset,
         topics: USDC_ABI.encodeFilterTopics(event, [from, nonce]),
@@ -191,20 +198,20 @@ export class UsdcChain {
 
   /** Simulates the call; throws with the node's reason when it would revert. */
   async estimateGas(tx: { from: string; to: string; data: string }): Promise<bigint> {
-    return hexQuantity(await this.rpc.call('eth_estimateGas', [tx]), 'eth_estimateGas');
+    return hexQuantity(await this.call('eth_estimateGas', [tx]), 'eth_estimateGas');
   }
 
   async pendingNonce(address: string): Promise<number> {
     return Number(
-      hexQuantity(await this.rpc.call('eth_getTransactionCount', [address, 'pending']), 'eth_getTransactionCount'),
+      hexQuantity(await this.call('eth_getTransactionCount', [address, 'pending']), 'eth_getTransactionCount'),
     );
   }
 
   /** Fees for a transaction now: max fee twice the latest base fee plus the tip, as ethers computes it. */
   async feeData(): Promise<FeeData> {
     const [block, tip] = await Promise.all([
-      this.rpc.call('eth_getBlockByNumber', ['latest', false]),
-      this.rpc.call('eth_maxPriorityFeePerGas', []).then(
+      this.call('eth_getBlockByNumber', ['latest', false]),
+      this.call('eth_maxPriorityFeePerGas', []).then(
         (v) => hexQuantity(v, 'eth_maxPriorityFeePerGas'),
         () => FALLBACK_PRIORITY_FEE,
       ),
@@ -216,18 +223,14 @@ export class UsdcChain {
     return {
       maxFeePerGas: null,
       maxPriorityFeePerGas: null,
-      gasPrice: hexQuantity(await this.rpc.call('eth_gasPrice', []), 'eth_gasPrice'),
+      gasPrice: hexQuantity(await this.call('eth_gasPrice', []), 'eth_gasPrice'),
     };
   }
 
   /** Broadcasts a signed transaction; the node's transaction hash. */
   async sendRaw(signed: string): Promise<string> {
-    const hash = await this.rpc.call('eth_sendRawTransaction', [signed]);
+    const hash = await this.call('eth_sendRawTransaction', [signed]);
     if (typeof hash !== 'string') throw new Error(`eth_sendRawTransaction: the node answered ${JSON.stringify(hash)}`);
     return hash;
-  }
-
-  close(): Promise<void> {
-    return this.rpc.close();
   }
 }

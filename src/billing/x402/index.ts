@@ -215,8 +215,7 @@ export function createX402(deps: X402Deps): X402 {
     handle,
     start: () => settler.start(),
     async stop() {
-      await settler.stop();
-      await Promise.all([chain?.close(), reader?.close()]);
+      await settler.stop(); // the chain's connections are the operator pool's, closed with the service
     },
     settleNow: (id) => settler.settle(id),
     settlePending: () => settler.poll(),

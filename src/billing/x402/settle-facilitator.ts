@@ -1,8 +1,11 @@
 /**
  * Facilitator settlement (X402_SETTLEMENT=facilitator): the x402 facilitator API, `POST /verify`
  * and `POST /settle`, each with `{x402Version, paymentPayload, paymentRequirements}`. An invalid
- * payment is a 200 with `isValid: false` (or `success: false`), not an HTTP error.
+ * payment is a 200 with `isValid: false` (or `success: false`), not an HTTP error. Calls go over the
+ * operator dispatcher (net/dispatchers.ts), like every configured upstream: keep-alive, body cap,
+ * userinfo as Basic auth, the facilitator host's circuit breaker.
  */
+import { requestJson } from '../../upstreams/http.js';
 import type { PaymentRecord } from '../../store/types.js';
 import { errorText } from './errors.js';
 import type { SendResult, SettlementSender } from './settle-local.js';
@@ -20,23 +23,21 @@ export class FacilitatorClient implements SettlementSender {
   ) {}
 
   private async post(path: '/verify' | '/settle', body: unknown): Promise<Record<string, unknown>> {
-    const res = await fetch(this.baseUrl + path, {
+    const r = await requestJson(this.baseUrl + path, {
+      source: 'facilitator',
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(this.timeoutMs),
+      timeoutMs: this.timeoutMs,
+      // An invalid payment may come with a 4xx that still carries the verdict: the body decides.
+      accept: () => true,
+      circuit: { label: 'facilitator' },
     });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new Error(`facilitator ${path} answered ${res.status} with a body that is not JSON`);
-    }
-    if (typeof json !== 'object' || json === null)
-      throw new Error(`facilitator ${path} answered ${res.status} without a JSON object`);
-    if (res.status !== 200 && !('isValid' in json) && !('success' in json)) {
-      throw new Error(`facilitator ${path} answered ${res.status}`);
+    if (!r.ok) throw new Error(`facilitator ${path}: ${r.message}`);
+    const json = r.data.json;
+    if (typeof json !== 'object' || json === null || Array.isArray(json))
+      throw new Error(`facilitator ${path} answered ${r.data.status} without a JSON object`);
+    if (r.data.status !== 200 && !('isValid' in json) && !('success' in json)) {
+      throw new Error(`facilitator ${path} answered ${r.data.status}`);
     }
     return json as Record<string, unknown>;
   }

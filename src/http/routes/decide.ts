@@ -5,7 +5,7 @@ import type { Config } from '../../config.js';
 import type { DecideRequest } from '../../generated/types.js';
 import type { Metrics } from '../../metrics.js';
 import type { Engine } from '../../engine/runner.js';
-import { buildDecideResponse, resolveDeadline } from '../../engine/respond.js';
+import { buildDecideResponse, resolveDeadline } from '../../engine/decide-response.js';
 import { checkName } from '../../checks/index.js';
 
 export function decideHandler(

@@ -16,7 +16,8 @@ import {
 } from '../../../src/billing/x402/constants.js';
 import { transferDigest } from '../../../src/billing/x402/verify.js';
 import { SECP_BACKEND, recoverSigner, signDigest, useJsCurve } from '../../../src/billing/x402/secp.js';
-import { JsonRpcClient } from '../../../src/billing/x402/rpc.js';
+import { rpcCall } from '../../../src/net/rpc.js';
+import { closeDispatchers } from '../../../src/net/dispatchers.js';
 import { LocalSender } from '../../../src/billing/x402/settle-local.js';
 import type { PaymentRecord } from '../../../src/store/types.js';
 import { startJsonRpc } from '../../emulators/jsonrpc.js';
@@ -104,6 +105,8 @@ t.test("recovery and signing give the same answers on the native curve and on et
   t.throws(() => recoverSigner(hex(32), sig.slice(0, -4)), /65 bytes/);
 });
 
+t.teardown(closeDispatchers);
+
 t.test('JSON-RPC client: batches, nodes that refuse them, errors and URL credentials', async (t) => {
   const node = await startJsonRpc();
   t.teardown(() => node.close());
@@ -113,7 +116,6 @@ t.test('JSON-RPC client: batches, nodes that refuse them, errors and URL credent
     return { result: data.startsWith(calldata.balanceOf(USDC_BASE).slice(0, 10)) ? word(123456n) : word(1n) };
   });
   const chain = UsdcChain.connect(`${node.url.replace('http://', 'http://alice:s%3Acret@')}/v2/some-key`, USDC_BASE);
-  t.teardown(() => chain.close());
   const a = authorization();
 
   t.same(await chain.payerState(a.from, a.nonce), { balance: 123456n, nonceUsed: true });
@@ -138,14 +140,17 @@ t.test('JSON-RPC client: batches, nodes that refuse them, errors and URL credent
 
   node.setError('eth_call', 3, 'execution reverted');
   await t.rejects(chain.payerState(a.from, a.nonce), /JSON-RPC error 3: execution reverted/);
-  const rpc = new JsonRpcClient(node.url, 500);
-  t.teardown(() => rpc.close());
-  await t.rejects(rpc.call('no_such_method', []), /-32601/);
+  const opts = { safe: false, timeoutMs: 500 };
+  const missing = await rpcCall(node.url, 'no_such_method', [], opts);
+  t.equal(missing.ok && missing.data.error?.code, -32601, 'a JSON-RPC error is data');
   node.fault = { status: 502, times: 1 };
-  await t.rejects(rpc.call('eth_blockNumber', []), /HTTP 502 without a JSON-RPC result/);
+  const bad = await rpcCall(node.url, 'eth_blockNumber', [], opts);
+  t.match(!bad.ok && bad, { reason: 'upstream_http_error', status: 502 });
   node.fault = { hang: true, times: 1 };
-  await t.rejects(rpc.call('eth_blockNumber', []), /abort|timeout/i, 'a node that never answers times out');
-  t.equal(await rpc.call('eth_blockNumber', []), '0x1234', 'and the next call works');
+  const hung = await rpcCall(node.url, 'eth_blockNumber', [], opts);
+  t.equal(!hung.ok && hung.reason, 'upstream_timeout', 'a node that never answers times out');
+  const next = await rpcCall(node.url, 'eth_blockNumber', [], opts);
+  t.equal(next.ok && next.data.result, '0x1234', 'and the next call works');
 });
 
 t.test('local settlement: at most `sending` settlements between gas estimate and broadcast', async (t) => {
@@ -166,7 +171,6 @@ t.test('local settlement: at most `sending` settlements between gas estimate and
     .setHandler('eth_sendRawTransaction', () => ({ result: `0x${(++txs).toString(16).padStart(64, '0')}` }))
     .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
   const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
-  t.teardown(() => chain.close());
   const settler = Wallet.createRandom();
   const sender = new LocalSender(chain, settler.privateKey, { sending: 2 });
 

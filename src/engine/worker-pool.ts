@@ -7,7 +7,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Config } from '../config.js';
-import { executeOne, type ExecItem, type ExecResult } from './execute.js';
+import { runTimedCheck, type ExecItem, type ExecResult } from './timed-check.js';
 
 export interface PoolStats {
   queueSize: number;
@@ -32,7 +32,7 @@ class InlineExecutor implements Executor {
   readonly pool = null;
   constructor(private readonly config: Readonly<Config>) {}
   async execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {
-    await Promise.all(items.map(async (it) => onResult(await executeOne(it, this.config, hardTimeoutMs))));
+    await Promise.all(items.map(async (it) => onResult(await runTimedCheck(it, this.config, hardTimeoutMs))));
   }
   stats(): PoolStats {
     return { queueSize: 0, utilization: 0, threads: 0 };

@@ -1,15 +1,13 @@
 /**
- * liquidity_depth (guard-internal, semantics.md §4): is the pool deep enough for the trade?
- * The price impact is estimated as amount_usd / liquidity_usd: a first-order estimate, good
+ * liquidity_depth (guard-only: the guard plans it; a decide request cannot name it): is the
+ * pool deep enough for the trade? The price impact is estimated as amount_usd / liquidity_usd: a first-order estimate, good
  * enough to tell a pool that absorbs the trade from one it would move. Without amount_usd only
  * the pool's liquidity is judged.
  */
-import type { CheckOutcome } from '../checks/types.js';
-import { checkError, fromUpstreamFail, neverThrow } from '../checks/outcome.js';
-import { fmtPct, fmtUsd, roundRatio } from '../checks/format.js';
-import type { DexPairView } from '../checks/dex_price.js';
-import { getDexPair } from '../upstreams/dex.js';
-import type { GuardCheckModule } from './module.js';
+import type { CheckModule, CheckOutcome } from './types.js';
+import { checkError } from './outcome.js';
+import { type DexPairView, pairLabel, pairNotFound, runOnDexPair } from './dex-pair.js';
+import { fmtPct, fmtUsd, roundRatio } from './format.js';
 
 export const LIQUIDITY_DEPTH_TTL_S = 30;
 
@@ -35,17 +33,8 @@ export function evaluateLiquidityDepth(
     impact_warn_pct: check.impact_warn_pct,
   };
   const base = { source, ttl_s: LIQUIDITY_DEPTH_TTL_S, expected };
-  const where = `${check.chain}/${check.pair_address}`;
-  if (pair === null) {
-    return {
-      ...base,
-      status: 'fail',
-      reason: 'pair_not_found',
-      message: `The DEX provider knows no pair ${where}.`,
-      observed: { pair: null },
-    };
-  }
-  const label = pair.baseSymbol && pair.quoteSymbol ? `${pair.baseSymbol}/${pair.quoteSymbol}` : where;
+  if (pair === null) return pairNotFound(check, base);
+  const label = pairLabel(check, pair);
   const liquidity = pair.liquidityUsd;
   if (liquidity === null || !Number.isFinite(liquidity)) {
     return checkError('field_missing', `The DEX provider gave no liquidity for ${label}.`, source, {
@@ -107,11 +96,8 @@ export function evaluateLiquidityDepth(
   };
 }
 
-export const liquidityDepth: GuardCheckModule<LiquidityDepthCheck> = {
+export const liquidityDepth: CheckModule<LiquidityDepthCheck> = {
   type: 'liquidity_depth',
-  run: neverThrow(async (check, ctx) => {
-    const res = await getDexPair(ctx.config, check.chain, check.pair_address, ctx.signal);
-    if (!res.ok) return fromUpstreamFail(res, LIQUIDITY_DEPTH_TTL_S);
-    return evaluateLiquidityDepth(check, res.data, res.source);
-  }),
+  upstream: 'dex_provider',
+  run: runOnDexPair(LIQUIDITY_DEPTH_TTL_S, evaluateLiquidityDepth),
 };

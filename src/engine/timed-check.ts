@@ -1,10 +1,10 @@
 /**
- * Runs one check module with its own hard timeout. Shared by the worker threads and the
- * inline executor, so a check behaves the same wherever it runs. Never throws.
+ * One check, run by its registered module under its own hard timeout. Shared by the worker
+ * threads and the inline executor, so a check behaves the same wherever it runs. Never throws.
  */
 import type { Config } from '../config.js';
 import type { CheckOutcome } from '../checks/types.js';
-import { registry } from './registry.js';
+import { moduleOf } from '../checks/index.js';
 
 export interface ExecItem {
   id: number;
@@ -18,11 +18,13 @@ export interface ExecResult {
   latencyMs: number;
 }
 
-export async function executeOne(item: ExecItem, config: Readonly<Config>, hardTimeoutMs: number): Promise<ExecResult> {
+export async function runTimedCheck(
+  item: ExecItem,
+  config: Readonly<Config>,
+  hardTimeoutMs: number,
+): Promise<ExecResult> {
   const started = performance.now();
-  const mod = (registry as Record<string, { run(c: unknown, ctx: unknown): Promise<CheckOutcome> } | undefined>)[
-    item.type
-  ];
+  const mod = moduleOf(item.type);
   let outcome: CheckOutcome;
   if (!mod) {
     outcome = {

@@ -1,16 +1,15 @@
 /**
- * rpc_health (guard-internal, semantics.md §4): the node serves the chain the action is on and
- * its head is fresh. One batch: eth_chainId, eth_blockNumber and the latest block (timestamp).
+ * rpc_health (guard-only: the guard plans it; a decide request cannot name it): the node
+ * serves the chain the action is on and its head is fresh. One batch: eth_chainId, eth_blockNumber and the latest block (timestamp).
  * A request-supplied rpc_url goes through the SSRF-safe fetch; the operator's RPC for the chain
  * (RPC_URLS) is trusted. Trust comes from the configuration, never from the check object.
  */
-import type { CheckOutcome } from '../checks/types.js';
-import type { GuardCheckModule } from './module.js';
-import { checkError, fromUpstreamFail, neverThrow } from '../checks/outcome.js';
-import { hexQuantity } from '../checks/format.js';
-import { RPC_RATE_LIMIT_CODES, type RpcReply } from '../checks/rpc.js';
-import { rpcBatch } from '../upstreams/jsonrpc.js';
-import { isOperatorUrl } from '../checks/trust.js';
+import type { CheckModule, CheckOutcome } from './types.js';
+import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
+import { hexQuantity } from './format.js';
+import { RPC_RATE_LIMIT_CODES, type RpcReply } from './rpc.js';
+import { rpcBatch } from '../net/rpc.js';
+import { isOperatorUrl } from './trust.js';
 
 export const RPC_HEALTH_TTL_S = 10;
 
@@ -101,8 +100,9 @@ export function evaluateRpcHealth(
   };
 }
 
-export const rpcHealth: GuardCheckModule<RpcHealthCheck> = {
+export const rpcHealth: CheckModule<RpcHealthCheck> = {
   type: 'rpc_health',
+  upstream: 'rpc',
   run: neverThrow(async (check, ctx) => {
     const calls = [
       { method: 'eth_chainId', params: [] as unknown[] },

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { rpcBatch, rpcSource } from '../../src/upstreams/jsonrpc.js';
+import { rpcBatch, rpcSource } from '../../src/net/rpc.js';
 import { startJsonRpc, type JsonRpcEmulator } from '../emulators/jsonrpc.js';
 
 let rpc: JsonRpcEmulator;
@@ -100,20 +100,28 @@ t.test('rate limits: HTTP 429, -32005 and -32016, per call or for the whole batc
   t.equal(!single.ok && single.reason, 'upstream_rate_limited');
 });
 
-t.test('a single error object for a batch, and other broken answers', async (t) => {
+t.test('a node refusing batches gets single calls, and is remembered', async (t) => {
   rpc.batchError = { code: -32600, message: 'batch requests are not supported' };
-  const refused = await rpcBatch(
-    rpc.url,
-    [
-      { method: 'eth_chainId', params: [] },
-      { method: 'eth_blockNumber', params: [] },
-    ],
-    trusted,
+  const url = `${rpc.url}/refuses-batches`; // remembered per URL: other tests keep batching
+  const calls = [
+    { method: 'eth_chainId', params: [] },
+    { method: 'eth_blockNumber', params: [] },
+  ];
+  const first = await rpcBatch(url, calls, trusted);
+  t.same(first.ok && first.data, [{ result: '0x2105' }, { result: '0x1234' }], 'answers in call order');
+  t.equal(rpc.stats.requests, 3, 'the refused batch, then one request per call');
+  t.ok(
+    rpc.received.slice(1).every((r) => !Array.isArray(JSON.parse(r.body))),
+    'the retries are single calls',
   );
-  t.equal(!refused.ok && refused.reason, 'upstream_error');
-  t.match(!refused.ok && refused.message, /-32600/);
+  rpc.resetStats();
+  const again = await rpcBatch(url, calls, trusted);
+  t.ok(again.ok);
+  t.equal(rpc.stats.requests, 2, 'the next batch to that node goes straight to single calls');
   rpc.batchError = null;
+});
 
+t.test('broken answers', async (t) => {
   const cases: [Record<string, unknown>, string][] = [
     [{ status: 200, body: '[{"jsonrpc":"2.0","id":1,"result":"0x1"}]' }, 'upstream_bad_response'], // id 2 missing
     [{ status: 200, body: '{"hello":"world"}' }, 'upstream_bad_response'],

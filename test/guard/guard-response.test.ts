@@ -4,7 +4,7 @@ import { GuardRequest as validateGuard, DecideResponse as validateResponse } fro
 import type { GuardRequest } from '../../src/generated/types.js';
 import type { CheckResult, CheckStatus } from '../../src/checks/types.js';
 import { planGuard } from '../../src/guard/plan.js';
-import { guardResponse } from '../../src/guard/respond.js';
+import { guardResponse } from '../../src/guard/guard-response.js';
 
 const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
 const TX = `0x${'ab'.repeat(32)}`;

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { evaluateRpcHealth, type RpcHealthCheck } from '../../src/guard/rpc_health.js';
-import { evaluateLiquidityDepth, type LiquidityDepthCheck } from '../../src/guard/liquidity_depth.js';
-import type { DexPairView } from '../../src/checks/dex_price.js';
+import { evaluateRpcHealth, type RpcHealthCheck } from '../../src/checks/rpc_health.js';
+import { evaluateLiquidityDepth, type LiquidityDepthCheck } from '../../src/checks/liquidity_depth.js';
+import type { DexPairView } from '../../src/checks/dex-pair.js';
 
 const NOW = 1_750_000_000_000;
 const hex = (n: number) => `0x${n.toString(16)}`;

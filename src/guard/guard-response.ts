@@ -3,12 +3,12 @@
  * Pure: the handler passes in the results, the latency and the request id.
  *
  * The strict-mode rules are a policy table: how an entry that cannot run is reported, and
- * which VerdictPolicy the engine's verdict function applies.
+ * which JudgePolicy the engine's judge applies.
  */
 import type { CheckResult, CheckStatus } from '../checks/types.js';
 import type { DecideResponse, GuardRequest } from '../generated/types.js';
-import { buildDecideResponse } from '../engine/respond.js';
-import type { VerdictPolicy } from '../engine/verdict.js';
+import { buildDecideResponse } from '../engine/decide-response.js';
+import type { JudgePolicy } from '../engine/judge.js';
 import { fmtUsd } from '../checks/format.js';
 import { GUARD_THRESHOLDS, type GuardPlan, type PlanEntryName, type UnresolvedEntry } from './plan.js';
 
@@ -35,7 +35,7 @@ const UNRESOLVED_TTL_S = 300;
 export function guardPolicy(
   strict: boolean,
   amountUsd: number | null | undefined,
-): VerdictPolicy & { highValue: boolean } {
+): JudgePolicy & { highValue: boolean } {
   if (!strict) return { allowPartial: true, warnVerdict: 'proceed', highValue: false };
   const highValue = typeof amountUsd === 'number' && amountUsd >= GUARD_THRESHOLDS.highValueUsd;
   return { allowPartial: false, warnVerdict: highValue ? 'block' : 'wait', highValue };
@@ -59,7 +59,7 @@ export function unresolvedResult(u: UnresolvedEntry, strict: boolean): CheckResu
   };
 }
 
-/** Worst first, in the order the verdict weighs them (semantics.md §3). */
+/** Worst first, in the order the judge weighs them. */
 const SEVERITY: Readonly<Record<CheckStatus, number>> = { fail: 4, warn: 3, error: 2, pass: 1, skipped: 0 };
 
 /** Plan entry → status; an entry with several checks (several bridges) shows its worst. */

@@ -1,6 +1,6 @@
 /** semantics.md §3 as a table: results in, verdict, risk, confidence, expiry and failure modes out. */
 import t from 'tap';
-import { verdict, DEFAULT_POLICY, type VerdictPolicy } from '../../src/engine/verdict.js';
+import { judge, DEFAULT_POLICY, type JudgePolicy } from '../../src/engine/judge.js';
 import type { CheckResult, CheckStatus } from '../../src/checks/types.js';
 
 function r(name: string, status: CheckStatus, extra: Partial<CheckResult> = {}): CheckResult {
@@ -22,7 +22,7 @@ function r(name: string, status: CheckStatus, extra: Partial<CheckResult> = {}):
 interface Row {
   name: string;
   results: CheckResult[];
-  policy?: VerdictPolicy;
+  policy?: JudgePolicy;
   verdict: string;
   risk: string;
   confidence: [number, number];
@@ -65,6 +65,8 @@ const rows: Row[] = [
       r('rug_pull_risk', 'fail', {
         reason: 'rug_risk_high',
         observed: { signals: ['pair_too_young', 'fdv_liquidity_ratio_high'] },
+        basis: 'heuristic',
+        components: ['pair_too_young', 'fdv_liquidity_ratio_high'],
         ttl_s: 60,
       }),
     ],
@@ -169,7 +171,7 @@ const rows: Row[] = [
 
 for (const row of rows) {
   t.test(row.name, async (t) => {
-    const v = verdict(row.results, row.policy ?? DEFAULT_POLICY);
+    const v = judge(row.results, row.policy ?? DEFAULT_POLICY);
     t.equal(v.verdict, row.verdict, 'verdict');
     t.equal(v.risk, row.risk, 'risk');
     t.ok(
@@ -186,7 +188,7 @@ for (const row of rows) {
 
 t.test('an error never becomes a pass', async (t) => {
   for (const policy of [DEFAULT_POLICY, { allowPartial: true, warnVerdict: 'proceed' as const }]) {
-    const v = verdict([r('x', 'error', { ttl_s: 0 })], policy);
+    const v = judge([r('x', 'error', { ttl_s: 0 })], policy);
     t.not(v.verdict, 'proceed');
   }
 });

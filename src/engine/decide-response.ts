@@ -1,7 +1,7 @@
-/** Shapes a DecideResponse from results and a verdict; shared by decide, guard and agents. */
+/** Shapes a DecideResponse from results and the judge's judgement; shared by decide, guard and agents. */
 import type { CheckResult } from '../checks/types.js';
 import type { DecideResponse } from '../generated/types.js';
-import { verdict, type VerdictOutcome, type VerdictPolicy } from './verdict.js';
+import { judge, type Judgement, type JudgePolicy } from './judge.js';
 
 export interface ResponseMeta {
   requestId: string;
@@ -12,7 +12,7 @@ export interface ResponseMeta {
 
 const LEAD: Record<string, string> = { proceed: 'Proceed', wait: 'Wait', block: 'Block' };
 
-export function summarize(v: VerdictOutcome, total: number): string {
+export function summarize(v: Judgement, total: number): string {
   const c = v.counts;
   const tally = `${c.pass} passed, ${c.warn} warned, ${c.fail} failed, ${c.error} could not be evaluated${c.skipped ? `, ${c.skipped} skipped` : ''}`;
   if (total === 0 || v.failure_modes.includes('no_checks'))
@@ -24,10 +24,10 @@ export function summarize(v: VerdictOutcome, total: number): string {
 
 export function buildDecideResponse(
   results: CheckResult[],
-  policy: VerdictPolicy,
+  policy: JudgePolicy,
   meta: ResponseMeta,
 ): DecideResponse & { decision: Record<string, unknown> } {
-  const v = verdict(results, policy);
+  const v = judge(results, policy);
   const decision: Record<string, unknown> = {
     verdict: v.verdict,
     summary: summarize(v, results.length),
