@@ -1,5 +1,5 @@
 /**
- * Bridge risk (semantics.md §5): every status URL checked concurrently through the engine as a
+ * Bridge risk (docs/rules.md §5): every status URL checked concurrently through the engine as a
  * bridge_exploit_monitor check, one result per URL, and an overall verdict. strict_mode (the
  * default) waits on any error; strict_mode false behaves like the guard's non-strict mode:
  * errors are tolerated while one page passes, and warnings proceed with risk medium.

@@ -1,5 +1,5 @@
 /**
- * Stablecoin intelligence (semantics.md §5): the peg of many stablecoins from ONE price-provider
+ * Stablecoin intelligence (docs/rules.md §5): the peg of many stablecoins from ONE price-provider
  * call, each judged by the stablecoin_depeg rule, the worst asset named, and an overall verdict
  * by the engine's judge (a depeg or an unknown asset blocks, a warning or an
  * unanswered provider waits).

@@ -1,5 +1,5 @@
 /**
- * Yield routing's pure part (semantics.md §5): exclusions, then ranking by
+ * Yield routing's pure part (docs/rules.md §5): exclusions, then ranking by
  * apy * (1 - risk_score / 100), prefer_chain breaking ties, then the order the caller gave.
  * The stablecoin peg statuses come in as data, already checked once per distinct asset.
  */

@@ -1,5 +1,5 @@
 /**
- * Yield routing (semantics.md §5): the peg of each DISTINCT stablecoin among the options is
+ * Yield routing (docs/rules.md §5): the peg of each DISTINCT stablecoin among the options is
  * checked once through the engine (cached, single-flight), then the pure ranking in
  * yield-rank.ts excludes and orders the options.
  */

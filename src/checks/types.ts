@@ -31,7 +31,7 @@ export type Basis = 'bound' | 'heuristic';
 /** What a module returns; the runner adds name, timing and cache fields. */
 export interface CheckOutcome {
   status: CheckStatus;
-  /** Machine code for anything but pass (semantics.md §2). */
+  /** Machine code for anything but pass (docs/rules.md §2). */
   reason: string | null;
   /** One sentence with the numbers in it. */
   message: string;
@@ -39,7 +39,7 @@ export interface CheckOutcome {
   expected?: unknown;
   /** Which upstream answered: price_provider, dex_provider, sourcify, etherscan, the RPC host... */
   source: string | null;
-  /** Seconds this outcome may be reused (semantics.md §2 per type; may depend on the outcome). */
+  /** Seconds this outcome may be reused (docs/rules.md §2 per type; may depend on the outcome). */
   ttl_s: number;
   /** Seconds until a retry makes sense, for errors (429 retry-after, deadline). */
   retry_after_s?: number;

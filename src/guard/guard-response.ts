@@ -1,5 +1,5 @@
 /**
- * From the guard's plan and the engine's results to the guard response (semantics.md §4).
+ * From the guard's plan and the engine's results to the guard response (docs/rules.md §4).
  * Pure: the handler passes in the results, the latency and the request id.
  *
  * The strict-mode rules are a policy table: how an entry that cannot run is reported, and

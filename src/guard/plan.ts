@@ -1,5 +1,5 @@
 /**
- * The guard planner (semantics.md §4): a GuardRequest and the operator's configuration become
+ * The guard planner (docs/rules.md §4): a GuardRequest and the operator's configuration become
  * the checks to run plus the entries that cannot run. Pure: no I/O, no clock.
  *
  * The plan is the PLAN table below, one row per plan entry. Each row says when the entry belongs
@@ -84,7 +84,7 @@ const MOVES_VALUE = new Set<GuardRequest['action']>([
 const POOL_ACTIONS = new Set<GuardRequest['action']>(['swap', 'add_liquidity']);
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-/** Thresholds of the guard's own checks (semantics.md §4), as data the check carries. */
+/** Thresholds of the guard's own checks (docs/rules.md §4), as data the check carries. */
 export const GUARD_THRESHOLDS = Object.freeze({
   impactPassPct: 0.01,
   impactWarnPct: 0.03,
@@ -276,7 +276,7 @@ export function planGuard(req: GuardRequest, config: Pick<Config, 'rpcUrls' | 'b
       continue;
     }
     const checks = row.build(r);
-    // Several checks under one entry (several operator bridge URLs) are named entry[i] (semantics.md §1).
+    // Several checks under one entry (several operator bridge URLs) are named entry[i] (docs/rules.md §1).
     checks.forEach((check, i) => {
       plan.planned.push({ name: checks.length > 1 ? `${row.entry}[${i}]` : row.entry, entry: row.entry, check });
     });

@@ -1,4 +1,4 @@
-/** semantics.md §3 as a table: results in, verdict, risk, confidence, expiry and failure modes out. */
+/** docs/rules.md §3 as a table: results in, verdict, risk, confidence, expiry and failure modes out. */
 import t from 'tap';
 import { judge, DEFAULT_POLICY, type JudgePolicy } from '../../src/engine/judge.js';
 import type { CheckResult, CheckStatus } from '../../src/checks/types.js';
