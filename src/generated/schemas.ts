@@ -1891,6 +1891,134 @@ export const schemas = {
           "maxLength": 128
         },
         "maxItems": 256
+      },
+      "transaction": {
+        "type": [
+          "object",
+          "null"
+        ],
+        "description": "The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).",
+        "properties": {
+          "from": {
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "The sender: an EOA or a smart account."
+          },
+          "to": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "The target; null deploys a contract."
+          },
+          "value": {
+            "type": "string",
+            "pattern": "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$",
+            "default": "0",
+            "description": "Native value in wei: a decimal or 0x-prefixed hex integer string."
+          },
+          "data": {
+            "type": "string",
+            "pattern": "^0x([0-9a-fA-F]{2})*$",
+            "maxLength": 262146,
+            "default": "0x",
+            "description": "Calldata, 0x-prefixed hex (at most 128 KiB)."
+          },
+          "gas": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "minimum": 21000,
+            "maximum": 100000000,
+            "description": "Gas limit to simulate with; null lets the node choose."
+          }
+        },
+        "required": [
+          "from"
+        ]
+      },
+      "typed_data": {
+        "type": [
+          "object",
+          "null"
+        ],
+        "description": "An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).",
+        "properties": {
+          "domain": {
+            "type": "object",
+            "properties": {
+              "name": {
+                "type": "string",
+                "maxLength": 256
+              },
+              "version": {
+                "type": "string",
+                "maxLength": 64
+              },
+              "chainId": {
+                "type": [
+                  "integer",
+                  "string"
+                ],
+                "minimum": 0,
+                "pattern": "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$",
+                "description": "An integer, or a decimal or 0x-prefixed hex integer string."
+              },
+              "verifyingContract": {
+                "type": "string",
+                "pattern": "^0x[0-9a-fA-F]{40}$"
+              },
+              "salt": {
+                "type": "string",
+                "pattern": "^0x[0-9a-fA-F]{64}$"
+              }
+            }
+          },
+          "types": {
+            "type": "object",
+            "maxProperties": 64,
+            "additionalProperties": {
+              "type": "array",
+              "maxItems": 64,
+              "items": {
+                "type": "object",
+                "properties": {
+                  "name": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  },
+                  "type": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 256
+                  }
+                },
+                "required": [
+                  "name",
+                  "type"
+                ]
+              }
+            }
+          },
+          "primaryType": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128
+          },
+          "message": {
+            "type": "object",
+            "additionalProperties": true
+          }
+        },
+        "required": [
+          "domain",
+          "types",
+          "primaryType",
+          "message"
+        ]
       }
     },
     "required": [

@@ -441,6 +441,40 @@ export type GuardRequest = {
   approval_amount?: string | null;
   contract_address?: string | null;
   known_safe_addresses?: Array<string>;
+  /** The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation). */
+  transaction?: {
+    /** The sender: an EOA or a smart account. */
+    from: string;
+    /** The target; null deploys a contract. */
+    to?: string | null;
+    /** Native value in wei: a decimal or 0x-prefixed hex integer string. */
+    value: string;
+    /** Calldata, 0x-prefixed hex (at most 128 KiB). */
+    data: string;
+    /** Gas limit to simulate with; null lets the node choose. */
+    gas?: number | null;
+  } | null;
+  /** An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan). */
+  typed_data?: {
+    domain: {
+      name?: string;
+      version?: string;
+      /** An integer, or a decimal or 0x-prefixed hex integer string. */
+      chainId?: number | string;
+      verifyingContract?: string;
+      salt?: string;
+    };
+    types: {
+      [key: string]: Array<{
+        name: string;
+        type: string;
+      }>;
+    };
+    primaryType: string;
+    message: {
+      [key: string]: unknown;
+    };
+  } | null;
 };
 
 export type HTTPValidationError = {

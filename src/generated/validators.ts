@@ -10942,7 +10942,9 @@ return errors === 0;
 }
 
 export const GuardRequest = validate34;
-const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["action"]};
+const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."}},"required":["from"]},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]}},"required":["action"]};
+const pattern30 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
+const pattern31 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="GuardRequest" */;
@@ -11398,14 +11400,599 @@ vErrors.push(err36);
 errors++;
 }
 }
-}
-else {
-const err37 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.transaction !== undefined){
+let data16 = data.transaction;
+if((!(data16 && typeof data16 == "object" && !Array.isArray(data16))) && (data16 !== null)){
+const err37 = {instancePath:instancePath+"/transaction",schemaPath:"#/properties/transaction/type",keyword:"type",params:{type: schema48.properties.transaction.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err37];
 }
 else {
 vErrors.push(err37);
+}
+errors++;
+}
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(data16.value === undefined){
+data16.value = "0";
+}
+if(data16.data === undefined){
+data16.data = "0x";
+}
+if(data16.from === undefined){
+const err38 = {instancePath:instancePath+"/transaction",schemaPath:"#/properties/transaction/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data16.from !== undefined){
+let data17 = data16.from;
+if(typeof data17 === "string"){
+if(!pattern3.test(data17)){
+const err39 = {instancePath:instancePath+"/transaction/from",schemaPath:"#/properties/transaction/properties/from/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/transaction/from",schemaPath:"#/properties/transaction/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data16.to !== undefined){
+let data18 = data16.to;
+if((typeof data18 !== "string") && (data18 !== null)){
+const err41 = {instancePath:instancePath+"/transaction/to",schemaPath:"#/properties/transaction/properties/to/type",keyword:"type",params:{type: schema48.properties.transaction.properties.to.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(typeof data18 === "string"){
+if(!pattern3.test(data18)){
+const err42 = {instancePath:instancePath+"/transaction/to",schemaPath:"#/properties/transaction/properties/to/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+let data19 = data16.value;
+if(typeof data19 === "string"){
+if(!pattern30.test(data19)){
+const err43 = {instancePath:instancePath+"/transaction/value",schemaPath:"#/properties/transaction/properties/value/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/transaction/value",schemaPath:"#/properties/transaction/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+let data20 = data16.data;
+if(typeof data20 === "string"){
+if(func2(data20) > 262146){
+const err45 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/maxLength",keyword:"maxLength",params:{limit: 262146},message:"must NOT have more than 262146 characters"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(!pattern31.test(data20)){
+const err46 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{2})*$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{2})*$"+"\""};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(data16.gas !== undefined){
+let data21 = data16.gas;
+if((!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))) && (data21 !== null)){
+const err48 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/type",keyword:"type",params:{type: schema48.properties.transaction.properties.gas.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 100000000 || isNaN(data21)){
+const err49 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+if(data21 < 21000 || isNaN(data21)){
+const err50 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 21000},message:"must be >= 21000"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+}
+}
+if(data.typed_data !== undefined){
+let data22 = data.typed_data;
+if((!(data22 && typeof data22 == "object" && !Array.isArray(data22))) && (data22 !== null)){
+const err51 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema48.properties.typed_data.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.domain === undefined){
+const err52 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data22.types === undefined){
+const err53 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data22.primaryType === undefined){
+const err54 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data22.message === undefined){
+const err55 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(data22.domain !== undefined){
+let data23 = data22.domain;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.name !== undefined){
+let data24 = data23.name;
+if(typeof data24 === "string"){
+if(func2(data24) > 256){
+const err56 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data23.version !== undefined){
+let data25 = data23.version;
+if(typeof data25 === "string"){
+if(func2(data25) > 64){
+const err58 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data23.chainId !== undefined){
+let data26 = data23.chainId;
+if((!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))) && (typeof data26 !== "string")){
+const err60 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema48.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 < 0 || isNaN(data26)){
+const err61 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(typeof data26 === "string"){
+if(!pattern30.test(data26)){
+const err62 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+if(data23.verifyingContract !== undefined){
+let data27 = data23.verifyingContract;
+if(typeof data27 === "string"){
+if(!pattern3.test(data27)){
+const err63 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+else {
+const err64 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+if(data23.salt !== undefined){
+let data28 = data23.salt;
+if(typeof data28 === "string"){
+if(!pattern11.test(data28)){
+const err65 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+else {
+const err66 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+else {
+const err67 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+if(data22.types !== undefined){
+let data29 = data22.types;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(Object.keys(data29).length > 64){
+const err68 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+for(const key0 in data29){
+let data30 = data29[key0];
+if(Array.isArray(data30)){
+if(data30.length > 64){
+const err69 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+const len1 = data30.length;
+for(let i1=0; i1<len1; i1++){
+let data31 = data30[i1];
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.name === undefined){
+const err70 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+if(data31.type === undefined){
+const err71 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+if(data31.name !== undefined){
+let data32 = data31.name;
+if(typeof data32 === "string"){
+if(func2(data32) > 128){
+const err72 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+if(func2(data32) < 1){
+const err73 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data31.type !== undefined){
+let data33 = data31.type;
+if(typeof data33 === "string"){
+if(func2(data33) > 256){
+const err75 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+if(func2(data33) < 1){
+const err76 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+else {
+const err77 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+}
+else {
+const err79 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+}
+else {
+const err80 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+if(data22.primaryType !== undefined){
+let data34 = data22.primaryType;
+if(typeof data34 === "string"){
+if(func2(data34) > 128){
+const err81 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+if(func2(data34) < 1){
+const err82 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+else {
+const err83 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+}
+if(data22.message !== undefined){
+let data35 = data22.message;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+}
+else {
+const err84 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+}
+}
+}
+else {
+const err85 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
 }
 errors++;
 }
