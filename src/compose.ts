@@ -103,6 +103,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     async close() {
       await payments.stop();
       await engine.close();
+      await attester?.close();
       stopWatching();
       await closeDispatchers();
       await store.close();

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { keccak256 } from '../crypto/keccak.js';
 import { loadNativeSecp256k1 } from '../crypto/secp256k1.js';
+import { SignThread } from './sign-thread.js';
 import {
   DOMAIN_NAME,
   DOMAIN_VERSION,
@@ -93,18 +94,25 @@ export function addressOf(privateKey: string): string {
   return checksum(keccak256(pub.subarray(1)).subarray(12));
 }
 
+export interface AttesterOptions {
+  /** Sign on a thread of its own (src/attest/sign-thread.ts); default: on the calling thread. */
+  thread?: boolean;
+}
+
 export class Attester {
   readonly address: string;
   readonly #key: Buffer;
+  readonly #thread: SignThread | null;
 
-  constructor(privateKey: string) {
+  constructor(privateKey: string, opts: AttesterOptions = {}) {
     if (!isPrivateKey(privateKey)) throw new Error('the attestation key is not a secp256k1 private key');
     this.#key = Buffer.from(privateKey.slice(2), 'hex');
     this.address = addressOf(privateKey);
+    this.#thread = opts.thread && native !== null ? new SignThread(privateKey) : null;
   }
 
   /** The signature of `answer` for `input`, with the typed data it signs. */
-  attest(answer: Answer, input: AttestInput): Attestation {
+  async attest(answer: Answer, input: AttestInput): Promise<Attestation> {
     const issuedAt = input.issuedAt ?? Math.floor(Date.now() / 1000);
     const fields: VerdictFields = {
       id: keccak256(Buffer.from(input.answerId, 'utf8')),
@@ -117,9 +125,13 @@ export class Attester {
       expiresAt: issuedAt + answer.expires_in,
     };
     const digest = verdictDigest(input.chainId, fields);
+    // A thread that failed (it should not) leaves the signing to this one: slower, same answer.
+    const signature = this.#thread?.alive
+      ? await this.#thread.sign(digest).catch(() => this.#sign(digest))
+      : this.#sign(digest);
     return {
       signer: this.address,
-      signature: this.#sign(digest),
+      signature,
       typed_data: {
         domain: { name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId: input.chainId },
         types: VERDICT_TYPES,
@@ -143,6 +155,11 @@ export class Attester {
     if (native === null) return ethers!.Signature.from(new ethers!.SigningKey(this.#key).sign(digest)).serialized;
     const { signature, recid } = native.ecdsaSign(digest, this.#key);
     return `${hex(signature)}${(27 + recid).toString(16)}`;
+  }
+
+  /** Stops the signing thread, if any. */
+  async close(): Promise<void> {
+    await this.#thread?.close();
   }
 
   toJSON(): Record<string, string> {

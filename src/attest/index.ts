@@ -16,10 +16,10 @@ export async function createAttester(
   store: Pick<Store, 'attestationKey'>,
 ): Promise<Attester | null> {
   if (!config.attestations) return null;
-  if (config.attestationKey !== null) return new Attester(config.attestationKey);
+  if (config.attestationKey !== null) return new Attester(config.attestationKey, { thread: true });
   const candidate = newPrivateKey();
   const kept = await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) });
-  return new Attester(kept.privateKey);
+  return new Attester(kept.privateKey, { thread: true });
 }
 
 /** Decide answers are signed for Base. */
@@ -37,16 +37,16 @@ export function guardChainId(chain: string | null | undefined): number {
 const NO_BODY = Buffer.alloc(0);
 
 /** Adds `attestation` to `answer` (a DecideResponse about to be sent); nothing when signing is off. */
-export function attach<T extends Answer>(
+export async function attach<T extends Answer>(
   attester: Attester | null | undefined,
   req: ApiRequest,
   res: ApiResponse,
   answer: T,
   chainId: number,
   transaction?: ActionFields | null,
-): T & { attestation?: Attestation } {
+): Promise<T & { attestation?: Attestation }> {
   if (!attester) return answer;
-  const attestation = attester.attest(answer, {
+  const attestation = await attester.attest(answer, {
     answerId: (res.locals.answerId as string | undefined) ?? (res.locals.requestId as string),
     body: req.rawBody ?? NO_BODY,
     chainId,

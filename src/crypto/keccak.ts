@@ -30,12 +30,15 @@ const Native = loadNative();
 // ethers loads only where the binding does not: it is a large module to start.
 const ethers = Native === null ? await import('ethers') : null;
 
+let state: KeccakState | null = null;
+
 export const KECCAK_BACKEND: 'native' | 'js' = Native === null ? 'js' : 'native';
 
 /** keccak256 (Ethereum's, padding 0x01) of `data`: 32 bytes. */
 export function keccak256(data: Uint8Array): Buffer {
   if (Native === null) return Buffer.from(ethers!.getBytes(ethers!.keccak256(data)));
-  const k = new Native();
+  // One state, re-initialised per hash: this function runs to completion, so no two hashes share it.
+  const k = (state ??= new Native());
   k.initialize(1088, 512, null, 256);
   k.absorb(data);
   k.absorbLastFewBits(0x01);

@@ -49,7 +49,7 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
       { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
       'guard judged',
     );
-    const signed = attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
+    const signed = await attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
     sendJson(res, 200, signed);
   };
 }

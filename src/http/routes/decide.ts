@@ -33,6 +33,6 @@ export function decideHandler(
       },
     );
     metrics.verdict(endpoint, response.verdict);
-    sendJson(res, 200, attach(attester, req, res, response, DECIDE_CHAIN_ID));
+    sendJson(res, 200, await attach(attester, req, res, response, DECIDE_CHAIN_ID));
   };
 }
