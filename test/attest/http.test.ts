@@ -141,16 +141,27 @@ t.test('a guard with a transaction signs its action hash', async (t) => {
 t.test('two answers never share an id, even when a caller repeats its request id', async (t) => {
   const ids = new Set<string>();
   const answers = await Promise.all(
-    Array.from({ length: 40 }, (_, i) =>
+    Array.from({ length: 120 }, (_, i) =>
       send(
         i % 2 ? '/v1/decide' : '/v1/guard',
         i % 2 ? DECIDE : '{"action":"transfer"}',
-        i < 10 ? { 'x-request-id': 'same-id' } : {},
+        i < 30 ? { 'x-request-id': 'same-id' } : {},
       ),
     ),
   );
   for (const a of answers) ids.add(a.body.attestation.typed_data.message.id);
   t.equal(ids.size, answers.length, 'every id is different');
+  // Signed together in batches on the signing thread: each answer still has its own signature.
+  const verified = await Promise.all(
+    answers.map(({ body }) =>
+      verifyTypedData({
+        address: body.attestation.signer,
+        ...body.attestation.typed_data,
+        signature: body.attestation.signature,
+      }),
+    ),
+  );
+  t.equal(verified.filter(Boolean).length, answers.length, 'every concurrent answer verifies');
   t.equal(answers[0].body.decision.request_id, 'same-id', "the caller's request id still correlates");
 });
 
