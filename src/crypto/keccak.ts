@@ -38,7 +38,8 @@ export const KECCAK_BACKEND: 'native' | 'js' = Native === null ? 'js' : 'native'
 export function keccak256(data: Uint8Array): Buffer {
   if (Native === null) return Buffer.from(ethers!.getBytes(ethers!.keccak256(data)));
   // One state, re-initialised per hash: this function runs to completion, so no two hashes share it.
-  const k = (state ??= new Native());
+  if (state === null) state = new Native();
+  const k = state;
   k.initialize(1088, 512, null, 256);
   k.absorb(data);
   k.absorbLastFewBits(0x01);
