@@ -157,6 +157,14 @@ export class Attester {
     return `${hex(signature)}${(27 + recid).toString(16)}`;
   }
 
+  /**
+   * Resolves once the signing thread (if any) is up. One that failed to start leaves the signing
+   * to the calling thread: slower, same answers.
+   */
+  async ready(): Promise<void> {
+    await this.#thread?.ready().catch(() => undefined);
+  }
+
   /** Stops the signing thread, if any. */
   async close(): Promise<void> {
     await this.#thread?.close();

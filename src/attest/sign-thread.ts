@@ -19,13 +19,22 @@ export class SignThread {
   readonly #inFlight: Batch[] = [];
   #failed: Error | null = null;
   #scheduled = false;
+  readonly #ready: Promise<void>;
 
   constructor(privateKey: string) {
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
       workerData: { key: privateKey },
     });
     this.#worker.unref();
-    this.#worker.on('message', (sigs: ArrayBuffer) => {
+    this.#ready = new Promise<void>((resolve, reject) => {
+      this.#worker.once('message', () => resolve());
+      this.#worker.once('error', reject);
+      this.#worker.once('exit', (code) => reject(new Error(`the signing thread exited (${code}) while starting`)));
+    });
+    // Seen by nobody when the thread starts well; a failure is reported through ready().
+    this.#ready.catch(() => undefined);
+    this.#worker.on('message', (sigs: ArrayBuffer | string) => {
+      if (typeof sigs === 'string') return; // 'ready'
       const batch = this.#inFlight.shift();
       if (!batch) return;
       const hex = Buffer.from(sigs).toString('hex');
@@ -37,6 +46,11 @@ export class SignThread {
     };
     this.#worker.on('error', fail);
     this.#worker.on('exit', (code) => fail(new Error(`the signing thread exited (${code})`)));
+  }
+
+  /** Resolves once the thread has loaded and listens; rejects when it failed to start. */
+  ready(): Promise<void> {
+    return this.#ready;
   }
 
   /** Whether the thread can still sign (false after it failed or was closed). */
