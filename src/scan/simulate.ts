@@ -365,7 +365,9 @@ export async function simulate(
       latencyMs: Math.round(performance.now() - started),
     });
     if (reply.error) {
-      if (methodUnsupported(reply.error)) {
+      // A node whose eth_simulateV1 rejects the call's shape (anvil cannot simulate a deployment
+      // there: -32602) is asked the next method, as a node without it would be.
+      if (methodUnsupported(reply.error) || (method === 'eth_simulateV1' && reply.error.code === -32602)) {
         unsupported.push(method);
         continue;
       }

@@ -44,7 +44,12 @@ export class CoinGeckoEmulator extends Emulator {
   }
 
   /** USD price of the token at `address` on `platform` (base, ethereum, ...); null is sent as null. */
-  setTokenPrice(platform: string, address: string, usd: number | null, lastUpdatedAt = Math.floor(Date.now() / 1000)): this {
+  setTokenPrice(
+    platform: string,
+    address: string,
+    usd: number | null,
+    lastUpdatedAt = Math.floor(Date.now() / 1000),
+  ): this {
     this.tokens.set(`${platform}:${address.toLowerCase()}`, { price: usd, lastUpdatedAt });
     return this;
   }
