@@ -54,13 +54,7 @@ const forAll = { token: TOKEN, spender: SPENDER, amount: '1', unlimited: true, k
 t.test('simulation rules, one row each and their order', async (t) => {
   const rows: Array<[string, SimulationFacts, string, string | null, string[]]> = [
     ['nothing happens', sim({}), 'pass', null, []],
-    [
-      'a revert',
-      sim({ reverted: true, approvalChanges: [unlimited] }),
-      'fail',
-      'simulation_reverted',
-      ['simulation_reverted'],
-    ],
+    ['a revert', sim({ reverted: true }), 'fail', 'simulation_reverted', ['simulation_reverted']],
     ['eth_call only', sim({ effectsKnown: false }), 'warn', 'effects_unknown', ['effects_unknown']],
     ['unlimited approval', sim({ approvalChanges: [unlimited] }), 'fail', 'unlimited_approval', ['unlimited_approval']],
     [
