@@ -144,7 +144,7 @@ export const SCENARIOS: readonly Scenario[] = [
     auth: 'key',
     expectStatus: 200,
     expectBody: PROCEED,
-    connections: 4,
+    connections: 8,
     overallRate: SIMULATION_RATE,
     ...std,
   },

@@ -544,3 +544,27 @@ t.test('a revocation and a deployment (which anvil simulates only by tracing) pa
   });
   t.equal(item(revoke, 'transaction_simulation').status, 'pass', item(revoke, 'transaction_simulation').message);
 });
+
+t.test('in the worker pool, as production runs checks', async (t) => {
+  const pooled = await startGuardApp({
+    PRICE_API_URL: cg.url,
+    RPC_URLS: `base=${chain.rpcUrl}`,
+    POOL_THREADS: '1',
+    REQUEST_DEADLINE_MS: '5000',
+  });
+  t.teardown(() => pooled.close());
+  const res = await post(`${pooled.url}/v1/guard`, {
+    action: 'swap',
+    amount_usd: 50,
+    transaction: {
+      from: alice,
+      to: chain.drain,
+      data: chain.iface.swap.encodeFunctionData('swap', [usdc, 50_000_000n, chain.tokenAddress, 10n ** 18n]),
+    },
+    ...sigCases[0].body(),
+  });
+  t.equal(res.status, 200);
+  t.equal(res.body.checks.transaction_simulation, 'fail');
+  t.equal(res.body.checks.signature_scan, 'fail');
+  t.ok(res.body.failure_modes.includes('transaction_simulation:swap_receives_nothing'), res.body.failure_modes.join());
+});
