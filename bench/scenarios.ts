@@ -23,6 +23,10 @@ export interface Scenario {
   warmupSec: number;
   /** Requests per second across all connections; unset drives as fast as answers come. */
   overallRate?: number;
+  /** Settings of the service this scenario runs on, in a service process of its own. */
+  env?: Record<string, string>;
+  /** More text the probe answer must contain (the load checks `expectBody` only). */
+  probeAlso?: string;
 }
 
 const decideBody = (checks: unknown[]): string =>
@@ -72,6 +76,8 @@ export const SIMULATION_RATE = 50;
 export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
 
 const PROCEED = '"verdict":"proceed"';
+/** A signed answer (docs/attestations.md). */
+const SIGNED = '"attestation":{"signer":"0x';
 
 /**
  * Rate-capped scenarios. autocannon spends each connection's per-second budget at the start of
@@ -100,7 +106,20 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'decide-cached',
-    about: 'API key, 4 checks all cached',
+    about: 'API key, 4 checks all cached, signed answers',
+    server: 'service',
+    path: '/v1/decide',
+    body: CACHED_DECIDE,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    probeAlso: SIGNED,
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'decide-cached-unsigned',
+    about: 'as decide-cached with ATTESTATIONS=off (a setting for measurement only)',
     server: 'service',
     path: '/v1/decide',
     body: CACHED_DECIDE,
@@ -108,6 +127,7 @@ export const SCENARIOS: readonly Scenario[] = [
     expectStatus: 200,
     expectBody: PROCEED,
     connections: 50,
+    env: { ATTESTATIONS: 'off' },
     ...std,
   },
   {

@@ -1,10 +1,10 @@
 /**
  * The bench's pass/fail rules, as data over the measured figures (pure, no I/O):
  * p99 under 300 ms and no errors for every scenario at its stated load; the cached decide at least
- * 0.8 × the reference's throughput in the same run; the cold decide's p50 within 15 ms of the
- * slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed decide's p99; the
- * guard with a simulation's p50 within 15 ms of its two upstream rounds (the node, then the price
- * provider beside the node's token reads).
+ * 0.8 × the reference's throughput in the same run (its answers signed); the cold decide's p50
+ * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
+ * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
+ * node, then the price provider beside the node's token reads).
  */
 export interface Measured {
   name: string;
@@ -82,6 +82,24 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       ok: paid.p99 <= limit,
       detail: `p99 ${paid.p99} vs ${keyed.p99} ms (limit ${limit})`,
     });
+  }
+  return out;
+}
+
+/** Names of the yardsticks the signed cached decide is compared with, when they ran. */
+export const YARDSTICKS = ['reference', 'floor', 'decide-cached-unsigned'] as const;
+
+/**
+ * What signing costs (docs/attestations.md): the signed cached decide's throughput as a ratio to
+ * each yardstick that ran in the same run. Figures, not targets.
+ */
+export function signingRatios(results: ReadonlyMap<string, Measured | null>): Record<string, number> {
+  const signed = results.get('decide-cached');
+  const out: Record<string, number> = {};
+  if (!signed) return out;
+  for (const name of YARDSTICKS) {
+    const y = results.get(name);
+    if (y && y.rps > 0) out[name] = Math.round((signed.rps / y.rps) * 100) / 100;
   }
   return out;
 }

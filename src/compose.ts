@@ -22,6 +22,7 @@ import { yieldRoutingHandler } from './agents/yield-routing.js';
 import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
+import { createAttester, type Attester } from './attest/index.js';
 
 export interface Service {
   deps: AppDeps;
@@ -65,13 +66,23 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
   const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
-  const agentDeps = { config, engine, logger, metrics };
+  let attester: Attester | null;
+  try {
+    attester = await createAttester(config, store);
+  } catch (err) {
+    stopWatching();
+    await engine.close();
+    await store.close();
+    throw err;
+  }
+  const agentDeps = { config, engine, logger, metrics, attester };
   const deps: AppDeps = {
     config,
     logger,
     metrics,
     engine,
     billing,
+    attester,
     handlers: {
       guard: guardHandler(agentDeps),
       stablecoin: stablecoinHandler(agentDeps),
@@ -92,6 +103,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     async close() {
       await payments.stop();
       await engine.close();
+      await attester?.close();
       stopWatching();
       await closeDispatchers();
       await store.close();

@@ -69,6 +69,13 @@ export interface Config {
   x402SettleBeforeResponse: boolean;
   /** Local settlements between gas estimate and broadcast at once. */
   x402SettleConcurrency: number;
+  /**
+   * Sign every DecideResponse (docs/attestations.md). Off exists to measure what signing costs;
+   * a deployment keeps it on.
+   */
+  attestations: boolean;
+  /** ATTESTATION_KEY: the verdict signer's secp256k1 key; null: made on first start, kept in the store. */
+  attestationKey: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -135,6 +142,15 @@ function keyValueList(env: Env, name: string, def: string): Record<string, strin
   return out;
 }
 
+/** The order of secp256k1's group: a private key is an integer in [1, n). */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+function validPrivateKey(hex: string): boolean {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(hex)) return false;
+  const k = BigInt(hex);
+  return k > 0n && k < SECP256K1_N;
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const rpcRaw = keyValueList(env, 'RPC_URLS', '');
   const rpcUrls: Record<string, string> = {};
@@ -167,6 +183,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const settlerKey = optStr(env, 'X402_SETTLER_KEY');
   if (settlerKey !== null && !/^0x[0-9a-fA-F]{64}$/.test(settlerKey))
     throw new ConfigError('X402_SETTLER_KEY must be a 0x-prefixed 32-byte hex private key');
+
+  const attestationKey = optStr(env, 'ATTESTATION_KEY');
+  // The message never repeats the value: it is a private key.
+  if (attestationKey !== null && !validPrivateKey(attestationKey))
+    throw new ConfigError('ATTESTATION_KEY must be a 0x-prefixed 32-byte hex secp256k1 private key (not 0, below n)');
 
   const requestDeadlineMs = int(env, 'REQUEST_DEADLINE_MS', 250, 10, 10000);
   const cfg: Config = {
@@ -213,6 +234,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     x402MaxTimeoutSeconds: int(env, 'X402_MAX_TIMEOUT_SECONDS', 60, 30, 3600),
     x402SettleBeforeResponse: bool(env, 'X402_SETTLE_BEFORE_RESPONSE', false),
     x402SettleConcurrency: int(env, 'X402_SETTLE_CONCURRENCY', 2, 1, 64),
+    attestations: bool(env, 'ATTESTATIONS', true),
+    attestationKey,
   };
   return Object.freeze(cfg);
 }

@@ -11,6 +11,8 @@ import type { TLSSocket } from 'node:tls';
 
 export interface ApiRequest extends IncomingMessage {
   body?: unknown;
+  /** The body bytes as received (after any Content-Encoding is undone): what an answer's requestHash hashes. */
+  rawBody?: Buffer;
   /** The URL as received (express sets it; the front door too). */
   originalUrl?: string;
 }

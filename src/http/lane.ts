@@ -41,7 +41,9 @@ export function jsonBody(limit: number, fallback: ApiHandler): ApiHandler {
     req.once('end', () => {
       if (done) return;
       done = true;
-      let text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
+      const raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      req.rawBody = raw;
+      let text = raw.toString('utf8');
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a UTF-8 byte order mark, as body-parser drops it
       try {
         req.body = JSON.parse(text) as unknown;

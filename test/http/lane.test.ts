@@ -46,6 +46,19 @@ function raw(
   });
 }
 
+/** Fields that differ per answer; the signature's requestHash (the body bytes) stays compared. */
+const PER_ANSWER = new Set([
+  'request_id',
+  'evaluated_at',
+  'latency_ms',
+  'cached',
+  'age_s',
+  'id',
+  'signature',
+  'issuedAt',
+  'expiresAt',
+]);
+
 /** The answer without what differs per request. */
 function comparable(r: Raw): unknown {
   let body: unknown = r.body;
@@ -59,7 +72,7 @@ function comparable(r: Raw): unknown {
     if (v === null || typeof v !== 'object') return v;
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      if (k === 'request_id' || k === 'evaluated_at' || k === 'latency_ms' || k === 'cached' || k === 'age_s') continue;
+      if (PER_ANSWER.has(k)) continue;
       out[k] = strip(x);
     }
     return out;

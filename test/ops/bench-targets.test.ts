@@ -1,6 +1,6 @@
 /** The bench's pass/fail rules (bench/targets.ts), table-driven over made-up measurements. */
 import t from 'tap';
-import { judge, type Measured } from '../../bench/targets.js';
+import { judge, signingRatios, type Measured } from '../../bench/targets.js';
 
 const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({
   name,
@@ -71,3 +71,13 @@ for (const c of cases) {
     t.match(out[0], c.miss);
   });
 }
+
+t.test('signing ratios: the signed cached decide against each yardstick that ran', async (t) => {
+  const r = healthy();
+  r.set('decide-cached-unsigned', m('decide-cached-unsigned', 6800, 6, 20));
+  t.same(signingRatios(r), { reference: 0.85, 'decide-cached-unsigned': 0.5 });
+  r.set('floor', m('floor', 17000, 2, 8));
+  t.same(signingRatios(r), { reference: 0.85, floor: 0.2, 'decide-cached-unsigned': 0.5 });
+  r.delete('decide-cached');
+  t.same(signingRatios(r), {}, 'nothing without the signed scenario');
+});
