@@ -78,7 +78,7 @@ const QUALIFIERS: Partial<Record<PublicCheckType, (c: any) => unknown>> = {
 };
 
 /**
- * Stable evidence name (semantics §1): the type alone when it occurs once; with several of one
+ * Stable evidence name (docs/rules.md §1): the type alone when it occurs once; with several of one
  * type, `type[qualifier]` when the qualifier (asset id, pair, address, tx hash) tells them apart,
  * else `type[i]` with i the check's index in the request.
  */
