@@ -55,6 +55,23 @@ export const GUARD_SWAP = JSON.stringify({
   stablecoin_asset_id: 'usd-coin',
 });
 
+/**
+ * A guard with a simulation: 100 units of a token the service has never seen (`coldToken(n)` in
+ * upstreams.ts) sent by transfer(), declared as 100 USD. Each request pays the node's latency for
+ * the simulation, then the price provider's and the node's (decimals) side by side.
+ */
+export const GUARD_SIMULATION = JSON.stringify({
+  action: 'contract_call',
+  chain: 'base',
+  amount_usd: 100,
+  transaction: {
+    from: '0x00000000000000000000000000000000000a11ce',
+    to: `0x${'5c'.padEnd(32, '0')}{{n:8}}`,
+    data: `0xa9059cbb${'b0b0'.padStart(64, '0')}${(100_000_000).toString(16).padStart(64, '0')}`,
+  },
+});
+export const SIMULATION_RATE = 50;
+
 /** A price check without its asset: a 422 before any billing or engine work. */
 export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
 
@@ -136,6 +153,19 @@ export const SCENARIOS: readonly Scenario[] = [
     expectStatus: 200,
     expectBody: PROCEED,
     connections: 50,
+    ...std,
+  },
+  {
+    name: 'guard-simulation',
+    about: `API key, guard simulating a transfer of a fresh token per request, node and prices in LATENCY ms, ${SIMULATION_RATE} req/s`,
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SIMULATION,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 8,
+    overallRate: SIMULATION_RATE,
     ...std,
   },
   {

@@ -1,8 +1,10 @@
 /**
  * The bench's pass/fail rules, as data over the measured figures (pure, no I/O):
  * p99 under 300 ms and no errors for every scenario at its stated load; the cached decide at least
- * 0.8 × the reference's throughput in the same run (its answers signed); the cold decide's p50 within 15 ms of the
- * slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed decide's p99.
+ * 0.8 × the reference's throughput in the same run (its answers signed); the cold decide's p50
+ * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
+ * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
+ * node, then the price provider beside the node's token reads).
  */
 export interface Measured {
   name: string;
@@ -24,6 +26,7 @@ export const LIMITS = Object.freeze({
   cachedVsReference: 0.8,
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
+  simulationP50OverUpstreamsMs: 15,
 });
 
 export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
@@ -58,6 +61,16 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       target: `decide-cold p50 <= upstream ${upstreamLatencyMs} + ${LIMITS.coldP50OverUpstreamMs} ms`,
       ok: cold.p50 <= limit,
       detail: `p50 ${cold.p50} ms (limit ${limit})`,
+    });
+  }
+  const sim = get('guard-simulation');
+  if (sim) {
+    const upstreams = 2 * upstreamLatencyMs;
+    const limit = upstreams + LIMITS.simulationP50OverUpstreamsMs;
+    out.push({
+      target: `guard-simulation p50 <= node + price ${upstreams} + ${LIMITS.simulationP50OverUpstreamsMs} ms`,
+      ok: sim.p50 <= limit,
+      detail: `p50 ${sim.p50} ms, p99 ${sim.p99} ms: ${Math.round((sim.p50 - upstreams) * 10) / 10} ms over the two upstream rounds (limit ${limit})`,
     });
   }
   const keyed = get('decide-keyed');

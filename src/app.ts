@@ -10,10 +10,10 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { Engine } from './engine/runner.js';
-import { MAX_BODY_BYTES } from './pricing.js';
+import { MAX_REQUEST_BODY_BYTES } from './pricing.js';
 import { errorHandler, methodNotAllowed, notFound } from './http/errors.js';
 import { validateBody } from './http/validation.js';
-import { frontDoor, jsonBody } from './http/lane.js';
+import { postRouter, jsonBody } from './http/post-router.js';
 import type { ApiHandler, ApiRequest } from './http/api.js';
 import { GET_ENDPOINTS, POST_ENDPOINTS, type HandlerKey, type PostEndpoint } from './http/endpoints.js';
 import { metaRouter } from './http/routes/meta.js';
@@ -90,14 +90,14 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   app.set('trust proxy', config.trustProxy);
   const context = requestContext(deps);
   app.use(context);
-  // POSTs to the endpoints' exact paths skip the router (src/http/lane.ts): same chains.
-  const lane = new Map<string, ApiHandler[]>();
+  // POSTs to the endpoints' exact paths skip the router (src/http/post-router.ts): same chains.
+  const postChains = new Map<string, ApiHandler[]>();
 
   const handlers = deps.handlers ?? {};
   const json = jsonBody(
-    MAX_BODY_BYTES,
+    MAX_REQUEST_BODY_BYTES,
     express.json({
-      limit: MAX_BODY_BYTES,
+      limit: MAX_REQUEST_BODY_BYTES,
       strict: false,
       type: () => true,
       // The bytes an answer's requestHash covers (docs/attestations.md §1).
@@ -118,7 +118,7 @@ export function buildApp(deps: AppDeps): http.RequestListener {
     if (e.access !== 'free' && deps.billing) chain.push(deps.billing(e));
     chain.push(handler);
     app.post(e.path, ...chain);
-    lane.set(e.path, [context, ...chain]);
+    postChains.set(e.path, [context, ...chain]);
     app.all(e.path, routeLabel(e.path), methodNotAllowed(['POST']));
   }
   for (const g of GET_ENDPOINTS) {
@@ -129,5 +129,5 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   const onError = errorHandler(logger);
   app.use(notFound);
   app.use(onError);
-  return frontDoor(app, lane, onError, notFound);
+  return postRouter(app, postChains, onError, notFound);
 }

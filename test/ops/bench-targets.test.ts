@@ -18,6 +18,7 @@ function healthy(): Map<string, Measured | null> {
     ['decide-cold', m('decide-cold', 150, 58, 90)],
     ['decide-keyed', m('decide-keyed', 100, 4, 12)],
     ['decide-paid', m('decide-paid', 100, 8, 25)],
+    ['guard-simulation', m('guard-simulation', 50, 110, 130)],
   ]);
 }
 
@@ -52,6 +53,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     name: 'paid p99 beyond keyed + 20 ms',
     change: (r) => r.set('decide-paid', m('decide-paid', 100, 8, 33)),
     miss: /^decide-paid p99 <= decide-keyed p99 \+ 20/,
+  },
+  {
+    name: 'simulation p50 beyond node + price + 15 ms',
+    change: (r) => r.set('guard-simulation', m('guard-simulation', 50, 116, 130)),
+    miss: /^guard-simulation p50 <= node \+ price 100 \+ 15/,
   },
   { name: 'a scenario that could not run', change: (r) => r.set('decide-paid', null), miss: /^decide-paid ran/ },
 ];

@@ -10,7 +10,7 @@ import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } 
 import { MAX_DEPTH } from '../validation.js';
 import { docsRouter } from './docs.js';
 import {
-  MAX_BODY_BYTES,
+  MAX_REQUEST_BODY_BYTES,
   NETWORK_V1,
   NETWORK_V2,
   PRICE_ATOMIC,
@@ -75,7 +75,7 @@ export function capabilities(config: Readonly<Config>, attester: Attester | null
       plans: config.planLimits,
     },
     limits: {
-      max_body_bytes: MAX_BODY_BYTES,
+      max_body_bytes: MAX_REQUEST_BODY_BYTES,
       max_nesting_depth: MAX_DEPTH,
       max_checks_per_request: maxItems('DecideRequest', 'checks'),
       max_asset_ids: maxItems('StablecoinIntelligenceRequest', 'asset_ids'),
