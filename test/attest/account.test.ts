@@ -31,6 +31,8 @@ const bob = Wallet.createRandom().address;
 t.before(async () => {
   [chain, cg] = await Promise.all([startUsdcChain(), startCoinGecko()]);
   cg.setPrice('usd-coin', 'usd', 0.9999);
+  // The guard simulates each call on the chain and prices what leaves the account.
+  cg.setTokenPrice('base', USDC_BASE, 1);
   app = await startTestApp({
     PRICE_API_URL: cg.url,
     RPC_URLS: `base=${chain.rpcUrl}`,
@@ -38,7 +40,8 @@ t.before(async () => {
     HEAD_STALE_SECONDS: '86400',
   });
   signer = ((await (await fetch(`${app.url}/v1/capabilities`)).json()) as any).attestation.signer;
-  owner = await chain.wallet(0n, 10n ** 20n);
+  // The owner holds USDC too, so a transfer sent from it simulates fine (see 'another sender').
+  owner = await chain.wallet(1_000_000_000n, 10n ** 20n);
   const deployed = await new ContractFactory(ARTIFACT.abi, ARTIFACT.bytecode, owner).deploy(owner.address, signer);
   await deployed.waitForDeployment();
   accountAddress = await deployed.getAddress();
@@ -152,6 +155,7 @@ t.test('a proceed for another call is refused: other calldata, value or target',
     'another target',
   );
   const forOwner = await ask(call, { transaction: { from: owner.address, to: call.to, data: call.data } });
+  t.equal(forOwner.body.verdict, 'proceed', 'a proceed, but for the owner key as sender');
   t.equal(
     await refusal(t, call, forOwner.verdict, forOwner.signature),
     'ActionMismatch',
