@@ -177,6 +177,40 @@ t.test('a verdict signed by anyone but the attester is refused', async (t) => {
   );
 });
 
+t.test('a malformed or malleated signature is refused as invalid', async (t) => {
+  const call = transfer(3n);
+  const { verdict, signature } = await ask(call);
+  const sig = Buffer.from(signature.slice(2), 'hex');
+  const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+  // The same signature's twin (n - s, the other v): ecrecover accepts it, the account must not.
+  const highS = (N - BigInt(`0x${sig.subarray(32, 64).toString('hex')}`)).toString(16).padStart(64, '0');
+  const twin = `0x${sig.subarray(0, 32).toString('hex')}${highS}${(55 - sig[64]).toString(16)}`;
+  t.equal(await refusal(t, call, verdict, twin), 'InvalidSignature', 'high s');
+  t.equal(await refusal(t, call, verdict, signature.slice(0, -2)), 'InvalidSignature', '64 bytes');
+  t.equal(await refusal(t, call, verdict, `${signature.slice(0, -2)}1d`), 'InvalidSignature', 'v = 29');
+  const receipt = await (await account.execute(call.to, call.value, call.data, verdict, signature)).wait();
+  t.equal(receipt?.status, 1, 'the genuine signature still executes');
+});
+
+t.test("the call's own revert is passed on unchanged", async (t) => {
+  // A proceed for sending the whole balance, made stale by another attested transfer first.
+  const balance = await chain.balanceOf(accountAddress);
+  const all = transfer(balance);
+  const first = await ask(all, { amount_usd: Number(balance) / 1e6 });
+  t.equal(first.body.verdict, 'proceed', JSON.stringify(first.body.checks));
+  const some = transfer(1n);
+  const second = await ask(some);
+  await (await account.execute(some.to, some.value, some.data, second.verdict, second.signature)).wait();
+  let message = '';
+  try {
+    await account.execute.staticCall(all.to, all.value, all.data, first.verdict, first.signature);
+  } catch (err) {
+    message = (err as { reason?: string }).reason ?? '';
+  }
+  t.equal(message, 'ERC20: transfer amount exceeds balance', "USDC's own reason, not the account's");
+  t.equal(await account.used(first.verdict[0]), false, 'a call that reverted used nothing up');
+});
+
 t.test('only the owner may execute', async (t) => {
   const call = transfer(8n);
   const { verdict, signature } = await ask(call);
