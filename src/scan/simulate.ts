@@ -16,7 +16,7 @@
  */
 import { AbiCoder } from 'ethers';
 import { hexQuantity } from '../checks/format.js';
-import { type RpcError, type RpcOptions, type RpcReply, rpcBatch } from '../net/rpc.js';
+import { type RpcError, type RpcOptions, type RpcReply, rpcBatch, rpcSource } from '../net/rpc.js';
 import type { UpstreamResult } from '../upstreams/types.js';
 import { fail } from '../upstreams/http.js';
 
@@ -335,7 +335,7 @@ export async function simulate(
   opts: SimulateOptions,
 ): Promise<UpstreamResult<Simulation>> {
   const started = performance.now();
-  const source = opts.source ?? new URL(url).hostname;
+  const source = opts.source ?? rpcSource(url);
   const bad = txProblem(tx);
   if (bad) return fail(source, started, { reason: 'upstream_error', message: `cannot simulate: ${bad}` });
   const unsupported: string[] = [];

@@ -191,3 +191,19 @@ t.test('well-formed fields are accepted; absent or null ones change nothing', as
   });
   t.equal(hexValue.status, 200, 'hex integers in a message are accepted');
 });
+
+t.test("a caller's node on a private address is refused by the SSRF rules, without a connection", async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  // 10.0.0.0/8 is private: the address classifier refuses it before any packet is sent.
+  const res = await post(`${app.url}/v1/guard`, {
+    action: 'contract_call',
+    rpc_url: 'http://10.11.12.13:8545/',
+    transaction: { from: FROM, to: TOKEN },
+  });
+  t.equal(res.status, 200);
+  const sim = res.body.evidence.find((e: { name: string }) => e.name === 'transaction_simulation');
+  t.equal(sim.status, 'fail');
+  t.equal(sim.reason, 'target_forbidden');
+  t.equal(res.body.verdict, 'block');
+});
