@@ -207,3 +207,18 @@ t.test("a caller's node on a private address is refused by the SSRF rules, witho
   t.equal(sim.reason, 'target_forbidden');
   t.equal(res.body.verdict, 'block');
 });
+
+t.test('/v1/capabilities and /openapi.json describe the new fields from the schema', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const caps = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as {
+    guard: { fields: Array<{ name: string; type: unknown; required: boolean }> };
+  };
+  const field = (name: string) => caps.guard.fields.find((f) => f.name === name);
+  t.same(field('transaction')?.type, ['object', 'null']);
+  t.same(field('typed_data')?.type, ['object', 'null']);
+  t.equal(field('transaction')?.required, false);
+  const doc = (await (await fetch(`${app.url}/openapi.json`)).json()) as Record<string, any>;
+  const guard = JSON.stringify(doc).includes('"typed_data"') && JSON.stringify(doc).includes('"transaction"');
+  t.ok(guard, 'the OpenAPI document carries both fields');
+});
