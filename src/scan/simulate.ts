@@ -371,6 +371,19 @@ export async function simulate(
         unsupported.push(method);
         continue;
       }
+      // The sender cannot pay the value (and gas): the transaction cannot succeed, which is what a
+      // revert tells the caller too. Nodes say so as an error of every method (-32003, -38014, -32000).
+      if (/insufficient funds/i.test(reply.error.message)) {
+        return done({
+          reverted: true,
+          revertReason: `the sender cannot pay: ${reply.error.message.slice(0, 200)}`,
+          revertData: null,
+          gasUsed: null,
+          logs: [],
+          nativeTransfers: [],
+          effectsKnown: method !== 'eth_call',
+        });
+      }
       if (method === 'eth_call' && isRevertError(reply.error)) {
         const revertData = errorData(reply.error);
         return done({
