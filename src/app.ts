@@ -108,7 +108,8 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   );
 
   for (const g of GET_ENDPOINTS) app.get(g.path, routeLabel(g.path));
-  app.use(metaRouter(config, deps.attester ?? null));
+  const shared = deps.engine.shared ?? null;
+  app.use(metaRouter(config, deps.attester ?? null, shared === null ? null : () => shared.state()));
   if (deps.metricsHandler) app.get('/metrics', deps.metricsHandler);
 
   for (const e of POST_ENDPOINTS) {

@@ -7,7 +7,8 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createExecutor } from './engine/worker-pool.js';
-import { createEngine, type Engine } from './engine/runner.js';
+import { createEngine, LOCK_MARGIN_MS, type Engine } from './engine/runner.js';
+import { createSharedCache } from './engine/shared-cache.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createBillingGate } from './billing/gate.js';
@@ -34,6 +35,9 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/** How long start-up waits for the fleet cache's first connection before starting without it. */
+const STARTUP_WAIT_MS = 1000;
+
 export interface ComposeOptions {
   /** Settlement retry tuning and chain polling, for tests. */
   x402?: Pick<X402Deps, 'retry' | 'receiptPollMs'>;
@@ -50,7 +54,23 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
   });
   const executor = createExecutor(config);
   metrics.setPoolSource(() => executor.stats());
-  const engine = createEngine({ config, metrics, executor });
+  const shared =
+    config.redisUrl === null
+      ? null
+      : createSharedCache({
+          url: config.redisUrl,
+          timeoutMs: config.redisTimeoutMs,
+          lockMs: config.checkHardTimeoutMs + LOCK_MARGIN_MS,
+          onEvent: (op, outcome) => metrics.sharedCache(op, outcome),
+          onState: (state) =>
+            state === 'ok'
+              ? logger.info({ redis: 'ok' }, 'fleet cache connected')
+              : logger.warn({ redis: 'degraded' }, 'fleet cache unavailable; answering from this instance alone'),
+        });
+  metrics.setSharedCacheSource(() => shared?.state() ?? null);
+  // Share from the first request when Redis is there; never wait long for it (it is an accelerator).
+  await shared?.ready(STARTUP_WAIT_MS);
+  const engine = createEngine({ config, metrics, executor, shared });
   let store: Store;
   try {
     store = await openStore(config, { logger });

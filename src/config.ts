@@ -53,6 +53,10 @@ export interface Config {
   /** Hard timeout of one upstream call, beyond the request deadline, so late answers fill the cache. */
   checkHardTimeoutMs: number;
   cacheMaxEntries: number;
+  /** The fleet's shared cache (docs/fleet.md); null keeps every result in this process only. */
+  redisUrl: string | null;
+  /** Bound on every Redis command; past it the instance goes on without Redis. */
+  redisTimeoutMs: number;
   shutdownGraceMs: number;
   trustProxy: boolean;
   metricsToken: string | null;
@@ -126,6 +130,22 @@ function url(env: Env, name: string, def: string | null): string | null {
   if (u.protocol !== 'http:' && u.protocol !== 'https:')
     throw new ConfigError(`${name} must use http or https, got ${u.protocol}`);
   return raw.replace(/\/+$/, '');
+}
+/** REDIS_URL: redis:// or rediss://, optionally with a password and a database number (never echoed: it may hold a password). */
+function redisUrl(env: Env): string | null {
+  const raw = optStr(env, 'REDIS_URL');
+  if (raw === null) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
+    throw new ConfigError(`REDIS_URL must use redis or rediss, got ${u.protocol}`);
+  if (u.pathname !== '' && u.pathname !== '/' && !/^\/\d{1,2}$/.test(u.pathname))
+    throw new ConfigError('REDIS_URL may name a database number only (redis://host:6379/0)');
+  return raw;
 }
 function keyValueList(env: Env, name: string, def: string): Record<string, string> {
   const raw = str(env, name, def);
@@ -220,6 +240,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 4096, 1, 1e6),
     checkHardTimeoutMs: int(env, 'CHECK_HARD_TIMEOUT_MS', 5000, 10, 60000),
     cacheMaxEntries: int(env, 'CACHE_MAX_ENTRIES', 50000, 100, 1e7),
+    redisUrl: redisUrl(env),
+    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 50, 1, 10000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     metricsToken: optStr(env, 'METRICS_TOKEN'),

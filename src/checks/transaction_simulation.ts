@@ -34,7 +34,10 @@ export interface TransactionSimulationCheck {
   action: string;
   amount_usd: number | null;
   known_safe_addresses: string[];
-  /** Installed before the call (e.g. EIP-7702 delegations of the transaction's authorization list). */
+  /**
+   * Installed before the call (e.g. EIP-7702 delegations of the transaction's authorization list).
+   * Check objects are JSON (cache keys, worker messages): give balances and nonces as hex strings.
+   */
   state_overrides?: StateOverrides;
 }
 

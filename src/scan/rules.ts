@@ -47,6 +47,8 @@ export function describeAsset(
   return `${amount} ${name}${id}${usd}`;
 }
 
+const GROUPED = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
 /** Atomic units as a decimal number of whole units, without float rounding ("1500000", 6 → "1.5"). */
 export function fmtUnits(amount: string, decimals: number): string {
   const n = BigInt(amount);
@@ -54,7 +56,7 @@ export function fmtUnits(amount: string, decimals: number): string {
   const base = 10n ** BigInt(decimals);
   const whole = n / base;
   const frac = (n % base).toString().padStart(decimals, '0').replace(/0+$/, '').slice(0, 6);
-  return `${whole.toLocaleString('en-US')}${frac ? `.${frac}` : ''}`;
+  return `${GROUPED.format(whole)}${frac ? `.${frac}` : ''}`;
 }
 
 // ---------------------------------------------------------------------------------------------

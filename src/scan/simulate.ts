@@ -16,7 +16,7 @@
  */
 import { AbiCoder } from 'ethers';
 import { hexQuantity } from '../checks/format.js';
-import { type RpcError, type RpcOptions, type RpcReply, rpcBatch } from '../net/rpc.js';
+import { type RpcError, type RpcOptions, type RpcReply, rpcBatch, rpcSource } from '../net/rpc.js';
 import type { UpstreamResult } from '../upstreams/types.js';
 import { fail } from '../upstreams/http.js';
 
@@ -335,7 +335,7 @@ export async function simulate(
   opts: SimulateOptions,
 ): Promise<UpstreamResult<Simulation>> {
   const started = performance.now();
-  const source = opts.source ?? new URL(url).hostname;
+  const source = opts.source ?? rpcSource(url);
   const bad = txProblem(tx);
   if (bad) return fail(source, started, { reason: 'upstream_error', message: `cannot simulate: ${bad}` });
   const unsupported: string[] = [];
@@ -370,6 +370,19 @@ export async function simulate(
       if (methodUnsupported(reply.error) || (method === 'eth_simulateV1' && reply.error.code === -32602)) {
         unsupported.push(method);
         continue;
+      }
+      // The sender cannot pay the value (and gas): the transaction cannot succeed, which is what a
+      // revert tells the caller too. Nodes say so as an error of every method (-32003, -38014, -32000).
+      if (/insufficient funds/i.test(reply.error.message)) {
+        return done({
+          reverted: true,
+          revertReason: `the sender cannot pay: ${reply.error.message.slice(0, 200)}`,
+          revertData: null,
+          gasUsed: null,
+          logs: [],
+          nativeTransfers: [],
+          effectsKnown: method !== 'eth_call',
+        });
       }
       if (method === 'eth_call' && isRevertError(reply.error)) {
         const revertData = errorData(reply.error);

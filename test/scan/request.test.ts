@@ -191,3 +191,34 @@ t.test('well-formed fields are accepted; absent or null ones change nothing', as
   });
   t.equal(hexValue.status, 200, 'hex integers in a message are accepted');
 });
+
+t.test("a caller's node on a private address is refused by the SSRF rules, without a connection", async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  // 10.0.0.0/8 is private: the address classifier refuses it before any packet is sent.
+  const res = await post(`${app.url}/v1/guard`, {
+    action: 'contract_call',
+    rpc_url: 'http://10.11.12.13:8545/',
+    transaction: { from: FROM, to: TOKEN },
+  });
+  t.equal(res.status, 200);
+  const sim = res.body.evidence.find((e: { name: string }) => e.name === 'transaction_simulation');
+  t.equal(sim.status, 'fail');
+  t.equal(sim.reason, 'target_forbidden');
+  t.equal(res.body.verdict, 'block');
+});
+
+t.test('/v1/capabilities and /openapi.json describe the new fields from the schema', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const caps = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as {
+    guard: { fields: Array<{ name: string; type: unknown; required: boolean }> };
+  };
+  const field = (name: string) => caps.guard.fields.find((f) => f.name === name);
+  t.same(field('transaction')?.type, ['object', 'null']);
+  t.same(field('typed_data')?.type, ['object', 'null']);
+  t.equal(field('transaction')?.required, false);
+  const doc = (await (await fetch(`${app.url}/openapi.json`)).json()) as Record<string, any>;
+  const guard = JSON.stringify(doc).includes('"typed_data"') && JSON.stringify(doc).includes('"transaction"');
+  t.ok(guard, 'the OpenAPI document carries both fields');
+});

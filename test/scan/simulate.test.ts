@@ -125,6 +125,16 @@ t.test('simulation core on anvil', async (t) => {
     t.equal(decodeRevert('0x'), null);
   });
 
+  t.test('a sender that cannot pay the value: the transaction cannot succeed', async (t) => {
+    const poor = '0x0000000000000000000000000000000000000dd1';
+    for (const [method, url] of [...nodes, ['eth_call', callOnly.url] as [SimMethod, string]]) {
+      const r = await simulate(url, { from: poor, to: bob, value: '4096' }, opts);
+      if (!r.ok) throw new Error(r.message);
+      t.equal(r.data.reverted, true, `${method}: reported as a revert`);
+      t.match(r.data.revertReason, /^the sender cannot pay: .*insufficient funds/i);
+    }
+  });
+
   t.test('eth_call alone: no effects known, a success is only a success', async (t) => {
     const r = await simulate(callOnly.url, { from: alice.address, to: bob, value: '1' }, opts);
     if (!r.ok) throw new Error(r.message);

@@ -105,7 +105,11 @@ export function capabilities(config: Readonly<Config>, attester: Attester | null
   };
 }
 
-export function metaRouter(config: Readonly<Config>, attester: Attester | null = null): Router {
+export function metaRouter(
+  config: Readonly<Config>,
+  attester: Attester | null = null,
+  sharedState: (() => 'ok' | 'degraded') | null = null,
+): Router {
   const r = Router();
   const started = Date.now();
   const caps = capabilities(config, attester);
@@ -129,7 +133,14 @@ export function metaRouter(config: Readonly<Config>, attester: Attester | null =
   });
   r.get('/health', (_req, res) => {
     res.setHeader('cache-control', 'no-store');
-    res.json({ status: 'ok', version: VERSION, uptime_s: Math.floor((Date.now() - started) / 1000) });
+    // A fleet cache that is away degrades, it does not stop, the service: still 200 (docs/fleet.md).
+    const fleet = sharedState?.() ?? null;
+    res.json({
+      status: fleet === 'degraded' ? 'degraded' : 'ok',
+      version: VERSION,
+      uptime_s: Math.floor((Date.now() - started) / 1000),
+      ...(fleet === null ? {} : { shared_cache: fleet }),
+    });
   });
   r.get('/v1/capabilities', (_req, res) => {
     res.json(caps);
