@@ -20,3 +20,5 @@ parentPort!.on('message', (digests: ArrayBuffer) => {
   }
   parentPort!.postMessage(out.buffer, [out.buffer]);
 });
+// Loaded and listening: from now on the service signs here.
+parentPort!.postMessage('ready');

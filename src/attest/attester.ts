@@ -125,8 +125,9 @@ export class Attester {
       expiresAt: issuedAt + answer.expires_in,
     };
     const digest = verdictDigest(input.chainId, fields);
-    // A thread that failed (it should not) leaves the signing to this one: slower, same answer.
-    const signature = this.#thread?.alive
+    // A thread still starting, or one that failed (it should not), leaves the signing to this one:
+    // slower, same answer.
+    const signature = this.#thread?.ready
       ? await this.#thread.sign(digest).catch(() => this.#sign(digest))
       : this.#sign(digest);
     return {

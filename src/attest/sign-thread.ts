@@ -19,13 +19,19 @@ export class SignThread {
   readonly #inFlight: Batch[] = [];
   #failed: Error | null = null;
   #scheduled = false;
+  /** Set by the thread's first message, once its key and binding are loaded. */
+  #ready = false;
 
   constructor(privateKey: string) {
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
       workerData: { key: privateKey },
     });
     this.#worker.unref();
-    this.#worker.on('message', (sigs: ArrayBuffer) => {
+    this.#worker.on('message', (sigs: ArrayBuffer | 'ready') => {
+      if (sigs === 'ready') {
+        this.#ready = true;
+        return;
+      }
       const batch = this.#inFlight.shift();
       if (!batch) return;
       const hex = Buffer.from(sigs).toString('hex');
@@ -39,9 +45,13 @@ export class SignThread {
     this.#worker.on('exit', (code) => fail(new Error(`the signing thread exited (${code})`)));
   }
 
-  /** Whether the thread can still sign (false after it failed or was closed). */
-  get alive(): boolean {
-    return this.#failed === null;
+  /**
+   * Whether the thread is up and can sign: false while it is still starting (a cold start under
+   * load takes hundreds of milliseconds, which no answer should wait for) and after it failed or
+   * was closed. Until then the caller signs on its own thread.
+   */
+  get ready(): boolean {
+    return this.#ready && this.#failed === null;
   }
 
   /** r ‖ s ‖ v of `digest`, 0x hex, from the signing thread. */
