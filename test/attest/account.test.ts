@@ -31,6 +31,8 @@ const bob = Wallet.createRandom().address;
 t.before(async () => {
   [chain, cg] = await Promise.all([startUsdcChain(), startCoinGecko()]);
   cg.setPrice('usd-coin', 'usd', 0.9999);
+  // The simulation values the transfer it sees through the token-price endpoint.
+  cg.setTokenPrice('base', USDC_BASE, 0.9999);
   app = await startTestApp({
     PRICE_API_URL: cg.url,
     RPC_URLS: `base=${chain.rpcUrl}`,
@@ -44,6 +46,8 @@ t.before(async () => {
   accountAddress = await deployed.getAddress();
   account = new Contract(accountAddress, ARTIFACT.abi, owner);
   await (await chain.usdc.mint(accountAddress, 1_000_000_000n)).wait();
+  // The owner holds USDC too, so the same transfer simulated from the owner also proceeds.
+  await (await chain.usdc.mint(owner.address, 1_000_000_000n)).wait();
   await chain.provider.send('anvil_setBalance', [accountAddress, '0xde0b6b3a7640000']);
 });
 t.teardown(async () => {
@@ -152,6 +156,7 @@ t.test('a proceed for another call is refused: other calldata, value or target',
     'another target',
   );
   const forOwner = await ask(call, { transaction: { from: owner.address, to: call.to, data: call.data } });
+  t.equal(forOwner.body.verdict, 'proceed');
   t.equal(
     await refusal(t, call, forOwner.verdict, forOwner.signature),
     'ActionMismatch',
