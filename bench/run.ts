@@ -7,7 +7,8 @@
  *   --quick                                  3 s per scenario instead of 10 (a smoke run)
  *   --latency=50                             upstream answer delay in ms
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
- *   --only=decide-cold,reference             run only these scenarios (targets mode)
+ *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
+ *                                            three-instance measurement (PostgreSQL and Redis)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +16,8 @@ import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
-import { judge, signingRatios, type Measured, type Verdict } from './targets.js';
+import { judge, judgeFleet, signingRatios, type Measured, type Verdict } from './targets.js';
+import { measureFleet, type FleetResult } from './fleet.js';
 import { startServerChild, type Child } from './child.js';
 import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
@@ -44,7 +46,7 @@ function parseArgs(argv: string[]): Options {
         `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b)`,
       );
   }
-  const names = SCENARIOS.map((s) => s.name);
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -175,6 +177,12 @@ async function main(): Promise<number> {
     const paid = opts.only === null || opts.only.includes('decide-paid');
     if (opts.mode !== 'pool' && opts.billing && paid) rig = await startPaymentRig(PAID_RATE * 20);
     const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
+    let fleet: FleetResult | { skipped: string } | null = null;
+    if (targets && (opts.only === null || opts.only.includes('fleet'))) {
+      fleet = await measureFleet(upstreams);
+      if ('skipped' in fleet) targets.verdicts.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
+      else targets.verdicts.push(...judgeFleet(fleet));
+    }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
@@ -192,6 +200,7 @@ async function main(): Promise<number> {
       scenarios: targets?.rows ?? null,
       targets: targets?.verdicts ?? null,
       signing: targets?.signing ?? null,
+      fleet,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };

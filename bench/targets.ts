@@ -27,6 +27,10 @@ export const LIMITS = Object.freeze({
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
   simulationP50OverUpstreamsMs: 15,
+  /** One instance's cached decide with REDIS_URL set, as a ratio to the same without it. */
+  cachedWithRedisVsWithout: 0.9,
+  /** Upstream requests per distinct check across a fleet of three (docs/fleet.md). */
+  fleetUpstreamPerCheck: 1.0,
 });
 
 export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
@@ -73,6 +77,15 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       detail: `p50 ${sim.p50} ms, p99 ${sim.p99} ms: ${Math.round((sim.p50 - upstreams) * 10) / 10} ms over the two upstream rounds (limit ${limit})`,
     });
   }
+  const withRedis = get('decide-cached-redis');
+  if (cached && withRedis) {
+    const ratio = Math.round((withRedis.rps / cached.rps) * 100) / 100;
+    out.push({
+      target: `decide-cached-redis >= ${LIMITS.cachedWithRedisVsWithout} x decide-cached`,
+      ok: ratio >= LIMITS.cachedWithRedisVsWithout,
+      detail: `${withRedis.rps} vs ${cached.rps} req/s (${ratio})`,
+    });
+  }
   const keyed = get('decide-keyed');
   const paid = get('decide-paid');
   if (keyed && paid) {
@@ -102,4 +115,22 @@ export function signingRatios(results: ReadonlyMap<string, Measured | null>): Re
     if (y && y.rps > 0) out[name] = Math.round((signed.rps / y.rps) * 100) / 100;
   }
   return out;
+}
+
+/** The fleet measurement's verdicts (bench/fleet.ts). */
+export function judgeFleet(fleet: {
+  perCheck: number;
+  non200: number;
+  upstreamRequests: number;
+  distinctChecks: number;
+  answers: number;
+}): Verdict[] {
+  return [
+    {
+      target: `fleet: upstream requests per distinct check <= ${LIMITS.fleetUpstreamPerCheck}`,
+      ok: fleet.perCheck <= LIMITS.fleetUpstreamPerCheck,
+      detail: `${fleet.upstreamRequests} upstream requests for ${fleet.distinctChecks} checks asked ${fleet.answers} times (${fleet.perCheck})`,
+    },
+    { target: 'fleet: every answer a 200', ok: fleet.non200 === 0, detail: `${fleet.non200} others` },
+  ];
 }

@@ -16,15 +16,10 @@ export async function createAttester(
   store: Pick<Store, 'attestationKey'>,
 ): Promise<Attester | null> {
   if (!config.attestations) return null;
-  let key = config.attestationKey;
-  if (key === null) {
-    const candidate = newPrivateKey();
-    key = (await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) })).privateKey;
-  }
-  const attester = new Attester(key, { thread: true });
-  // The first answers do not wait for the signing thread to boot.
-  await attester.ready();
-  return attester;
+  if (config.attestationKey !== null) return new Attester(config.attestationKey, { thread: true });
+  const candidate = newPrivateKey();
+  const kept = await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) });
+  return new Attester(kept.privateKey, { thread: true });
 }
 
 /** Decide answers are signed for Base. */

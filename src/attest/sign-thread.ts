@@ -19,22 +19,19 @@ export class SignThread {
   readonly #inFlight: Batch[] = [];
   #failed: Error | null = null;
   #scheduled = false;
-  readonly #ready: Promise<void>;
+  /** Set by the thread's first message, once its key and binding are loaded. */
+  #ready = false;
 
   constructor(privateKey: string) {
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
       workerData: { key: privateKey },
     });
     this.#worker.unref();
-    this.#ready = new Promise<void>((resolve, reject) => {
-      this.#worker.once('message', () => resolve());
-      this.#worker.once('error', reject);
-      this.#worker.once('exit', (code) => reject(new Error(`the signing thread exited (${code}) while starting`)));
-    });
-    // Seen by nobody when the thread starts well; a failure is reported through ready().
-    this.#ready.catch(() => undefined);
-    this.#worker.on('message', (sigs: ArrayBuffer | string) => {
-      if (typeof sigs === 'string') return; // 'ready'
+    this.#worker.on('message', (sigs: ArrayBuffer | 'ready') => {
+      if (sigs === 'ready') {
+        this.#ready = true;
+        return;
+      }
       const batch = this.#inFlight.shift();
       if (!batch) return;
       const hex = Buffer.from(sigs).toString('hex');
@@ -48,14 +45,13 @@ export class SignThread {
     this.#worker.on('exit', (code) => fail(new Error(`the signing thread exited (${code})`)));
   }
 
-  /** Resolves once the thread has loaded and listens; rejects when it failed to start. */
-  ready(): Promise<void> {
-    return this.#ready;
-  }
-
-  /** Whether the thread can still sign (false after it failed or was closed). */
-  get alive(): boolean {
-    return this.#failed === null;
+  /**
+   * Whether the thread is up and can sign: false while it is still starting (a cold start under
+   * load takes hundreds of milliseconds, which no answer should wait for) and after it failed or
+   * was closed. Until then the caller signs on its own thread.
+   */
+  get ready(): boolean {
+    return this.#ready && this.#failed === null;
   }
 
   /** r ‖ s ‖ v of `digest`, 0x hex, from the signing thread. */

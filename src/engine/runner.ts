@@ -98,9 +98,13 @@ export function createEngine(deps: {
   /** Entries read from the shared cache: answered as cached, like a local hit. */
   const fromShared = new WeakSet<CacheEntry>();
 
-  /** What every fresh outcome goes through: the local cache (errors never) and the upstream counter. */
+  /**
+   * What every fresh outcome goes through: the cache, for as long as its TTL says (an error has
+   * TTL 0 and is never kept, except a rate limit or an open circuit, kept for its retry-after so a
+   * provider that said stop is not asked again at once), and the upstream counter.
+   */
   function landed(key: string, type: string, entry: CacheEntry): void {
-    if (entry.outcome.status !== 'error') cache.set(key, entry);
+    cache.set(key, entry);
     const upstream = upstreamLabel(type, entry.outcome);
     if (upstream !== null) {
       metrics.upstream(upstream, entry.outcome.status === 'error' ? (entry.outcome.reason ?? 'error') : 'ok');
@@ -156,7 +160,7 @@ export function createEngine(deps: {
     const entry = await submit(type, check);
     landed(key, type, entry);
     // The result is stored before the lock goes, so a waiter never finds neither.
-    const share = entry.outcome.status === 'error' ? Promise.resolve() : fleet.set(key, entry);
+    const share = entry.outcome.ttl_s > 0 ? fleet.set(key, entry) : Promise.resolve();
     if (mine) void share.then(() => fleet.unlock(key));
     return entry;
   }
