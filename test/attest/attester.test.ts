@@ -55,3 +55,15 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
     t.equal(threadedAll[i].signature, expected, `#${i}: so is the one from the signing thread`);
   }
 });
+
+t.test('with its thread gone, the signer signs on the calling thread: same signatures', async (t) => {
+  const own = new Attester(key, { thread: true });
+  await own.ready();
+  const answer = { verdict: 'proceed', risk: 'low', confidence: 1, expires_in: 60 } as const;
+  const input = { answerId: 'after-close', body: Buffer.from('{}'), chainId: 8453, issuedAt: 1_800_000_000 };
+  const before = await own.attest(answer, input);
+  await own.close();
+  const after = await own.attest(answer, input);
+  t.equal(after.signature, before.signature);
+  t.equal(after.signature, (await inline.attest(answer, input)).signature);
+});
