@@ -18,6 +18,7 @@ import type { ApiHandler } from './http/api.js';
 import { GET_ENDPOINTS, POST_ENDPOINTS, type HandlerKey, type PostEndpoint } from './http/endpoints.js';
 import { metaRouter } from './http/routes/meta.js';
 import { decideHandler } from './http/routes/decide.js';
+import { MCP_PATH, mountMcp } from './mcp/route.js';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -28,6 +29,8 @@ export interface AppDeps {
   billing?: ((endpoint: PostEndpoint) => ApiHandler) | null;
   /** Handlers that live with their own feature modules. */
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
+  /** POST /mcp, the MCP tools over streamable HTTP (src/mcp/http.ts). */
+  mcp?: ApiHandler | null;
   /** GET /metrics. */
   metricsHandler?: RequestHandler;
   /** Set while the server drains: answers carry `Connection: close`. */
@@ -93,6 +96,7 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   for (const g of GET_ENDPOINTS) app.get(g.path, routeLabel(g.path));
   app.use(metaRouter(config));
   if (deps.metricsHandler) app.get('/metrics', deps.metricsHandler);
+  if (deps.mcp) mountMcp(app, deps.mcp, routeLabel(MCP_PATH), json);
 
   for (const e of POST_ENDPOINTS) {
     const handler = e.handler === 'decide' ? decideHandler(deps, e.path) : handlers[e.handler];
