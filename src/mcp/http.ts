@@ -10,7 +10,7 @@
  */
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Config } from '../config.js';
-import type { ApiHandler, ApiRequest } from '../http/api.js';
+import type { ApiHandler, ApiRequest, ApiResponse } from '../http/api.js';
 import { HttpError } from '../http/errors.js';
 import type { Logger } from '../log.js';
 import { operatorDispatcher } from '../net/dispatchers.js';
@@ -54,7 +54,16 @@ function selfOrigin(req: ApiRequest): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${localPort}`;
 }
 
-function callThrough(req: ApiRequest): CallEndpoint {
+/** Headers of the tool's answer repeated on the MCP answer: the quota left and the x402 receipt. */
+const RETURNED = [
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'payment-response',
+  'x-payment-response',
+] as const;
+
+function callThrough(req: ApiRequest, res: ApiResponse): CallEndpoint {
   const origin = selfOrigin(req);
   const base: Record<string, string> = {};
   for (const name of FORWARDED) {
@@ -69,6 +78,9 @@ function callThrough(req: ApiRequest): CallEndpoint {
       signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     });
     if (!out.ok) throw new Error(out.message);
+    // The JSON answer is written once every call of the POST is done, so these still get out.
+    if (!res.headersSent)
+      for (const name of RETURNED) if (out.res.headers[name]) res.setHeader(name, out.res.headers[name]);
     return out.res;
   };
 }
@@ -82,7 +94,7 @@ export function mcpHandler(deps: McpDeps): ApiHandler {
   const log = deps.logger.child({ component: 'mcp' });
 
   /** true when the request may go on; otherwise it has been answered or an HttpError is thrown. */
-  async function admitted(req: ApiRequest, res: Parameters<ApiHandler>[1]): Promise<boolean> {
+  async function admitted(req: ApiRequest, res: ApiResponse): Promise<boolean> {
     if (!config.billing) return true;
     const raw = presentedKey(req);
     if (raw !== null) {
@@ -127,7 +139,7 @@ export function mcpHandler(deps: McpDeps): ApiHandler {
 
   return async (req, res) => {
     if (!(await admitted(req, res))) return;
-    const server = createToolServer(callThrough(req), (err, tool) => log.error({ err, tool }, 'tool call failed'));
+    const server = createToolServer(callThrough(req, res), (err, tool) => log.error({ err, tool }, 'tool call failed'));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.once('close', () => {
       void transport.close();

@@ -202,3 +202,42 @@ t.test('one key, one quota: HTTP, MCP over HTTP and MCP over stdio count togethe
     );
   }
 });
+
+t.test('Authorization: Bearer works as x-api-key does, and the MCP answer carries the quota left', async (t) => {
+  const key = await newKey();
+  const client = new Client({ name: 'preflight-test', version: '1.0.0' });
+  const seen: Array<string | null> = [];
+  const observed: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if (String(init?.body).includes('"tools/call"')) seen.push(res.headers.get('ratelimit-remaining'));
+    return res;
+  };
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${key}` } },
+      fetch: observed,
+    }),
+  );
+  t.teardown(() => client.close());
+  const r = (await client.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult;
+  t.equal((r.structuredContent as { verdict: string }).verdict, 'proceed');
+  t.same(seen, [String(QUOTA - 1)], 'one call counted, and the answer says so');
+});
+
+t.test('with payments on, no key and no payment: POST /mcp answers the 402 challenge', async (t) => {
+  const paid = await startTestApp({
+    BILLING: 'on',
+    X402_PAY_TO: `0x${'22'.repeat(20)}`,
+    X402_SETTLEMENT: 'facilitator',
+    X402_FACILITATOR_URL: 'http://127.0.0.1:9',
+  });
+  t.teardown(() => paid.close());
+  const r = await post(
+    `${paid.url}/mcp`,
+    { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    { accept: 'application/json, text/event-stream' },
+  );
+  t.equal(r.status, 402);
+  t.ok(r.headers.get('payment-required'), 'the v2 challenge header');
+  t.match(r.body, { accepts: [{ network: 'base', maxAmountRequired: '10000' }], note: /API key/ });
+});
