@@ -6,6 +6,8 @@
  */
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -123,7 +125,13 @@ for (const [transport, connect] of [
         arguments: { action: 'swap', amount_usd: -1 },
       })) as CallToolResult;
       t.equal(neg.isError, true);
-      t.match(text(neg), /amount_usd/);
+      t.equal(text(neg), 'Invalid arguments: amount_usd: Input should be greater than or equal to 0');
+      const nested = (await client.callTool({
+        name: 'preflight_decide',
+        arguments: { goal: 'check a page', checks: [{ type: 'http', url: 'not a url' }] },
+      })) as CallToolResult;
+      t.equal(nested.isError, true);
+      t.match(text(nested), /^Invalid arguments: checks\.0\.url: /, 'a field inside a list is named by its path');
       const peg = (await client.callTool({
         name: 'stablecoin_peg',
         arguments: { asset_ids: 'usd-coin' },
@@ -240,4 +248,24 @@ t.test('with payments on, no key and no payment: POST /mcp answers the 402 chall
   t.equal(r.status, 402);
   t.ok(r.headers.get('payment-required'), 'the v2 challenge header');
   t.match(r.body, { accepts: [{ network: 'base', maxAmountRequired: '10000' }], note: /API key/ });
+});
+
+t.test('stateless: GET and DELETE /mcp are 405; the stdio bin without PREFLIGHT_URL exits 2 saying why', async (t) => {
+  for (const method of ['GET', 'DELETE']) {
+    const r = await fetch(`${app.url}/mcp`, { method, headers: { accept: 'text/event-stream' } });
+    t.equal(r.status, 405, method);
+    t.equal(r.headers.get('allow'), 'POST');
+  }
+  const child = spawn(process.execPath, [BIN], {
+    env: { PATH: process.env.PATH ?? '' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  child.stdout.on('data', (d) => (stdout += String(d)));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  t.equal(code, 2);
+  t.match(stderr, /set PREFLIGHT_URL/);
+  t.equal(stdout, '', 'nothing on the MCP channel');
 });
