@@ -19,6 +19,7 @@ import { GET_ENDPOINTS, POST_ENDPOINTS, type HandlerKey, type PostEndpoint } fro
 import { metaRouter } from './http/routes/meta.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
+import { MCP_PATH, mountMcp } from './mcp/route.js';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -29,6 +30,8 @@ export interface AppDeps {
   billing?: ((endpoint: PostEndpoint) => ApiHandler) | null;
   /** Handlers that live with their own feature modules. */
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
+  /** POST /mcp, the MCP tools over streamable HTTP (src/mcp/http.ts). */
+  mcp?: ApiHandler | null;
   /** GET /metrics. */
   metricsHandler?: RequestHandler;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
@@ -111,6 +114,7 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   const shared = deps.engine.shared ?? null;
   app.use(metaRouter(config, deps.attester ?? null, shared === null ? null : () => shared.state()));
   if (deps.metricsHandler) app.get('/metrics', deps.metricsHandler);
+  if (deps.mcp) mountMcp(app, deps.mcp, routeLabel(MCP_PATH), json);
 
   for (const e of POST_ENDPOINTS) {
     const handler = e.handler === 'decide' ? decideHandler(deps, e.path) : handlers[e.handler];

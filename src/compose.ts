@@ -20,6 +20,7 @@ import { guardHandler } from './guard/handler.js';
 import { stablecoinHandler } from './agents/stablecoin.js';
 import { bridgeRiskHandler } from './agents/bridge-risk.js';
 import { yieldRoutingHandler } from './agents/yield-routing.js';
+import { mcpHandler } from './mcp/http.js';
 import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
@@ -110,6 +111,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       yield: yieldRoutingHandler(agentDeps),
       signup: signupHandler({ config, store, logger }),
     },
+    mcp: mcpHandler({ config, store, logger, payments }),
     metricsHandler: metricsHandler({ config, metrics }),
     isDraining: opts.isDraining,
   };

@@ -20,5 +20,5 @@ parentPort!.on('message', (digests: ArrayBuffer) => {
   }
   parentPort!.postMessage(out.buffer, [out.buffer]);
 });
-// Loaded and listening: from now on the service signs here.
+// Loaded and listening: the service starts serving only after this, so no answer waits for a boot.
 parentPort!.postMessage('ready');

@@ -125,9 +125,8 @@ export class Attester {
       expiresAt: issuedAt + answer.expires_in,
     };
     const digest = verdictDigest(input.chainId, fields);
-    // A thread still starting, or one that failed (it should not), leaves the signing to this one:
-    // slower, same answer.
-    const signature = this.#thread?.ready
+    // A thread that failed (it should not) leaves the signing to this one: slower, same answer.
+    const signature = this.#thread?.alive
       ? await this.#thread.sign(digest).catch(() => this.#sign(digest))
       : this.#sign(digest);
     return {
@@ -158,9 +157,12 @@ export class Attester {
     return `${hex(signature)}${(27 + recid).toString(16)}`;
   }
 
-  /** Whether signatures are made on the signing thread now (it is up and has not failed). */
-  get threaded(): boolean {
-    return this.#thread?.ready === true;
+  /**
+   * Resolves once the signing thread (if any) is up. One that failed to start leaves the signing
+   * to the calling thread: slower, same answers.
+   */
+  async ready(): Promise<void> {
+    await this.#thread?.ready().catch(() => undefined);
   }
 
   /** Stops the signing thread, if any. */

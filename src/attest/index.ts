@@ -16,10 +16,15 @@ export async function createAttester(
   store: Pick<Store, 'attestationKey'>,
 ): Promise<Attester | null> {
   if (!config.attestations) return null;
-  if (config.attestationKey !== null) return new Attester(config.attestationKey, { thread: true });
-  const candidate = newPrivateKey();
-  const kept = await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) });
-  return new Attester(kept.privateKey, { thread: true });
+  let key = config.attestationKey;
+  if (key === null) {
+    const candidate = newPrivateKey();
+    key = (await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) })).privateKey;
+  }
+  const attester = new Attester(key, { thread: true });
+  // The first answers do not wait for the signing thread to boot.
+  await attester.ready();
+  return attester;
 }
 
 /** Decide answers are signed for Base. */

@@ -19,19 +19,22 @@ export class SignThread {
   readonly #inFlight: Batch[] = [];
   #failed: Error | null = null;
   #scheduled = false;
-  /** Set by the thread's first message, once its key and binding are loaded. */
-  #ready = false;
+  readonly #ready: Promise<void>;
 
   constructor(privateKey: string) {
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
       workerData: { key: privateKey },
     });
     this.#worker.unref();
-    this.#worker.on('message', (sigs: ArrayBuffer | 'ready') => {
-      if (sigs === 'ready') {
-        this.#ready = true;
-        return;
-      }
+    this.#ready = new Promise<void>((resolve, reject) => {
+      this.#worker.once('message', () => resolve());
+      this.#worker.once('error', reject);
+      this.#worker.once('exit', (code) => reject(new Error(`the signing thread exited (${code}) while starting`)));
+    });
+    // Seen by nobody when the thread starts well; a failure is reported through ready().
+    this.#ready.catch(() => undefined);
+    this.#worker.on('message', (sigs: ArrayBuffer | string) => {
+      if (typeof sigs === 'string') return; // 'ready'
       const batch = this.#inFlight.shift();
       if (!batch) return;
       const hex = Buffer.from(sigs).toString('hex');
@@ -45,13 +48,14 @@ export class SignThread {
     this.#worker.on('exit', (code) => fail(new Error(`the signing thread exited (${code})`)));
   }
 
-  /**
-   * Whether the thread is up and can sign: false while it is still starting (a cold start under
-   * load takes hundreds of milliseconds, which no answer should wait for) and after it failed or
-   * was closed. Until then the caller signs on its own thread.
-   */
-  get ready(): boolean {
-    return this.#ready && this.#failed === null;
+  /** Resolves once the thread has loaded and listens; rejects when it failed to start. */
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  /** Whether the thread can still sign (false after it failed or was closed). */
+  get alive(): boolean {
+    return this.#failed === null;
   }
 
   /** r ‖ s ‖ v of `digest`, 0x hex, from the signing thread. */

@@ -31,8 +31,8 @@ const bob = Wallet.createRandom().address;
 t.before(async () => {
   [chain, cg] = await Promise.all([startUsdcChain(), startCoinGecko()]);
   cg.setPrice('usd-coin', 'usd', 0.9999);
-  // The simulation values the transfer it sees through the token-price endpoint.
-  cg.setTokenPrice('base', USDC_BASE, 0.9999);
+  // The guard simulates each call on the chain and prices what leaves the account.
+  cg.setTokenPrice('base', USDC_BASE, 1);
   app = await startTestApp({
     PRICE_API_URL: cg.url,
     RPC_URLS: `base=${chain.rpcUrl}`,
@@ -40,14 +40,13 @@ t.before(async () => {
     HEAD_STALE_SECONDS: '86400',
   });
   signer = ((await (await fetch(`${app.url}/v1/capabilities`)).json()) as any).attestation.signer;
-  owner = await chain.wallet(0n, 10n ** 20n);
+  // The owner holds USDC too, so a transfer sent from it simulates fine (see 'another sender').
+  owner = await chain.wallet(1_000_000_000n, 10n ** 20n);
   const deployed = await new ContractFactory(ARTIFACT.abi, ARTIFACT.bytecode, owner).deploy(owner.address, signer);
   await deployed.waitForDeployment();
   accountAddress = await deployed.getAddress();
   account = new Contract(accountAddress, ARTIFACT.abi, owner);
   await (await chain.usdc.mint(accountAddress, 1_000_000_000n)).wait();
-  // The owner holds USDC too, so the same transfer simulated from the owner also proceeds.
-  await (await chain.usdc.mint(owner.address, 1_000_000_000n)).wait();
   await chain.provider.send('anvil_setBalance', [accountAddress, '0xde0b6b3a7640000']);
 });
 t.teardown(async () => {
@@ -156,7 +155,7 @@ t.test('a proceed for another call is refused: other calldata, value or target',
     'another target',
   );
   const forOwner = await ask(call, { transaction: { from: owner.address, to: call.to, data: call.data } });
-  t.equal(forOwner.body.verdict, 'proceed');
+  t.equal(forOwner.body.verdict, 'proceed', 'a proceed, but for the owner key as sender');
   t.equal(
     await refusal(t, call, forOwner.verdict, forOwner.signature),
     'ActionMismatch',
@@ -176,6 +175,40 @@ t.test('a verdict signed by anyone but the attester is refused', async (t) => {
     'WrongSigner',
     'a field changed after signing',
   );
+});
+
+t.test('a malformed or malleated signature is refused as invalid', async (t) => {
+  const call = transfer(3n);
+  const { verdict, signature } = await ask(call);
+  const sig = Buffer.from(signature.slice(2), 'hex');
+  const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+  // The same signature's twin (n - s, the other v): ecrecover accepts it, the account must not.
+  const highS = (N - BigInt(`0x${sig.subarray(32, 64).toString('hex')}`)).toString(16).padStart(64, '0');
+  const twin = `0x${sig.subarray(0, 32).toString('hex')}${highS}${(55 - sig[64]).toString(16)}`;
+  t.equal(await refusal(t, call, verdict, twin), 'InvalidSignature', 'high s');
+  t.equal(await refusal(t, call, verdict, signature.slice(0, -2)), 'InvalidSignature', '64 bytes');
+  t.equal(await refusal(t, call, verdict, `${signature.slice(0, -2)}1d`), 'InvalidSignature', 'v = 29');
+  const receipt = await (await account.execute(call.to, call.value, call.data, verdict, signature)).wait();
+  t.equal(receipt?.status, 1, 'the genuine signature still executes');
+});
+
+t.test("the call's own revert is passed on unchanged", async (t) => {
+  // A proceed for sending the whole balance, made stale by another attested transfer first.
+  const balance = await chain.balanceOf(accountAddress);
+  const all = transfer(balance);
+  const first = await ask(all, { amount_usd: Number(balance) / 1e6 });
+  t.equal(first.body.verdict, 'proceed', JSON.stringify(first.body.checks));
+  const some = transfer(1n);
+  const second = await ask(some);
+  await (await account.execute(some.to, some.value, some.data, second.verdict, second.signature)).wait();
+  let message = '';
+  try {
+    await account.execute.staticCall(all.to, all.value, all.data, first.verdict, first.signature);
+  } catch (err) {
+    message = (err as { reason?: string }).reason ?? '';
+  }
+  t.equal(message, 'ERC20: transfer amount exceeds balance', "USDC's own reason, not the account's");
+  t.equal(await account.used(first.verdict[0]), false, 'a call that reverted used nothing up');
 });
 
 t.test('only the owner may execute', async (t) => {

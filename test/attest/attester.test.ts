@@ -17,15 +17,6 @@ t.teardown(() => threaded.close());
 const VERDICTS = ['proceed', 'wait', 'block'] as const;
 const RISKS = ['low', 'medium', 'high'] as const;
 
-/** Until the signing thread is up, answers are signed on the calling thread: wait for it. */
-async function threadUp(a: Attester): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!a.threaded) {
-    if (Date.now() > end) throw new Error('the signing thread did not come up within 10 s');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 t.test('the signer is the key address', async (t) => {
   t.equal(inline.address, wallet.address);
   t.notOk(JSON.stringify(inline).includes(key.slice(2)), 'JSON of the signer has no key');
@@ -55,8 +46,6 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
           : null,
     },
   }));
-  await threadUp(threaded);
-  t.ok(threaded.threaded, 'signing on the thread');
   const threadedAll = await Promise.all(inputs.map(({ answer, input }) => threaded.attest(answer, input)));
   for (let i = 0; i < inputs.length; i++) {
     const a = await inline.attest(inputs[i].answer, inputs[i].input);
@@ -69,12 +58,11 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
 
 t.test('with its thread gone, the signer signs on the calling thread: same signatures', async (t) => {
   const own = new Attester(key, { thread: true });
-  await threadUp(own);
+  await own.ready();
   const answer = { verdict: 'proceed', risk: 'low', confidence: 1, expires_in: 60 } as const;
   const input = { answerId: 'after-close', body: Buffer.from('{}'), chainId: 8453, issuedAt: 1_800_000_000 };
   const before = await own.attest(answer, input);
   await own.close();
-  t.notOk(own.threaded, 'the thread is gone');
   const after = await own.attest(answer, input);
   t.equal(after.signature, before.signature);
   t.equal(after.signature, (await inline.attest(answer, input)).signature);

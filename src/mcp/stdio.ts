@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+/**
+ * `preflight-mcp`: the MCP tools over stdio for desktop agents (docs/mcp.md §2). Each tool call is
+ * a POST to the service at PREFLIGHT_URL with PREFLIGHT_API_KEY as x-api-key, so the answer, the
+ * quota and the errors are the service's. Diagnostics go to stderr; stdout carries only MCP.
+ */
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { closeDispatchers, operatorDispatcher } from '../net/dispatchers.js';
+import { send } from '../net/transport.js';
+import { type CallEndpoint, createToolServer } from './tools.js';
+
+const CALL_TIMEOUT_MS = 120_000;
+
+function endpointCaller(baseUrl: string, apiKey: string | undefined): CallEndpoint {
+  const base = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (apiKey) headers['x-api-key'] = apiKey;
+  return async (path, body) => {
+    const out = await send(operatorDispatcher(), new URL(path.replace(/^\//, ''), base), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+    });
+    if (!out.ok) throw new Error(`${base.origin}: ${out.message}`);
+    return out.res;
+  };
+}
+
+async function main(): Promise<void> {
+  const url = process.env.PREFLIGHT_URL;
+  if (!url || !URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    process.stderr.write('preflight-mcp: set PREFLIGHT_URL to the service, e.g. https://preflight.example.com\n');
+    process.exit(2);
+  }
+  const apiKey = process.env.PREFLIGHT_API_KEY?.trim() || undefined;
+  const server = createToolServer(endpointCaller(url, apiKey), (err, tool) =>
+    process.stderr.write(`preflight-mcp: ${tool}: ${(err as Error).message}\n`),
+  );
+  const transport = new StdioServerTransport();
+  transport.onclose = () => {
+    void closeDispatchers();
+  };
+  await server.connect(transport);
+}
+
+await main();

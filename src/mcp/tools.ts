@@ -1,0 +1,213 @@
+/**
+ * The MCP tools (docs/mcp.md): five tools, each the same call as one HTTP endpoint. Their input and
+ * output schemas are the generated schemas of schemas/, bundled into one self-contained document
+ * each (MCP clients resolve no external references). A tool call is an HTTP call made by `call`:
+ * over the streamable HTTP transport it goes through the service's own endpoint (src/mcp/http.ts),
+ * from the stdio bin to PREFLIGHT_URL (src/mcp/stdio.ts). Either way the answer, the credentials,
+ * the quota and the payment rules are the endpoint's.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { schemas } from '../generated/schemas.js';
+import { VERSION } from '../version.js';
+
+type Json = Record<string, unknown>;
+
+export interface McpTool {
+  name: string;
+  title: string;
+  description: string;
+  /** The endpoint answering the call. */
+  path: string;
+  request: keyof typeof schemas;
+  response: keyof typeof schemas;
+}
+
+export const MCP_TOOLS: readonly McpTool[] = [
+  {
+    name: 'preflight_guard',
+    title: 'Guard an action',
+    description:
+      'Before executing an on-chain action (swap, transfer, bridge, approve, ...), get proceed, wait or block with the evidence. Same as POST /v1/guard.',
+    path: '/v1/guard',
+    request: 'GuardRequest',
+    response: 'DecideResponse',
+  },
+  {
+    name: 'preflight_decide',
+    title: 'Decide on a goal',
+    description:
+      "Run a goal's explicit checks (prices, pegs, pools, contracts, transactions, status pages) and get proceed, wait or block. Same as POST /v1/decide.",
+    path: '/v1/decide',
+    request: 'DecideRequest',
+    response: 'DecideResponse',
+  },
+  {
+    name: 'stablecoin_peg',
+    title: 'Stablecoin peg status',
+    description:
+      'Peg status of one or more stablecoins: price, deviation, pegged/warning/depegged. Same as POST /v1/agents/stablecoin-intelligence/analyze.',
+    path: '/v1/agents/stablecoin-intelligence/analyze',
+    request: 'StablecoinIntelligenceRequest',
+    response: 'StablecoinIntelligenceResponse',
+  },
+  {
+    name: 'bridge_risk',
+    title: 'Bridge risk',
+    description:
+      'Read bridge status pages for exploits, pauses and incidents. Same as POST /v1/agents/bridge-risk/analyze.',
+    path: '/v1/agents/bridge-risk/analyze',
+    request: 'BridgeRiskRequest',
+    response: 'BridgeRiskResponse',
+  },
+  {
+    name: 'yield_route',
+    title: 'Yield routing',
+    description:
+      'Rank yield options by risk-adjusted APY, excluding thin liquidity, high risk and depegged stablecoins. Same as POST /v1/agents/yield-routing/recommend.',
+    path: '/v1/agents/yield-routing/recommend',
+    request: 'YieldRoutingRequest',
+    response: 'YieldRoutingResponse',
+  },
+];
+
+const all = schemas as unknown as Record<string, Json>;
+
+/** Copy of `node` with each `$ref: "Id"` pointed at `#/$defs/Id` and nested `$id`s dropped; records the ids met. */
+function rewrite(node: unknown, seen: Set<string>): unknown {
+  if (Array.isArray(node)) return node.map((x) => rewrite(x, seen));
+  if (node === null || typeof node !== 'object') return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === '$id') continue;
+    if (k === '$ref' && typeof v === 'string' && !v.startsWith('#')) {
+      seen.add(v);
+      out[k] = `#/$defs/${v}`;
+    } else out[k] = rewrite(v, seen);
+  }
+  return out;
+}
+
+/** One schema of schemas/ with everything it references under `$defs`. */
+export function bundledSchema(id: string): Json {
+  if (!all[id]) throw new Error(`no schema ${id}`);
+  const seen = new Set<string>();
+  const root = rewrite(all[id], seen) as Json;
+  const defs: Json = {};
+  const done = new Set<string>();
+  let pending = [...seen];
+  while (pending.length > 0) {
+    const next: string[] = [];
+    for (const ref of pending) {
+      if (done.has(ref)) continue;
+      done.add(ref);
+      if (!all[ref]) throw new Error(`${id} references a schema that does not exist: ${ref}`);
+      const found = new Set<string>();
+      defs[ref] = rewrite(all[ref], found);
+      next.push(...found);
+    }
+    pending = next;
+  }
+  return done.size > 0 ? { ...root, $defs: defs } : root;
+}
+
+/** The tools as `tools/list` lists them. */
+export function listedTools(): Tool[] {
+  return MCP_TOOLS.map((t) => ({
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    inputSchema: bundledSchema(t.request) as Tool['inputSchema'],
+    outputSchema: bundledSchema(t.response) as Tool['outputSchema'],
+    annotations: { title: t.title, readOnlyHint: true, openWorldHint: true },
+  }));
+}
+
+/** An HTTP answer as the tool layer needs it. */
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Makes the HTTP call behind a tool: POST `path` with `body` (JSON), the caller's credentials attached. */
+export type CallEndpoint = (path: string, body: unknown) => Promise<HttpAnswer>;
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+const toolError = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
+
+/** "amount_usd: must be >= 0" for each entry of a 422's `detail`, the `body` prefix of `loc` left out. */
+function validationText(body: unknown): string {
+  const detail = (body as { detail?: unknown })?.detail;
+  if (!Array.isArray(detail) || detail.length === 0) return 'Invalid arguments.';
+  const lines = detail.map((d: { loc?: unknown[]; msg?: string }) => {
+    const loc = Array.isArray(d.loc) ? d.loc.filter((p, i) => !(i === 0 && p === 'body')) : [];
+    const field = loc.length > 0 ? loc.join('.') : '(arguments)';
+    return `${field}: ${d.msg ?? 'invalid'}`;
+  });
+  return `Invalid arguments: ${lines.join('; ')}`;
+}
+
+/** The text item of a served answer: the verdict and the summary sentence. */
+function verdictLine(body: Json): string {
+  const decision = body.decision as Json | undefined;
+  const summary = body.summary ?? decision?.summary ?? body.reasoning;
+  const verdict = typeof body.verdict === 'string' ? body.verdict : 'answer';
+  return typeof summary === 'string' && summary !== '' ? `${verdict}: ${summary}` : verdict;
+}
+
+/** An HTTP answer as a tool result (docs/mcp.md §3). */
+export function toolResult(answer: HttpAnswer): CallToolResult {
+  const body = parse(answer.body);
+  if (answer.status === 200 && body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    return { structuredContent: body as Json, content: [{ type: 'text', text: verdictLine(body as Json) }] };
+  }
+  if (answer.status === 422) return toolError(validationText(body));
+  const raw = (body as { detail?: unknown } | undefined)?.detail;
+  const detail = typeof raw === 'string' ? raw : answer.body.slice(0, 500);
+  const retry = answer.headers['retry-after'];
+  return toolError(`HTTP ${answer.status}: ${detail}${retry ? ` (Retry-After: ${retry} s)` : ''}`);
+}
+
+/**
+ * An MCP server with the five tools, each answered by `call`. Arguments go to the endpoint as
+ * they are: the endpoint validates them, so a tool error names the same fields a 422 would.
+ */
+export function createToolServer(call: CallEndpoint, onError?: (err: unknown, tool: string) => void): Server {
+  const server = new Server(
+    { name: 'preflight', title: 'preflight', version: VERSION },
+    {
+      capabilities: { tools: {} },
+      instructions:
+        'Call preflight_guard before executing an on-chain action; act only on verdict proceed. wait: retry later; block: do not act.',
+    },
+  );
+  const tools = listedTools();
+  const byName = new Map(MCP_TOOLS.map((t) => [t.name, t]));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = byName.get(request.params.name);
+    if (!tool) return toolError(`Unknown tool ${JSON.stringify(request.params.name)}.`);
+    let answer: HttpAnswer;
+    try {
+      answer = await call(tool.path, request.params.arguments ?? {});
+    } catch (err) {
+      onError?.(err, tool.name);
+      return toolError(`The service could not be reached: ${(err as Error).message}`);
+    }
+    return toolResult(answer);
+  });
+  return server;
+}

@@ -1,0 +1,271 @@
+/**
+ * The MCP tools through the official MCP client, over streamable HTTP (POST /mcp) and over stdio
+ * (the built preflight-mcp bin), against the real service: emulated price, DEX and status-page
+ * upstreams on loopback and a real local chain (anvil) as the operator's RPC. Billing on, so the
+ * credentials and the quota are the real gate's.
+ */
+import t from 'tap';
+import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { schemas } from '../../src/generated/schemas.js';
+import { post, startTestApp, type TestApp } from '../helpers/app.js';
+import { startAnvil, type Anvil } from '../helpers/anvil.js';
+import { startCoinGecko, type CoinGeckoEmulator } from '../emulators/coingecko.js';
+import { startDexScreener, type DexScreenerEmulator } from '../emulators/dexscreener.js';
+import { startStatusPage, type StatusPageEmulator } from '../emulators/statuspage.js';
+
+const BIN = fileURLToPath(new URL('../../src/mcp/stdio.js', import.meta.url));
+const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
+const QUOTA = 6;
+const EXAMPLE = { action: 'bridge', chain: 'base', amount_usd: 2500, strict_mode: true };
+const TOOLS = ['bridge_risk', 'preflight_decide', 'preflight_guard', 'stablecoin_peg', 'yield_route'];
+
+let anvil: Anvil;
+let cg: CoinGeckoEmulator;
+let dex: DexScreenerEmulator;
+let status: StatusPageEmulator;
+let app: TestApp;
+let signups = 0;
+
+t.before(async () => {
+  [anvil, cg, dex, status] = await Promise.all([startAnvil(), startCoinGecko(), startDexScreener(), startStatusPage()]);
+  cg.setPrice('usd-coin', 'usd', 0.9998).setPrice('tether', 'usd', 1.0003);
+  dex.setPair('base', PAIR, { liquidityUsd: 1_000_000 });
+  app = await startTestApp({
+    BILLING: 'on',
+    FREE_TIER_MONTHLY_LIMIT: String(QUOTA),
+    PRICE_API_URL: cg.url,
+    DEX_API_URL: dex.url,
+    RPC_URLS: `base=${anvil.url}`,
+    BRIDGE_STATUS_URLS: `${status.url}/api/v2/status.json`,
+    ALLOW_PRIVATE_TARGETS: 'true',
+    REQUEST_DEADLINE_MS: '3000',
+  });
+});
+t.teardown(async () => {
+  await app?.close();
+  await Promise.all([anvil?.close(), cg?.close(), dex?.close(), status?.close()]);
+});
+
+async function newKey(): Promise<string> {
+  const res = await post(`${app.url}/v1/api-keys/signup`, { email: `mcp-${++signups}@example.com` });
+  if (res.status !== 200 || typeof res.body.api_key !== 'string') throw new Error(`signup: ${res.status}`);
+  return res.body.api_key as string;
+}
+
+async function httpClient(key: string | null): Promise<Client> {
+  const client = new Client({ name: 'preflight-test', version: '1.0.0' });
+  const headers: Record<string, string> = key === null ? {} : { 'x-api-key': key };
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers } }));
+  return client;
+}
+
+async function stdioClient(key: string | null): Promise<Client> {
+  const client = new Client({ name: 'preflight-test', version: '1.0.0' });
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', PREFLIGHT_URL: app.url };
+  if (key !== null) env.PREFLIGHT_API_KEY = key;
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN], env, stderr: 'pipe' }));
+  return client;
+}
+
+const text = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+
+for (const [transport, connect] of [
+  ['streamable HTTP', httpClient],
+  ['stdio', stdioClient],
+] as const) {
+  t.test(`over ${transport}`, async (t) => {
+    const key = await newKey();
+    const client = await connect(key);
+    t.teardown(() => client.close());
+
+    t.test('lists the five tools with the schemas of schemas/', async (t) => {
+      const { tools } = await client.listTools();
+      t.same(tools.map((x) => x.name).sort(), TOOLS);
+      const guard = tools.find((x) => x.name === 'preflight_guard')!;
+      t.same(
+        (guard.inputSchema.properties as Record<string, { enum?: string[] }>).action.enum,
+        schemas.GuardRequest.properties.action.enum,
+        'the guard input is GuardRequest',
+      );
+      t.same(guard.outputSchema?.required, schemas.DecideResponse.required, 'the guard output is DecideResponse');
+      const decide = tools.find((x) => x.name === 'preflight_decide')!;
+      const defs = (decide.inputSchema as { $defs?: Record<string, unknown> }).$defs ?? {};
+      t.ok(defs.Check && defs.HttpCheck, 'the checks the decide input references travel with it');
+    });
+
+    t.test('preflight_guard on the published example gives the same verdict as POST /v1/guard', async (t) => {
+      const http = await post(`${app.url}/v1/guard`, EXAMPLE, { 'x-api-key': key });
+      t.equal(http.status, 200);
+      const r = (await client.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult;
+      t.notOk(r.isError, text(r));
+      const s = r.structuredContent as Record<string, any>;
+      t.equal(s.verdict, http.body.verdict);
+      t.equal(s.verdict, 'proceed');
+      t.equal(s.risk, http.body.risk);
+      t.same(s.checks, http.body.checks);
+      t.same(s.failure_modes, http.body.failure_modes);
+      t.equal(text(r), `proceed: ${s.decision.summary}`, 'the text is the verdict and the summary sentence');
+    });
+
+    t.test('invalid arguments are a tool error naming the field', async (t) => {
+      const r = (await client.callTool({
+        name: 'preflight_guard',
+        arguments: { action: 'teleport', chain: 'base', amount_usd: 10 },
+      })) as CallToolResult;
+      t.equal(r.isError, true);
+      t.match(text(r), /^Invalid arguments: action: /);
+      const neg = (await client.callTool({
+        name: 'preflight_guard',
+        arguments: { action: 'swap', amount_usd: -1 },
+      })) as CallToolResult;
+      t.equal(neg.isError, true);
+      t.equal(text(neg), 'Invalid arguments: amount_usd: Input should be greater than or equal to 0');
+      const nested = (await client.callTool({
+        name: 'preflight_decide',
+        arguments: { goal: 'check a page', checks: [{ type: 'http', url: 'not a url' }] },
+      })) as CallToolResult;
+      t.equal(nested.isError, true);
+      t.match(text(nested), /^Invalid arguments: checks\.0\.url: /, 'a field inside a list is named by its path');
+      const peg = (await client.callTool({
+        name: 'stablecoin_peg',
+        arguments: { asset_ids: 'usd-coin' },
+      })) as CallToolResult;
+      t.equal(peg.isError, true);
+      t.match(text(peg), /^Invalid arguments: asset_ids: /);
+    });
+  });
+}
+
+t.test('no key: POST /mcp answers 401 and the MCP client cannot connect', async (t) => {
+  const raw = await fetch(`${app.url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
+  t.equal(raw.status, 401);
+  t.match(await raw.json(), { detail: /API key is required/ });
+  t.equal(raw.headers.get('www-authenticate'), 'Bearer realm="preflight"');
+
+  const err = await httpClient(null).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  t.ok(err instanceof StreamableHTTPError, 'the client reports the HTTP error');
+  t.equal((err as StreamableHTTPError).code, 401);
+
+  const unknown = await httpClient(`pvk_${'A'.repeat(43)}`).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  t.equal((unknown as StreamableHTTPError).code, 401, 'an unknown key too');
+});
+
+t.test('stdio without a key: the tool call carries the service’s 401', async (t) => {
+  const client = await stdioClient(null);
+  t.teardown(() => client.close());
+  const r = (await client.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult;
+  t.equal(r.isError, true);
+  t.match(text(r), /^HTTP 401: An API key is required/);
+});
+
+t.test('one key, one quota: HTTP, MCP over HTTP and MCP over stdio count together', async (t) => {
+  const key = await newKey();
+  const viaHttp = await httpClient(key);
+  const viaStdio = await stdioClient(key);
+  t.teardown(async () => {
+    await viaHttp.close();
+    await viaStdio.close();
+  });
+  // Listing tools and connecting count nothing.
+  await viaHttp.listTools();
+  await viaStdio.listTools();
+
+  const calls: Array<() => Promise<string>> = [
+    async () => String((await post(`${app.url}/v1/guard`, EXAMPLE, { 'x-api-key': key })).status),
+    async () => text((await viaHttp.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult),
+    async () => text((await viaStdio.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult),
+  ];
+  const served: string[] = [];
+  for (let i = 0; i < QUOTA; i++) served.push(await calls[i % 3]());
+  t.same(
+    served.map((s) => (s === '200' || s.startsWith('proceed:') ? 'served' : s)),
+    Array(QUOTA).fill('served'),
+  );
+
+  const overHttp = await post(`${app.url}/v1/guard`, EXAMPLE, { 'x-api-key': key });
+  t.equal(overHttp.status, 429, 'the HTTP call past the quota is refused');
+  t.equal(overHttp.headers.get('ratelimit-remaining'), '0');
+  for (const client of [viaHttp, viaStdio]) {
+    const r = (await client.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult;
+    t.equal(r.isError, true, 'the MCP call past the quota is a tool error');
+    t.match(
+      text(r),
+      /^HTTP 429: The monthly quota of this API key .* is used up; it resets at \S+Z\..*Retry-After: \d+ s/,
+    );
+  }
+});
+
+t.test('Authorization: Bearer works as x-api-key does, and the MCP answer carries the quota left', async (t) => {
+  const key = await newKey();
+  const client = new Client({ name: 'preflight-test', version: '1.0.0' });
+  const seen: Array<string | null> = [];
+  const observed: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if (String(init?.body).includes('"tools/call"')) seen.push(res.headers.get('ratelimit-remaining'));
+    return res;
+  };
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${key}` } },
+      fetch: observed,
+    }),
+  );
+  t.teardown(() => client.close());
+  const r = (await client.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult;
+  t.equal((r.structuredContent as { verdict: string }).verdict, 'proceed');
+  t.same(seen, [String(QUOTA - 1)], 'one call counted, and the answer says so');
+});
+
+t.test('with payments on, no key and no payment: POST /mcp answers the 402 challenge', async (t) => {
+  const paid = await startTestApp({
+    BILLING: 'on',
+    X402_PAY_TO: `0x${'22'.repeat(20)}`,
+    X402_SETTLEMENT: 'facilitator',
+    X402_FACILITATOR_URL: 'http://127.0.0.1:9',
+  });
+  t.teardown(() => paid.close());
+  const r = await post(
+    `${paid.url}/mcp`,
+    { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    { accept: 'application/json, text/event-stream' },
+  );
+  t.equal(r.status, 402);
+  t.ok(r.headers.get('payment-required'), 'the v2 challenge header');
+  t.match(r.body, { accepts: [{ network: 'base', maxAmountRequired: '10000' }], note: /API key/ });
+});
+
+t.test('stateless: GET and DELETE /mcp are 405; the stdio bin without PREFLIGHT_URL exits 2 saying why', async (t) => {
+  for (const method of ['GET', 'DELETE']) {
+    const r = await fetch(`${app.url}/mcp`, { method, headers: { accept: 'text/event-stream' } });
+    t.equal(r.status, 405, method);
+    t.equal(r.headers.get('allow'), 'POST');
+  }
+  const child = spawn(process.execPath, [BIN], {
+    env: { PATH: process.env.PATH ?? '' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  child.stdout.on('data', (d) => (stdout += String(d)));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  t.equal(code, 2);
+  t.match(stderr, /set PREFLIGHT_URL/);
+  t.equal(stdout, '', 'nothing on the MCP channel');
+});
