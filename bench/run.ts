@@ -66,20 +66,25 @@ async function runTargets(
   const rows: Row[] = [];
   const scrapeVerdicts: Verdict[] = [];
 
-  if (scenarios.some((x) => x.server === 'reference')) {
-    const reference = await startServerChild('./reference.js', {});
+  // The yardsticks: bare express 5 (reference) and bare node:http (floor), each a process of its own.
+  for (const [kind, script] of [
+    ['reference', './reference.js'],
+    ['floor', './floor.js'],
+  ] as const) {
+    if (!scenarios.some((x) => x.server === kind)) continue;
+    const yardstick = await startServerChild(script, {});
     try {
       const run = scenarioRunner({
-        pid: reference.proc.pid,
-        url: reference.url,
+        pid: yardstick.proc.pid,
+        url: yardstick.url,
         apiKey: null,
         upstreams,
         rig,
         billing: false,
       });
-      for (const s of scenarios.filter((x) => x.server === 'reference')) rows.push(await run(s, 0));
+      for (const s of scenarios.filter((x) => x.server === kind)) rows.push(await run(s, 0));
     } finally {
-      await reference.stop();
+      await yardstick.stop();
     }
   }
 

@@ -11,7 +11,7 @@ export interface Scenario {
   name: string;
   /** What it measures, for the table. */
   about: string;
-  server: 'reference' | 'service';
+  server: 'reference' | 'floor' | 'service';
   path: string;
   body: string;
   auth: Auth;
@@ -96,6 +96,18 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'reference',
     about: 'bare express 5 + Ajv, same body, fixed answer',
     server: 'reference',
+    path: '/v1/decide',
+    body: CACHED_DECIDE,
+    auth: 'none',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'floor',
+    about: 'bare node:http + Ajv, same body, fixed answer',
+    server: 'floor',
     path: '/v1/decide',
     body: CACHED_DECIDE,
     auth: 'none',

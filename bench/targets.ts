@@ -24,6 +24,8 @@ export interface Verdict {
 export const LIMITS = Object.freeze({
   p99Ms: 300,
   cachedVsReference: 0.8,
+  /** The cached decide against bare node:http + Ajv answering the same body (bench/floor.ts). */
+  cachedVsFloor: 0.5,
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
   simulationP50OverUpstreamsMs: 15,
@@ -56,6 +58,15 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       target: `decide-cached >= ${LIMITS.cachedVsReference} x reference req/s`,
       ok: ratio >= LIMITS.cachedVsReference,
       detail: `${cached.rps} vs ${ref.rps} req/s = ${ratio.toFixed(2)}`,
+    });
+  }
+  const floor = get('floor');
+  if (floor && cached) {
+    const ratio = floor.rps > 0 ? cached.rps / floor.rps : 0;
+    out.push({
+      target: `decide-cached >= ${LIMITS.cachedVsFloor} x floor req/s`,
+      ok: ratio >= LIMITS.cachedVsFloor,
+      detail: `${cached.rps} vs ${floor.rps} req/s = ${ratio.toFixed(2)}`,
     });
   }
   const cold = get('decide-cold');

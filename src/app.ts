@@ -59,7 +59,7 @@ function requestContext(deps: AppDeps): ApiHandler {
     if (isDraining?.()) res.setHeader('connection', 'close');
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const route = (res.locals.route as string | undefined) ?? 'unmatched';
+      const route = res.locals.route ?? 'unmatched';
       metrics.httpRequest(route, req.method ?? '', res.statusCode, seconds);
       access.info(
         {

@@ -6,7 +6,6 @@
  */
 import type { ApiHandler } from '../http/api.js';
 import { sendJson } from '../http/errors.js';
-import { randomUUID } from 'node:crypto';
 import type { CheckResult } from '../checks/types.js';
 import type { BridgeRiskRequest, BridgeRiskResponse } from '../generated/types.js';
 import { judge, type JudgePolicy } from '../engine/judge.js';
@@ -71,7 +70,7 @@ export function bridgeRiskHandler(deps: AgentDeps): ApiHandler {
   return async (req, res) => {
     const started = performance.now();
     const body = req.body as BridgeRiskRequest;
-    const requestId = (res.locals.requestId as string | undefined) ?? randomUUID();
+    const { requestId } = res.locals;
     const urls = [...new Set(body.bridge_status_urls)];
     const planned = urls.map((status_url, i) => ({
       name: urls.length > 1 ? `bridge_exploit_monitor[${i}]` : 'bridge_exploit_monitor',
@@ -79,7 +78,7 @@ export function bridgeRiskHandler(deps: AgentDeps): ApiHandler {
     }));
     const results = await engine.run(planned, { deadlineMs: config.requestDeadlineMs, requestId });
     const response = bridgeRiskResponse(body, urls, results, agentMeta(requestId, started));
-    metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/agents/bridge-risk/analyze', response.verdict);
+    metrics?.verdict(res.locals.route ?? '/v1/agents/bridge-risk/analyze', response.verdict);
     logger.debug({ reqId: requestId, urls: urls.length, verdict: response.verdict }, 'bridges analysed');
     sendJson(res, 200, response);
   };

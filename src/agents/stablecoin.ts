@@ -6,7 +6,6 @@
  */
 import type { ApiHandler } from '../http/api.js';
 import { sendJson } from '../http/errors.js';
-import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { CheckResult } from '../checks/types.js';
 import type { StablecoinIntelligenceRequest, StablecoinIntelligenceResponse } from '../generated/types.js';
@@ -117,7 +116,7 @@ export function stablecoinHandler(deps: AgentDeps): ApiHandler {
   return async (req, res) => {
     const started = performance.now();
     const body = req.body as StablecoinIntelligenceRequest;
-    const requestId = (res.locals.requestId as string | undefined) ?? randomUUID();
+    const { requestId } = res.locals;
     const assets = requestedAssets(body);
     const quote = normaliseAssetId(body.quote);
     const snap = await snapshots.get(config, assets, quote, AbortSignal.timeout(config.requestDeadlineMs));
@@ -138,10 +137,7 @@ export function stablecoinHandler(deps: AgentDeps): ApiHandler {
       cached: snap.cached,
       ...agentMeta(requestId, started),
     };
-    metrics?.verdict(
-      (res.locals.route as string | undefined) ?? '/v1/agents/stablecoin-intelligence/analyze',
-      response.verdict,
-    );
+    metrics?.verdict(res.locals.route ?? '/v1/agents/stablecoin-intelligence/analyze', response.verdict);
     logger.debug(
       { reqId: requestId, assets: assets.length, verdict: response.verdict, cached: snap.cached },
       'stablecoins analysed',

@@ -5,7 +5,6 @@
  */
 import type { ApiHandler } from '../http/api.js';
 import { sendJson } from '../http/errors.js';
-import { randomUUID } from 'node:crypto';
 import type { CheckResult } from '../checks/types.js';
 import type { YieldRoutingRequest, YieldRoutingResponse } from '../generated/types.js';
 import { GUARD_THRESHOLDS } from '../guard/plan.js';
@@ -76,7 +75,7 @@ export function yieldRoutingHandler(deps: AgentDeps): ApiHandler {
   return async (req, res) => {
     const started = performance.now();
     const body = req.body as YieldRoutingRequest;
-    const requestId = (res.locals.requestId as string | undefined) ?? randomUUID();
+    const { requestId } = res.locals;
     const planned = pegChecks(body);
     const results = await engine.run(planned, { deadlineMs: config.requestDeadlineMs, requestId });
     const response = yieldResponse(

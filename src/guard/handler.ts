@@ -4,7 +4,6 @@
  */
 import type { ApiHandler } from '../http/api.js';
 import { sendJson } from '../http/errors.js';
-import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
 import type { Logger } from '../log.js';
@@ -34,7 +33,7 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
   return async (req, res) => {
     const started = performance.now();
     const body = req.body as GuardRequest;
-    const requestId = (res.locals.requestId as string | undefined) ?? randomUUID();
+    const { requestId } = res.locals;
     const deadlineMs = resolveDeadline(config, body.context);
     const plan = planGuard(body, config);
     const planned = plan.planned.map(({ name, check }) => ({ name, check }));
@@ -44,7 +43,7 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
       deadlineMs,
       latencyMs: performance.now() - started,
     });
-    metrics?.verdict((res.locals.route as string | undefined) ?? '/v1/guard', response.verdict);
+    metrics?.verdict(res.locals.route ?? '/v1/guard', response.verdict);
     logger.debug(
       { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
       'guard judged',

@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import type { BillingInfo } from '../billing/gate.js';
 
 export interface ApiRequest extends IncomingMessage {
   body?: unknown;
@@ -17,8 +18,20 @@ export interface ApiRequest extends IncomingMessage {
   originalUrl?: string;
 }
 
+/** What the chain keeps for one request (src/app.ts requestContext sets the first two on every request). */
+export interface Locals {
+  /** The caller's X-Request-Id when well-formed, else a new UUID; echoed in the answer's header and body. */
+  requestId: string;
+  /** A value unique to this answer, whose hash is a signed answer's id (docs/attestations.md §1). */
+  answerId: string;
+  /** The route pattern, for metrics and the access log. */
+  route?: string;
+  billing?: BillingInfo;
+  [feature: string]: unknown;
+}
+
 export interface ApiResponse extends ServerResponse {
-  locals: Record<string, any>;
+  locals: Locals;
 }
 
 export type Next = (err?: unknown) => void;

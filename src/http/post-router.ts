@@ -83,7 +83,8 @@ export function postRouter(
     const req = rawReq as ApiRequest;
     const res = rawRes as ApiResponse;
     req.originalUrl = url;
-    res.locals = {};
+    // Filled in by the chain's first handler, requestContext (src/app.ts), as express's door does.
+    res.locals = { requestId: '', answerId: '' };
 
     let i = 0;
     const fail = (err: unknown): void => {

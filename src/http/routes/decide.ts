@@ -18,7 +18,7 @@ export function decideHandler(
     const body = req.body as DecideRequest;
     const checks = body.checks ?? [];
     const deadlineMs = resolveDeadline(config, body.context);
-    const requestId = res.locals.requestId as string;
+    const { requestId } = res.locals;
     const results = await engine.run(
       checks.map((check, i) => ({ name: checkName(check, i, checks), check })),
       { deadlineMs, requestId },
