@@ -7,7 +7,8 @@
  *   --quick                                  3 s per scenario instead of 10 (a smoke run)
  *   --latency=50                             upstream answer delay in ms
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
- *   --only=decide-cold,reference             run only these scenarios (targets mode)
+ *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
+ *                                            three-instance measurement (PostgreSQL and Redis)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,11 +16,12 @@ import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
-import { judge, type Measured, type Verdict } from './targets.js';
+import { judge, judgeFleet, signingRatios, type Measured, type Verdict } from './targets.js';
+import { measureFleet, type FleetResult } from './fleet.js';
 import { startServerChild, type Child } from './child.js';
 import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
-import { printPool, printTable, printVerdicts } from './report.js';
+import { printPool, printSigning, printTable, printVerdicts } from './report.js';
 import { judgeScrapes, scrape } from './scrape.js';
 
 interface Options {
@@ -44,7 +46,7 @@ function parseArgs(argv: string[]): Options {
         `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b)`,
       );
   }
-  const names = SCENARIOS.map((s) => s.name);
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -58,7 +60,7 @@ async function runTargets(
   opts: Options,
   upstreams: Upstreams,
   rig: PaymentRig | null,
-): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
+): Promise<{ rows: Row[]; verdicts: Verdict[]; signing: Record<string, number> }> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
   const scenarios = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   const rows: Row[] = [];
@@ -100,9 +102,9 @@ async function runTargets(
     let pending: Promise<void> | null = null;
     // The mid-load scrape: halfway through the first full-speed scenario that answers checks, else
     // the first rate-capped one.
-    const answering = scenarios.filter((x) => x.server === 'service' && x.expectStatus === 200);
+    const answering = scenarios.filter((x) => x.server === 'service' && x.env === undefined && x.expectStatus === 200);
     const scrapeDuring = answering.find((x) => x.overallRate === undefined) ?? answering[0];
-    for (const s of scenarios.filter((x) => x.server === 'service')) {
+    for (const s of scenarios.filter((x) => x.server === 'service' && x.env === undefined)) {
       let timer: NodeJS.Timeout | undefined;
       if (s === scrapeDuring) {
         timer = setTimeout(
@@ -133,6 +135,20 @@ async function runTargets(
   } finally {
     await service.stop();
   }
+  // Scenarios with settings of their own (signing off): each on a service process of its own.
+  for (const s of scenarios.filter((x) => x.server === 'service' && x.env !== undefined)) {
+    const own = await startServerChild(
+      './service.js',
+      serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
+    );
+    try {
+      const apiKey = opts.billing ? await signup(own.url) : null;
+      const run = scenarioRunner({ pid: own.proc.pid, url: own.url, apiKey, upstreams, rig, billing: opts.billing });
+      rows.push(await run(s, 0));
+    } finally {
+      await own.stop();
+    }
+  }
 
   const measured = new Map<string, Measured | null>(
     rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]),
@@ -149,7 +165,7 @@ async function runTargets(
       detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers`,
     });
   }
-  return { rows, verdicts };
+  return { rows, verdicts, signing: signingRatios(measured) };
 }
 
 async function main(): Promise<number> {
@@ -161,11 +177,18 @@ async function main(): Promise<number> {
     const paid = opts.only === null || opts.only.includes('decide-paid');
     if (opts.mode !== 'pool' && opts.billing && paid) rig = await startPaymentRig(PAID_RATE * 20);
     const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
+    let fleet: FleetResult | { skipped: string } | null = null;
+    if (targets && (opts.only === null || opts.only.includes('fleet'))) {
+      fleet = await measureFleet(upstreams);
+      if ('skipped' in fleet) targets.verdicts.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
+      else targets.verdicts.push(...judgeFleet(fleet));
+    }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
     if (targets) {
       printTable(targets.rows, opts.latencyMs);
+      printSigning(targets.signing);
       printVerdicts(targets.verdicts);
     }
     if (pool) printPool(pool);
@@ -176,6 +199,8 @@ async function main(): Promise<number> {
       upstreamLatencyMs: opts.latencyMs,
       scenarios: targets?.rows ?? null,
       targets: targets?.verdicts ?? null,
+      signing: targets?.signing ?? null,
+      fleet,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };

@@ -1,8 +1,10 @@
 /**
  * The bench's pass/fail rules, as data over the measured figures (pure, no I/O):
  * p99 under 300 ms and no errors for every scenario at its stated load; the cached decide at least
- * 0.8 × the reference's throughput in the same run; the cold decide's p50 within 15 ms of the
- * slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed decide's p99.
+ * 0.8 × the reference's throughput in the same run (its answers signed); the cold decide's p50
+ * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
+ * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
+ * node, then the price provider beside the node's token reads).
  */
 export interface Measured {
   name: string;
@@ -24,6 +26,11 @@ export const LIMITS = Object.freeze({
   cachedVsReference: 0.8,
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
+  simulationP50OverUpstreamsMs: 15,
+  /** One instance's cached decide with REDIS_URL set, as a ratio to the same without it. */
+  cachedWithRedisVsWithout: 0.9,
+  /** Upstream requests per distinct check across a fleet of three (docs/fleet.md). */
+  fleetUpstreamPerCheck: 1.0,
 });
 
 export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
@@ -60,6 +67,25 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       detail: `p50 ${cold.p50} ms (limit ${limit})`,
     });
   }
+  const sim = get('guard-simulation');
+  if (sim) {
+    const upstreams = 2 * upstreamLatencyMs;
+    const limit = upstreams + LIMITS.simulationP50OverUpstreamsMs;
+    out.push({
+      target: `guard-simulation p50 <= node + price ${upstreams} + ${LIMITS.simulationP50OverUpstreamsMs} ms`,
+      ok: sim.p50 <= limit,
+      detail: `p50 ${sim.p50} ms, p99 ${sim.p99} ms: ${Math.round((sim.p50 - upstreams) * 10) / 10} ms over the two upstream rounds (limit ${limit})`,
+    });
+  }
+  const withRedis = get('decide-cached-redis');
+  if (cached && withRedis) {
+    const ratio = Math.round((withRedis.rps / cached.rps) * 100) / 100;
+    out.push({
+      target: `decide-cached-redis >= ${LIMITS.cachedWithRedisVsWithout} x decide-cached`,
+      ok: ratio >= LIMITS.cachedWithRedisVsWithout,
+      detail: `${withRedis.rps} vs ${cached.rps} req/s (${ratio})`,
+    });
+  }
   const keyed = get('decide-keyed');
   const paid = get('decide-paid');
   if (keyed && paid) {
@@ -71,4 +97,40 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
     });
   }
   return out;
+}
+
+/** Names of the yardsticks the signed cached decide is compared with, when they ran. */
+export const YARDSTICKS = ['reference', 'floor', 'decide-cached-unsigned'] as const;
+
+/**
+ * What signing costs (docs/attestations.md): the signed cached decide's throughput as a ratio to
+ * each yardstick that ran in the same run. Figures, not targets.
+ */
+export function signingRatios(results: ReadonlyMap<string, Measured | null>): Record<string, number> {
+  const signed = results.get('decide-cached');
+  const out: Record<string, number> = {};
+  if (!signed) return out;
+  for (const name of YARDSTICKS) {
+    const y = results.get(name);
+    if (y && y.rps > 0) out[name] = Math.round((signed.rps / y.rps) * 100) / 100;
+  }
+  return out;
+}
+
+/** The fleet measurement's verdicts (bench/fleet.ts). */
+export function judgeFleet(fleet: {
+  perCheck: number;
+  non200: number;
+  upstreamRequests: number;
+  distinctChecks: number;
+  answers: number;
+}): Verdict[] {
+  return [
+    {
+      target: `fleet: upstream requests per distinct check <= ${LIMITS.fleetUpstreamPerCheck}`,
+      ok: fleet.perCheck <= LIMITS.fleetUpstreamPerCheck,
+      detail: `${fleet.upstreamRequests} upstream requests for ${fleet.distinctChecks} checks asked ${fleet.answers} times (${fleet.perCheck})`,
+    },
+    { target: 'fleet: every answer a 200', ok: fleet.non200 === 0, detail: `${fleet.non200} others` },
+  ];
 }

@@ -74,12 +74,33 @@ CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state IN ('verifi
 `;
 }
 
+/**
+ * The verdict signer's key when ATTESTATION_KEY is not set (docs/attestations.md §2): one row,
+ * made by the first process that starts, read by every other, so a cluster signs as one signer.
+ */
+function attestationKey(time: string): string {
+  return `
+CREATE TABLE attestation_keys (
+  id TEXT PRIMARY KEY CHECK (id = 'verdict'),
+  private_key TEXT NOT NULL,
+  address TEXT NOT NULL,
+  created_at ${time} NOT NULL
+);
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
     name: 'keys, usage, signups, payments',
     sqlite: initial('INTEGER', 'INTEGER'),
     postgres: initial('TIMESTAMPTZ', 'BIGINT'),
+  },
+  {
+    version: 2,
+    name: 'attestation signing key',
+    sqlite: attestationKey('INTEGER'),
+    postgres: attestationKey('TIMESTAMPTZ'),
   },
 ]);
 

@@ -24,6 +24,7 @@ import {
 } from './rows.js';
 import type {
   ApiKeyRecord,
+  AttestationKey,
   NewApiKey,
   NewPayment,
   PaymentRecord,
@@ -250,5 +251,15 @@ export class SqliteStore implements Store {
     }>)
       out[r.state] = Number(r.n);
     return out;
+  }
+
+  async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {
+    this.q(`INSERT INTO attestation_keys (id, private_key, address, created_at) VALUES ('verdict', ?, ?, ?)
+      ON CONFLICT (id) DO NOTHING`).run(candidate.privateKey, candidate.address, Date.now());
+    const row = this.q("SELECT private_key, address FROM attestation_keys WHERE id = 'verdict'").get() as {
+      private_key: string;
+      address: string;
+    };
+    return { privateKey: row.private_key, address: row.address };
   }
 }

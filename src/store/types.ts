@@ -107,4 +107,16 @@ export interface Store {
   /** Payments in `verified` or `settling` whose last update is older than `olderThanMs`. */
   listUnsettledPayments(olderThanMs: number, limit: number): Promise<PaymentRecord[]>;
   countPaymentsByState(): Promise<Record<PaymentState, number>>;
+
+  /**
+   * The verdict signer's key: the one kept, or `candidate` when none is kept yet (then kept).
+   * Processes racing on one database all get the same key back.
+   */
+  attestationKey(candidate: AttestationKey): Promise<AttestationKey>;
+}
+
+/** A secp256k1 private key (0x hex) and its address. */
+export interface AttestationKey {
+  privateKey: string;
+  address: string;
 }

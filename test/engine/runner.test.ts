@@ -165,3 +165,16 @@ t.test(
     });
   },
 );
+
+t.test('a rate limit is kept for its retry-after: the provider that said stop is not asked again', async (t) => {
+  await withApp({}, async (app, { cg }) => {
+    cg.fault = { status: 429, retryAfter: 30, times: 1 };
+    const body = { goal: 'limited', checks: [{ type: 'price', asset_id: 'ethereum', min_price: 1000 }] };
+    const first = await post(`${app.url}/v1/decide`, body);
+    t.match(first.body.evidence, [{ status: 'error', reason: 'upstream_rate_limited', cached: false }]);
+    const second = await post(`${app.url}/v1/decide`, body);
+    t.match(second.body.evidence, [{ status: 'error', reason: 'upstream_rate_limited', cached: true }]);
+    t.equal(cg.stats.requests, 1, 'asked once: the 429 is answered from cache until its retry-after');
+    t.match(second.body, { verdict: 'wait', decision: { retry_after_s: 30 } });
+  });
+});
