@@ -74,12 +74,41 @@ CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state IN ('verifi
 `;
 }
 
+/**
+ * x402 payment identifiers (docs/x402.md §9): one row per (payer, id) with the request's
+ * fingerprint and, once served, the answer to give a retry. Times are unix milliseconds in both
+ * databases. Version 2 belongs to another change; the runner applies whatever is missing, in order.
+ */
+function paymentIds(big: string): string {
+  return `
+CREATE TABLE payment_ids (
+  payer TEXT NOT NULL,
+  pid TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  status INTEGER,
+  body TEXT,
+  receipt TEXT,
+  payment_id TEXT,
+  expires_at ${big} NOT NULL,
+  PRIMARY KEY (payer, pid)
+);
+CREATE INDEX payment_ids_expiry ON payment_ids (expires_at);
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
     name: 'keys, usage, signups, payments',
     sqlite: initial('INTEGER', 'INTEGER'),
     postgres: initial('TIMESTAMPTZ', 'BIGINT'),
+  },
+  {
+    version: 3,
+    name: 'x402 payment identifiers',
+    sqlite: paymentIds('INTEGER'),
+    postgres: paymentIds('BIGINT'),
   },
 ]);
 
