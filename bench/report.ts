@@ -53,3 +53,10 @@ export function printPool(pool: PoolRow[]): void {
   for (const p of pool)
     for (const r of p.rows) if (r.note) process.stdout.write(`  ${p.setting.name} ${r.name}: ${r.note}\n`);
 }
+
+export function printSigning(ratios: Record<string, number>): void {
+  const names = Object.keys(ratios);
+  if (names.length === 0) return;
+  process.stdout.write('\nSigned answers: decide-cached req/s as a ratio to\n');
+  for (const n of names) process.stdout.write(`  ${n}: ${ratios[n].toFixed(2)}\n`);
+}

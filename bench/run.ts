@@ -15,11 +15,11 @@ import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
-import { judge, type Measured, type Verdict } from './targets.js';
+import { judge, signingRatios, type Measured, type Verdict } from './targets.js';
 import { startServerChild, type Child } from './child.js';
 import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
-import { printPool, printTable, printVerdicts } from './report.js';
+import { printPool, printSigning, printTable, printVerdicts } from './report.js';
 import { judgeScrapes, scrape } from './scrape.js';
 
 interface Options {
@@ -58,7 +58,7 @@ async function runTargets(
   opts: Options,
   upstreams: Upstreams,
   rig: PaymentRig | null,
-): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
+): Promise<{ rows: Row[]; verdicts: Verdict[]; signing: Record<string, number> }> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
   const scenarios = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   const rows: Row[] = [];
@@ -100,9 +100,9 @@ async function runTargets(
     let pending: Promise<void> | null = null;
     // The mid-load scrape: halfway through the first full-speed scenario that answers checks, else
     // the first rate-capped one.
-    const answering = scenarios.filter((x) => x.server === 'service' && x.expectStatus === 200);
+    const answering = scenarios.filter((x) => x.server === 'service' && x.env === undefined && x.expectStatus === 200);
     const scrapeDuring = answering.find((x) => x.overallRate === undefined) ?? answering[0];
-    for (const s of scenarios.filter((x) => x.server === 'service')) {
+    for (const s of scenarios.filter((x) => x.server === 'service' && x.env === undefined)) {
       let timer: NodeJS.Timeout | undefined;
       if (s === scrapeDuring) {
         timer = setTimeout(
@@ -133,6 +133,20 @@ async function runTargets(
   } finally {
     await service.stop();
   }
+  // Scenarios with settings of their own (signing off): each on a service process of its own.
+  for (const s of scenarios.filter((x) => x.server === 'service' && x.env !== undefined)) {
+    const own = await startServerChild(
+      './service.js',
+      serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
+    );
+    try {
+      const apiKey = opts.billing ? await signup(own.url) : null;
+      const run = scenarioRunner({ pid: own.proc.pid, url: own.url, apiKey, upstreams, rig, billing: opts.billing });
+      rows.push(await run(s, 0));
+    } finally {
+      await own.stop();
+    }
+  }
 
   const measured = new Map<string, Measured | null>(
     rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]),
@@ -149,7 +163,7 @@ async function runTargets(
       detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers`,
     });
   }
-  return { rows, verdicts };
+  return { rows, verdicts, signing: signingRatios(measured) };
 }
 
 async function main(): Promise<number> {
@@ -166,6 +180,7 @@ async function main(): Promise<number> {
 
     if (targets) {
       printTable(targets.rows, opts.latencyMs);
+      printSigning(targets.signing);
       printVerdicts(targets.verdicts);
     }
     if (pool) printPool(pool);
@@ -176,6 +191,7 @@ async function main(): Promise<number> {
       upstreamLatencyMs: opts.latencyMs,
       scenarios: targets?.rows ?? null,
       targets: targets?.verdicts ?? null,
+      signing: targets?.signing ?? null,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };

@@ -23,6 +23,10 @@ export interface Scenario {
   warmupSec: number;
   /** Requests per second across all connections; unset drives as fast as answers come. */
   overallRate?: number;
+  /** Settings of the service this scenario runs on, in a service process of its own. */
+  env?: Record<string, string>;
+  /** More text the probe answer must contain (the load checks `expectBody` only). */
+  probeAlso?: string;
 }
 
 const decideBody = (checks: unknown[]): string =>
@@ -51,10 +55,29 @@ export const GUARD_SWAP = JSON.stringify({
   stablecoin_asset_id: 'usd-coin',
 });
 
+/**
+ * A guard with a simulation: 100 units of a token the service has never seen (`coldToken(n)` in
+ * upstreams.ts) sent by transfer(), declared as 100 USD. Each request pays the node's latency for
+ * the simulation, then the price provider's and the node's (decimals) side by side.
+ */
+export const GUARD_SIMULATION = JSON.stringify({
+  action: 'contract_call',
+  chain: 'base',
+  amount_usd: 100,
+  transaction: {
+    from: '0x00000000000000000000000000000000000a11ce',
+    to: `0x${'5c'.padEnd(32, '0')}{{n:8}}`,
+    data: `0xa9059cbb${'b0b0'.padStart(64, '0')}${(100_000_000).toString(16).padStart(64, '0')}`,
+  },
+});
+export const SIMULATION_RATE = 50;
+
 /** A price check without its asset: a 422 before any billing or engine work. */
 export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
 
 const PROCEED = '"verdict":"proceed"';
+/** A signed answer (docs/attestations.md). */
+const SIGNED = '"attestation":{"signer":"0x';
 
 /**
  * Rate-capped scenarios. autocannon spends each connection's per-second budget at the start of
@@ -83,7 +106,20 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'decide-cached',
-    about: 'API key, 4 checks all cached',
+    about: 'API key, 4 checks all cached, signed answers',
+    server: 'service',
+    path: '/v1/decide',
+    body: CACHED_DECIDE,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    probeAlso: SIGNED,
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'decide-cached-unsigned',
+    about: 'as decide-cached with ATTESTATIONS=off (a setting for measurement only)',
     server: 'service',
     path: '/v1/decide',
     body: CACHED_DECIDE,
@@ -91,6 +127,7 @@ export const SCENARIOS: readonly Scenario[] = [
     expectStatus: 200,
     expectBody: PROCEED,
     connections: 50,
+    env: { ATTESTATIONS: 'off' },
     ...std,
   },
   {
@@ -116,6 +153,19 @@ export const SCENARIOS: readonly Scenario[] = [
     expectStatus: 200,
     expectBody: PROCEED,
     connections: 50,
+    ...std,
+  },
+  {
+    name: 'guard-simulation',
+    about: `API key, guard simulating a transfer of a fresh token per request, node and prices in LATENCY ms, ${SIMULATION_RATE} req/s`,
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SIMULATION,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 8,
+    overallRate: SIMULATION_RATE,
     ...std,
   },
   {

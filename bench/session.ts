@@ -138,9 +138,9 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
       });
       const text = await probe.text();
       last =
-        probe.status === s.expectStatus && text.includes(s.expectBody)
+        probe.status === s.expectStatus && text.includes(s.expectBody) && text.includes(s.probeAlso ?? '')
           ? ''
-          : `probe answered ${probe.status} (expected ${s.expectStatus} with ${s.expectBody}): ${text.slice(0, 300)}`;
+          : `probe answered ${probe.status} (expected ${s.expectStatus} with ${s.expectBody}${s.probeAlso ? ` and ${s.probeAlso}` : ''}): ${text.slice(0, 300)}`;
       if (last === '' || s.auth === 'x402') break; // a payment header buys one answer only
     }
     if (last !== '') return { ...row, note: last };

@@ -1,8 +1,10 @@
 /**
  * The bench's pass/fail rules, as data over the measured figures (pure, no I/O):
  * p99 under 300 ms and no errors for every scenario at its stated load; the cached decide at least
- * 0.8 × the reference's throughput in the same run; the cold decide's p50 within 15 ms of the
- * slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed decide's p99.
+ * 0.8 × the reference's throughput in the same run (its answers signed); the cold decide's p50
+ * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
+ * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
+ * node, then the price provider beside the node's token reads).
  */
 export interface Measured {
   name: string;
@@ -24,6 +26,7 @@ export const LIMITS = Object.freeze({
   cachedVsReference: 0.8,
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
+  simulationP50OverUpstreamsMs: 15,
 });
 
 export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
@@ -60,6 +63,16 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       detail: `p50 ${cold.p50} ms (limit ${limit})`,
     });
   }
+  const sim = get('guard-simulation');
+  if (sim) {
+    const upstreams = 2 * upstreamLatencyMs;
+    const limit = upstreams + LIMITS.simulationP50OverUpstreamsMs;
+    out.push({
+      target: `guard-simulation p50 <= node + price ${upstreams} + ${LIMITS.simulationP50OverUpstreamsMs} ms`,
+      ok: sim.p50 <= limit,
+      detail: `p50 ${sim.p50} ms, p99 ${sim.p99} ms: ${Math.round((sim.p50 - upstreams) * 10) / 10} ms over the two upstream rounds (limit ${limit})`,
+    });
+  }
   const keyed = get('decide-keyed');
   const paid = get('decide-paid');
   if (keyed && paid) {
@@ -69,6 +82,24 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       ok: paid.p99 <= limit,
       detail: `p99 ${paid.p99} vs ${keyed.p99} ms (limit ${limit})`,
     });
+  }
+  return out;
+}
+
+/** Names of the yardsticks the signed cached decide is compared with, when they ran. */
+export const YARDSTICKS = ['reference', 'floor', 'decide-cached-unsigned'] as const;
+
+/**
+ * What signing costs (docs/attestations.md): the signed cached decide's throughput as a ratio to
+ * each yardstick that ran in the same run. Figures, not targets.
+ */
+export function signingRatios(results: ReadonlyMap<string, Measured | null>): Record<string, number> {
+  const signed = results.get('decide-cached');
+  const out: Record<string, number> = {};
+  if (!signed) return out;
+  for (const name of YARDSTICKS) {
+    const y = results.get(name);
+    if (y && y.rps > 0) out[name] = Math.round((signed.rps / y.rps) * 100) / 100;
   }
   return out;
 }

@@ -17,6 +17,54 @@ export const COLD_KEYS = 60_000;
 /** The one cold key the probes use, kept apart from the ranges the loads walk through. */
 export const PROBE_N = COLD_KEYS - 1;
 export const coldAddress = (n: number): string => `0x${'be'.padEnd(32, '0')}${String(n).padStart(8, '0')}`;
+/** The token a cold simulation moves: `coldToken(n)`, priced at 1 USD with 6 decimals. */
+export const coldToken = (n: number): string => `0x${'5c'.padEnd(32, '0')}${String(n).padStart(8, '0')}`;
+
+const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+const pad32 = (hex: string): string => hex.replace(/^0x/, '').toLowerCase().padStart(64, '0');
+
+/**
+ * eth_simulateV1 as a node answers it for an ERC-20 `transfer(to, amount)`: one block, one call,
+ * the token's Transfer log from the sender. The token is whatever the call targets.
+ */
+function simulateTransfer(params: unknown[]): { result: unknown } {
+  const opts = params[0] as {
+    blockStateCalls: Array<{ calls: Array<{ from: string; to: string; input?: string; data?: string }> }>;
+  };
+  const call = opts.blockStateCalls[0].calls[0];
+  const data = call.input ?? call.data ?? '0x';
+  const to = `0x${data.slice(10 + 24, 10 + 64)}`;
+  const amount = `0x${data.slice(10 + 64, 10 + 128)}`;
+  return {
+    result: [
+      {
+        number: '0x1235',
+        calls: [
+          {
+            status: '0x1',
+            returnData: `0x${pad32('1')}`,
+            gasUsed: '0xb411',
+            logs: [
+              {
+                address: call.to,
+                topics: [TRANSFER_TOPIC, `0x${pad32(call.from)}`, `0x${pad32(to)}`],
+                data: `0x${pad32(amount)}`,
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** decimals() and symbol() of any token: 6 and "BENCH". */
+function tokenCall(params: unknown[]): { result: string } {
+  const { data } = params[0] as { data: string };
+  if (data === '0x313ce567') return { result: `0x${pad32('6')}` };
+  const symbol = Buffer.from('BENCH').toString('hex').padEnd(64, '0');
+  return { result: `0x${pad32('20')}${pad32('5')}${symbol}` };
+}
 
 export interface Upstreams {
   env: Record<string, string>;
@@ -44,7 +92,10 @@ function seed(
     cg.setPrice(`benchusd-${n}`, 'usd', 1.0001);
     dex.setPair('base', `0xpair${n}`);
     src.setVerified(8453, coldAddress(n));
+    cg.setTokenPrice('base', coldToken(n), 1);
   }
+  rpc.setHandler('eth_simulateV1', simulateTransfer);
+  rpc.setHandler('eth_call', tokenCall);
   // Price timestamps and the chain head are read live so nothing turns stale during a long run.
   rpc.setResult('eth_getCode', '0x6080604052');
   rpc.setHandler('eth_getBlockByNumber', () => ({

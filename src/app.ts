@@ -10,14 +10,15 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { Engine } from './engine/runner.js';
-import { MAX_BODY_BYTES } from './pricing.js';
+import { MAX_REQUEST_BODY_BYTES } from './pricing.js';
 import { errorHandler, methodNotAllowed, notFound } from './http/errors.js';
 import { validateBody } from './http/validation.js';
-import { frontDoor, jsonBody } from './http/lane.js';
-import type { ApiHandler } from './http/api.js';
+import { postRouter, jsonBody } from './http/post-router.js';
+import type { ApiHandler, ApiRequest } from './http/api.js';
 import { GET_ENDPOINTS, POST_ENDPOINTS, type HandlerKey, type PostEndpoint } from './http/endpoints.js';
 import { metaRouter } from './http/routes/meta.js';
 import { decideHandler } from './http/routes/decide.js';
+import type { Attester } from './attest/index.js';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -30,6 +31,8 @@ export interface AppDeps {
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
   /** GET /metrics. */
   metricsHandler?: RequestHandler;
+  /** Signs every DecideResponse; null when signing is off (for measurement only). */
+  attester?: Attester | null;
   /** Set while the server drains: answers carry `Connection: close`. */
   isDraining?: () => boolean;
 }
@@ -46,6 +49,9 @@ function requestContext(deps: AppDeps): ApiHandler {
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.locals.requestId = id;
+    // What a signed answer's id is the hash of: unique per answer, so a caller's own request id,
+    // which it may send twice, is never it (docs/attestations.md §1).
+    res.locals.answerId = id === given ? randomUUID() : id;
     res.setHeader('x-request-id', id);
     if (isDraining?.()) res.setHeader('connection', 'close');
     res.on('finish', () => {
@@ -84,14 +90,26 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   app.set('trust proxy', config.trustProxy);
   const context = requestContext(deps);
   app.use(context);
-  // POSTs to the endpoints' exact paths skip the router (src/http/lane.ts): same chains.
-  const lane = new Map<string, ApiHandler[]>();
+  // POSTs to the endpoints' exact paths skip the router (src/http/post-router.ts): same chains.
+  const postChains = new Map<string, ApiHandler[]>();
 
   const handlers = deps.handlers ?? {};
-  const json = jsonBody(MAX_BODY_BYTES, express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true }));
+  const json = jsonBody(
+    MAX_REQUEST_BODY_BYTES,
+    express.json({
+      limit: MAX_REQUEST_BODY_BYTES,
+      strict: false,
+      type: () => true,
+      // The bytes an answer's requestHash covers (docs/attestations.md §1).
+      verify: (req, _res, buf) => {
+        (req as ApiRequest).rawBody = buf;
+      },
+    }),
+  );
 
   for (const g of GET_ENDPOINTS) app.get(g.path, routeLabel(g.path));
-  app.use(metaRouter(config));
+  const shared = deps.engine.shared ?? null;
+  app.use(metaRouter(config, deps.attester ?? null, shared === null ? null : () => shared.state()));
   if (deps.metricsHandler) app.get('/metrics', deps.metricsHandler);
 
   for (const e of POST_ENDPOINTS) {
@@ -101,7 +119,7 @@ export function buildApp(deps: AppDeps): http.RequestListener {
     if (e.access !== 'free' && deps.billing) chain.push(deps.billing(e));
     chain.push(handler);
     app.post(e.path, ...chain);
-    lane.set(e.path, [context, ...chain]);
+    postChains.set(e.path, [context, ...chain]);
     app.all(e.path, routeLabel(e.path), methodNotAllowed(['POST']));
   }
   for (const g of GET_ENDPOINTS) {
@@ -112,5 +130,5 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   const onError = errorHandler(logger);
   app.use(notFound);
   app.use(onError);
-  return frontDoor(app, lane, onError, notFound);
+  return postRouter(app, postChains, onError, notFound);
 }

@@ -7,7 +7,8 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createExecutor } from './engine/worker-pool.js';
-import { createEngine, type Engine } from './engine/runner.js';
+import { createEngine, LOCK_MARGIN_MS, type Engine } from './engine/runner.js';
+import { createSharedCache } from './engine/shared-cache.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createBillingGate } from './billing/gate.js';
@@ -22,6 +23,7 @@ import { yieldRoutingHandler } from './agents/yield-routing.js';
 import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
+import { createAttester, type Attester } from './attest/index.js';
 
 export interface Service {
   deps: AppDeps;
@@ -32,6 +34,9 @@ export interface Service {
   /** Stops the settler, the pool, the main thread's connection pools and the store, in that order. */
   close(): Promise<void>;
 }
+
+/** How long start-up waits for the fleet cache's first connection before starting without it. */
+const STARTUP_WAIT_MS = 1000;
 
 export interface ComposeOptions {
   /** Settlement retry tuning and chain polling, for tests. */
@@ -49,7 +54,23 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
   });
   const executor = createExecutor(config);
   metrics.setPoolSource(() => executor.stats());
-  const engine = createEngine({ config, metrics, executor });
+  const shared =
+    config.redisUrl === null
+      ? null
+      : createSharedCache({
+          url: config.redisUrl,
+          timeoutMs: config.redisTimeoutMs,
+          lockMs: config.checkHardTimeoutMs + LOCK_MARGIN_MS,
+          onEvent: (op, outcome) => metrics.sharedCache(op, outcome),
+          onState: (state) =>
+            state === 'ok'
+              ? logger.info({ redis: 'ok' }, 'fleet cache connected')
+              : logger.warn({ redis: 'degraded' }, 'fleet cache unavailable; answering from this instance alone'),
+        });
+  metrics.setSharedCacheSource(() => shared?.state() ?? null);
+  // Share from the first request when Redis is there; never wait long for it (it is an accelerator).
+  await shared?.ready(STARTUP_WAIT_MS);
+  const engine = createEngine({ config, metrics, executor, shared });
   let store: Store;
   try {
     store = await openStore(config, { logger });
@@ -65,13 +86,23 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
   const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
-  const agentDeps = { config, engine, logger, metrics };
+  let attester: Attester | null;
+  try {
+    attester = await createAttester(config, store);
+  } catch (err) {
+    stopWatching();
+    await engine.close();
+    await store.close();
+    throw err;
+  }
+  const agentDeps = { config, engine, logger, metrics, attester };
   const deps: AppDeps = {
     config,
     logger,
     metrics,
     engine,
     billing,
+    attester,
     handlers: {
       guard: guardHandler(agentDeps),
       stablecoin: stablecoinHandler(agentDeps),
@@ -92,6 +123,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     async close() {
       await payments.stop();
       await engine.close();
+      await attester?.close();
       stopWatching();
       await closeDispatchers();
       await store.close();

@@ -53,6 +53,10 @@ export interface Config {
   /** Hard timeout of one upstream call, beyond the request deadline, so late answers fill the cache. */
   checkHardTimeoutMs: number;
   cacheMaxEntries: number;
+  /** The fleet's shared cache (docs/fleet.md); null keeps every result in this process only. */
+  redisUrl: string | null;
+  /** Bound on every Redis command; past it the instance goes on without Redis. */
+  redisTimeoutMs: number;
   shutdownGraceMs: number;
   trustProxy: boolean;
   metricsToken: string | null;
@@ -69,6 +73,13 @@ export interface Config {
   x402SettleBeforeResponse: boolean;
   /** Local settlements between gas estimate and broadcast at once. */
   x402SettleConcurrency: number;
+  /**
+   * Sign every DecideResponse (docs/attestations.md). Off exists to measure what signing costs;
+   * a deployment keeps it on.
+   */
+  attestations: boolean;
+  /** ATTESTATION_KEY: the verdict signer's secp256k1 key; null: made on first start, kept in the store. */
+  attestationKey: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -120,6 +131,22 @@ function url(env: Env, name: string, def: string | null): string | null {
     throw new ConfigError(`${name} must use http or https, got ${u.protocol}`);
   return raw.replace(/\/+$/, '');
 }
+/** REDIS_URL: redis:// or rediss://, optionally with a password and a database number (never echoed: it may hold a password). */
+function redisUrl(env: Env): string | null {
+  const raw = optStr(env, 'REDIS_URL');
+  if (raw === null) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:')
+    throw new ConfigError(`REDIS_URL must use redis or rediss, got ${u.protocol}`);
+  if (u.pathname !== '' && u.pathname !== '/' && !/^\/\d{1,2}$/.test(u.pathname))
+    throw new ConfigError('REDIS_URL may name a database number only (redis://host:6379/0)');
+  return raw;
+}
 function keyValueList(env: Env, name: string, def: string): Record<string, string> {
   const raw = str(env, name, def);
   const out: Record<string, string> = {};
@@ -133,6 +160,15 @@ function keyValueList(env: Env, name: string, def: string): Record<string, strin
     out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
   }
   return out;
+}
+
+/** The order of secp256k1's group: a private key is an integer in [1, n). */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+function validPrivateKey(hex: string): boolean {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(hex)) return false;
+  const k = BigInt(hex);
+  return k > 0n && k < SECP256K1_N;
 }
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
@@ -168,6 +204,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (settlerKey !== null && !/^0x[0-9a-fA-F]{64}$/.test(settlerKey))
     throw new ConfigError('X402_SETTLER_KEY must be a 0x-prefixed 32-byte hex private key');
 
+  const attestationKey = optStr(env, 'ATTESTATION_KEY');
+  // The message never repeats the value: it is a private key.
+  if (attestationKey !== null && !validPrivateKey(attestationKey))
+    throw new ConfigError('ATTESTATION_KEY must be a 0x-prefixed 32-byte hex secp256k1 private key (not 0, below n)');
+
   const requestDeadlineMs = int(env, 'REQUEST_DEADLINE_MS', 250, 10, 10000);
   const cfg: Config = {
     port: int(env, 'PORT', 8080, 0, 65535),
@@ -199,6 +240,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 4096, 1, 1e6),
     checkHardTimeoutMs: int(env, 'CHECK_HARD_TIMEOUT_MS', 5000, 10, 60000),
     cacheMaxEntries: int(env, 'CACHE_MAX_ENTRIES', 50000, 100, 1e7),
+    redisUrl: redisUrl(env),
+    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 50, 1, 10000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     metricsToken: optStr(env, 'METRICS_TOKEN'),
@@ -213,6 +256,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     x402MaxTimeoutSeconds: int(env, 'X402_MAX_TIMEOUT_SECONDS', 60, 30, 3600),
     x402SettleBeforeResponse: bool(env, 'X402_SETTLE_BEFORE_RESPONSE', false),
     x402SettleConcurrency: int(env, 'X402_SETTLE_CONCURRENCY', 2, 1, 64),
+    attestations: bool(env, 'ATTESTATIONS', true),
+    attestationKey,
   };
   return Object.freeze(cfg);
 }

@@ -11,7 +11,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type Verdict = 'proceed' | 'wait' | 'block';
-export type CacheOutcome = 'hit' | 'miss' | 'join';
+/** hit: this instance's cache; shared: the fleet's (Redis); join: a call already in flight. */
+export type CacheOutcome = 'hit' | 'miss' | 'join' | 'shared';
 export type CircuitState = 'closed' | 'open' | 'half_open';
 export interface PoolSnapshot {
   queueSize: number;
@@ -33,6 +34,10 @@ export interface Metrics {
   setLedgerSource(fn: () => Promise<Record<string, number>>): void;
   quotaRejection(plan: string): void;
   circuitState(upstream: string, state: CircuitState): void;
+  /** The fleet cache (Redis): one command's outcome. */
+  sharedCache(op: string, outcome: string): void;
+  /** The fleet cache's state, read when scraped: 'ok', 'degraded', or null when none is configured. */
+  setSharedCacheSource(fn: () => 'ok' | 'degraded' | null): void;
   metricsText(): Promise<string>;
   contentType: string;
 }
@@ -111,14 +116,14 @@ export function createMetrics(): Metrics {
   });
   const checkDuration = new Histogram({
     name: 'preflight_check_duration_seconds',
-    help: 'Check duration by check type and cache outcome (hit, miss, join).',
+    help: 'Check duration by check type and cache outcome (hit, shared, miss, join).',
     labelNames: ['type', 'cache'],
     buckets: TASK_BUCKETS,
     registers: reg,
   });
   const cache = new Counter({
     name: 'preflight_cache_lookups_total',
-    help: 'Check cache lookups by result: hit, miss, or join of an in-flight single-flight call.',
+    help: 'Check cache lookups by result: hit, shared (found in the fleet cache), miss, or join of a call in flight.',
     labelNames: ['result'],
     registers: reg,
   });
@@ -214,6 +219,24 @@ export function createMetrics(): Metrics {
     collect: () => ledgerRead,
   });
 
+  const sharedOps = new Counter({
+    name: 'preflight_shared_cache_ops_total',
+    help: 'Fleet cache (Redis) commands by operation (get, set, lock, wait) and outcome (hit, miss, ok, busy, corrupt, error, timeout).',
+    labelNames: ['op', 'outcome'],
+    registers: reg,
+  });
+  let sharedSource: (() => 'ok' | 'degraded' | null) | null = null;
+  new Gauge({
+    name: 'preflight_shared_cache_up',
+    help: 'Whether the fleet cache (Redis) is in use: 1 ok, 0 degraded (answers go on without it); absent when REDIS_URL is unset.',
+    registers: reg,
+    collect() {
+      const state = sharedSource?.() ?? null;
+      if (state === null) this.reset();
+      else this.set(state === 'ok' ? 1 : 0);
+    },
+  });
+
   const httpChildren = new ChildCache((v) => http.labels(...v));
   const verdictChildren = new ChildCache((v) => verdicts.labels(...v));
   const checkChildren = new ChildCache((v) => checks.labels(...v));
@@ -222,6 +245,7 @@ export function createMetrics(): Metrics {
   const upstreamChildren = new ChildCache((v) => upstreams.labels(...v));
   const paymentChildren = new ChildCache((v) => payments.labels(...v));
   const quotaChildren = new ChildCache((v) => quota.labels(...v));
+  const sharedChildren = new ChildCache((v) => sharedOps.labels(...v));
   // Status codes are few; their label strings are made once.
   const statusText: string[] = [];
   for (let s = 100; s < 600; s++) statusText[s] = String(s);
@@ -262,6 +286,12 @@ export function createMetrics(): Metrics {
     },
     circuitState(upstream, state) {
       for (const s of CIRCUIT_STATES) circuit.set({ upstream, state: s }, s === state ? 1 : 0);
+    },
+    sharedCache(op, outcome) {
+      sharedChildren.get(op, outcome).inc();
+    },
+    setSharedCacheSource(fn) {
+      sharedSource = fn;
     },
     metricsText() {
       return registry.metrics();

@@ -6,4 +6,4 @@ export const NETWORK_V1 = 'base';
 export const NETWORK_V2 = 'eip155:8453';
 export const PRICE_DISPLAY = '0.01 USDC on base';
 /** The largest accepted body; the same number goes into the JSON parser and the docs. */
-export const MAX_BODY_BYTES = 256 * 1024;
+export const MAX_REQUEST_BODY_BYTES = 256 * 1024;

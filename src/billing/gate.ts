@@ -1,6 +1,6 @@
 /**
  * The billing gate: runs after body validation and before the handler, and decides who pays for
- * the call. Order (semantics §7): credentials (401), then quota (429) or payment (402).
+ * the call. Order (docs/rules.md §7): credentials (401), then quota (429) or payment (402).
  */
 import type { ApiHandler, ApiRequest, ApiResponse, Next } from '../http/api.js';
 import type { Config } from '../config.js';

@@ -2,7 +2,7 @@
  * contract_verified: is the contract's source published? With an RPC configured for the chain,
  * an address without code fails `not_a_contract` first. Then the keyless source-verification
  * provider; on its "not verified", the explorer when a key is configured. Verified by either
- * passes (semantics §2, §7).
+ * passes (docs/rules.md §2, §7).
  */
 import type { ContractVerifiedCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';

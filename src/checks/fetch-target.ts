@@ -1,15 +1,15 @@
 /**
  * Fetching a caller-supplied URL for http and bridge_exploit_monitor: SSRF rules on, at most
- * 3 redirects, body read up to 1 MiB (semantics §2, §7). Answers as an UpstreamResult so the
+ * 3 redirects, body read up to 1 MiB (docs/rules.md §2, §7). Answers as an UpstreamResult so the
  * checks map failures the same way as for the provider clients.
  */
 import type { CheckContext } from './types.js';
 import type { UpstreamResult } from '../upstreams/types.js';
 import { safeFetch, type SafeResponse } from '../net/safe-fetch.js';
 import { isOperatorUrl } from './trust.js';
+import { MAX_UPSTREAM_BODY_BYTES } from '../net/transport.js';
 
 export const MAX_REDIRECTS = 3;
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** The response fields the checks read. */
 export type FetchedPage = Pick<SafeResponse, 'status' | 'body' | 'truncated' | 'finalUrl'>;
@@ -26,7 +26,7 @@ export async function fetchTarget(
     signal: ctx.signal,
     allowPrivate: ctx.config.allowPrivateTargets || isOperatorUrl(ctx.config, url),
     maxRedirects: MAX_REDIRECTS,
-    maxBodyBytes: MAX_BODY_BYTES,
+    maxBodyBytes: MAX_UPSTREAM_BODY_BYTES,
   });
   if (res.ok) return res;
   // The transport's messages are fragments ("connection reset before an answer"); make a sentence

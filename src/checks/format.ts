@@ -20,11 +20,23 @@ export function fmtPct(fraction: number): string {
   return `${fmtNum(Math.round(fraction * 100 * 1e4) / 1e4, 6)}%`;
 }
 
+// One formatter per precision: toLocaleString builds a new one on every call, which showed as the
+// largest single cost of a simulation's message.
+const USD_FORMATS = new Map<number, Intl.NumberFormat>();
+function usdFormat(digits: number): Intl.NumberFormat {
+  let f = USD_FORMATS.get(digits);
+  if (!f) {
+    f = new Intl.NumberFormat('en-US', { maximumFractionDigits: digits });
+    USD_FORMATS.set(digits, f);
+  }
+  return f;
+}
+
 /** A USD amount with thousands separators: 1234567.891 → "$1,234,568"; small amounts keep cents. */
 export function fmtUsd(n: number): string {
   if (!Number.isFinite(n)) return String(n);
   const digits = Math.abs(n) >= 1000 ? 0 : Math.abs(n) >= 1 ? 2 : 6;
-  return `$${n.toLocaleString('en-US', { maximumFractionDigits: digits })}`;
+  return `$${usdFormat(digits).format(n)}`;
 }
 
 /** Removes floating-point noise from a computed ratio (1 - 0.98 → 0.02, not 0.020000000000000018). */

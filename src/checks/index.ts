@@ -22,7 +22,9 @@ import { price } from './price.js';
 import { rpc } from './rpc.js';
 import { rpcHealth } from './rpc_health.js';
 import { rugPullRisk } from './rug_pull_risk.js';
+import { signatureScan } from './signature_scan.js';
 import { stablecoinDepeg } from './stablecoin_depeg.js';
+import { transactionSimulation } from './transaction_simulation.js';
 import { tx } from './tx.js';
 
 export const checks = {
@@ -39,6 +41,8 @@ export const checks = {
   // Guard-only: the Check schema does not admit these, so only the guard's plan names them.
   rpc_health: rpcHealth,
   liquidity_depth: liquidityDepth,
+  transaction_simulation: transactionSimulation,
+  signature_scan: signatureScan,
 } satisfies Record<CheckType, CheckModule<any>>;
 
 /** The module for a check; the registry's keys are exactly the check types. */
@@ -74,7 +78,7 @@ const QUALIFIERS: Partial<Record<PublicCheckType, (c: any) => unknown>> = {
 };
 
 /**
- * Stable evidence name (semantics §1): the type alone when it occurs once; with several of one
+ * Stable evidence name (docs/rules.md §1): the type alone when it occurs once; with several of one
  * type, `type[qualifier]` when the qualifier (asset id, pair, address, tx hash) tells them apart,
  * else `type[i]` with i the check's index in the request.
  */

@@ -1,7 +1,7 @@
 /**
  * Keyword matching and status-page reading for bridge_exploit_monitor. Whole words, any case:
  * "paused" matches "Bridge PAUSED." but not "unpaused"; "hack" is left out of the defaults
- * because it names hackathons (semantics §2).
+ * because it names hackathons (docs/rules.md §2).
  */
 
 export const DEFAULT_DANGER_KEYWORDS: readonly string[] = Object.freeze([

@@ -9,7 +9,7 @@ import { fmtNum } from './format.js';
 import { getSimplePrices, type SimplePrice } from '../upstreams/price.js';
 
 export const PRICE_TTL_S = 30;
-/** A quote older than this is stale (semantics §2). */
+/** A quote older than this is stale (docs/rules.md §2). */
 export const PRICE_STALE_AFTER_S = 600;
 
 /** One asset's quote as the price client returns it; lastUpdatedAt is Unix seconds. */

@@ -1,7 +1,7 @@
 /**
  * rug_pull_risk: heuristic signals read from one DEX pair. Only thin liquidity and blocked
  * sells fail on their own; the other signals warn, and two or more warns together fail
- * `rug_risk_high`. The parameters set the thresholds (semantics §2 and §7).
+ * `rug_risk_high`. The parameters set the thresholds (docs/rules.md §2 and §7).
  */
 import type { RugPullRiskCheck } from '../generated/types.js';
 import type { Basis, CheckModule, CheckOutcome } from './types.js';

@@ -1,6 +1,6 @@
 /**
  * URLs the operator configured (RPC_URLS, BRIDGE_STATUS_URLS) are the operator's and trusted
- * (semantics §7): the SSRF rules apply to URLs that only a caller supplied.
+ * (docs/rules.md §7): the SSRF rules apply to URLs that only a caller supplied.
  */
 import type { Config } from '../config.js';
 

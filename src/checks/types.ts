@@ -7,6 +7,8 @@ import type { Check } from '../generated/types.js';
 import type { Config } from '../config.js';
 import type { LiquidityDepthCheck } from './liquidity_depth.js';
 import type { RpcHealthCheck } from './rpc_health.js';
+import type { SignatureScanCheck } from './signature_scan.js';
+import type { TransactionSimulationCheck } from './transaction_simulation.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'error' | 'skipped';
 
@@ -16,7 +18,7 @@ export type PublicCheckType = Check['type'];
  * Checks only the service plans (the guard builds them from its request); the Check schema
  * does not admit them, so a decide request cannot name them.
  */
-export type GuardOnlyCheck = RpcHealthCheck | LiquidityDepthCheck;
+export type GuardOnlyCheck = RpcHealthCheck | LiquidityDepthCheck | TransactionSimulationCheck | SignatureScanCheck;
 /** Every check object a module runs. */
 export type AnyCheck = Check | GuardOnlyCheck;
 export type CheckType = AnyCheck['type'];

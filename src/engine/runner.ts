@@ -9,6 +9,7 @@ import { upstreamLabel } from '../checks/index.js';
 import { type CheckOutcome, type CheckResult, DECISION_FIELDS } from '../checks/types.js';
 import type { Metrics } from '../metrics.js';
 import { ResultCache, type CacheEntry } from './cache.js';
+import type { SharedCache } from './shared-cache.js';
 import { canonical } from './canonical.js';
 import type { Executor } from './worker-pool.js';
 import type { ExecItem, ExecResult } from './timed-check.js';
@@ -28,11 +29,15 @@ export interface Engine {
   run(planned: PlannedCheck[], opts: RunOptions): Promise<CheckResult[]>;
   readonly cache: ResultCache;
   readonly executor: Executor;
+  /** The fleet's shared cache (REDIS_URL), or null. */
+  readonly shared: SharedCache | null;
   close(): Promise<void>;
 }
 
 /** How often expired cache entries are swept out. */
 const SWEEP_MS = 5000;
+/** A fleet lock outlives its holder's hard timeout by this much, then lapses (the holder died). */
+export const LOCK_MARGIN_MS = 500;
 
 /**
  * The evidence item for an outcome. The fields only the decision reads (basis, unknown inputs,
@@ -79,11 +84,82 @@ function deadlineOutcome(deadlineMs: number): CheckOutcome {
   };
 }
 
-export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics; executor: Executor }): Engine {
+export function createEngine(deps: {
+  config: Readonly<Config>;
+  metrics: Metrics;
+  executor: Executor;
+  shared?: SharedCache | null;
+}): Engine {
   const { config, metrics, executor } = deps;
+  const shared = deps.shared ?? null;
   const cache = new ResultCache(config.cacheMaxEntries);
   const sweeper = setInterval(() => cache.sweep(), SWEEP_MS).unref();
   let nextId = 0;
+  /** Entries read from the shared cache: answered as cached, like a local hit. */
+  const fromShared = new WeakSet<CacheEntry>();
+
+  /** What every fresh outcome goes through: the local cache (errors never) and the upstream counter. */
+  function landed(key: string, type: string, entry: CacheEntry): void {
+    if (entry.outcome.status !== 'error') cache.set(key, entry);
+    const upstream = upstreamLabel(type, entry.outcome);
+    if (upstream !== null) {
+      metrics.upstream(upstream, entry.outcome.status === 'error' ? (entry.outcome.reason ?? 'error') : 'ok');
+    }
+  }
+
+  // With a shared cache, a miss first asks Redis, so checks reach the pool one await later; the
+  // ones that arrive in the same turn still go as one batch.
+  let queue: ExecItem[] = [];
+  const queued = new Map<number, (e: CacheEntry) => void>();
+  function flush(): void {
+    const batch = queue;
+    queue = [];
+    const taskStart = performance.now();
+    void executor
+      .execute(batch, config.checkHardTimeoutMs, (r: ExecResult) => {
+        queued.get(r.id)?.({ outcome: r.outcome, storedAt: Date.now(), latencyMs: r.latencyMs });
+        queued.delete(r.id);
+      })
+      .finally(() => metrics.poolTask((performance.now() - taskStart) / 1000));
+  }
+  function submit(type: string, check: PlannedCheck['check']): Promise<CacheEntry> {
+    return new Promise((resolve) => {
+      const id = nextId++;
+      if (queue.length === 0) setImmediate(flush);
+      queue.push({ id, type, check });
+      queued.set(id, resolve);
+    });
+  }
+
+  /**
+   * A local miss in a fleet: the result another instance stored, else the fleet-wide lock and our
+   * own upstream call, else (another instance holds the lock) its result when it lands. A lock
+   * that goes away without a result (an error outcome, a crash) lets us go ahead ourselves.
+   */
+  async function fleetMiss(fleet: SharedCache, key: string, type: string, check: PlannedCheck['check']) {
+    const stored = await fleet.get(key);
+    if (stored !== undefined) {
+      cache.set(key, stored);
+      fromShared.add(stored);
+      return stored;
+    }
+    let mine = await fleet.lock(key);
+    if (!mine) {
+      const theirs = await fleet.wait(key, performance.now() + config.checkHardTimeoutMs + LOCK_MARGIN_MS);
+      if (theirs !== undefined) {
+        cache.set(key, theirs);
+        fromShared.add(theirs);
+        return theirs;
+      }
+      mine = await fleet.lock(key);
+    }
+    const entry = await submit(type, check);
+    landed(key, type, entry);
+    // The result is stored before the lock goes, so a waiter never finds neither.
+    const share = entry.outcome.status === 'error' ? Promise.resolve() : fleet.set(key, entry);
+    if (mine) void share.then(() => fleet.unlock(key));
+    return entry;
+  }
 
   async function run(planned: PlannedCheck[], opts: RunOptions): Promise<CheckResult[]> {
     const started = performance.now();
@@ -103,28 +179,33 @@ export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics;
         metrics.check(type, hit.outcome.status, 'hit', 0);
         return;
       }
-      const { promise, joined } = cache.flight(
-        key,
-        () =>
-          new Promise<CacheEntry>((resolve) => {
-            const id = nextId++;
-            batch.push({ id, type, check: p.check });
-            waiters.set(id, (entry) => {
-              if (entry.outcome.status !== 'error') cache.set(key, entry);
-              const upstream = upstreamLabel(type, entry.outcome);
-              if (upstream !== null) {
-                metrics.upstream(upstream, entry.outcome.status === 'error' ? (entry.outcome.reason ?? 'error') : 'ok');
-              }
-              resolve(entry);
-            });
-          }),
+      const { promise, joined } = cache.flight(key, () =>
+        shared !== null
+          ? fleetMiss(shared, key, type, p.check)
+          : new Promise<CacheEntry>((resolve) => {
+              const id = nextId++;
+              batch.push({ id, type, check: p.check });
+              waiters.set(id, (entry) => {
+                landed(key, type, entry);
+                resolve(entry);
+              });
+            }),
       );
       const mode = joined ? 'join' : 'miss';
-      metrics.cacheEvent(mode);
+      // Without a fleet a lookup is counted at once; in a fleet, when it is known whether Redis had it.
+      if (shared === null) metrics.cacheEvent(mode);
       pending.push(
         promise.then((entry) => {
           if (out[i]) return; // answered at the deadline already; the cache still got the value
           const waited = Math.round(performance.now() - started);
+          if (fromShared.has(entry)) {
+            const ageS = Math.floor((Date.now() - entry.storedAt) / 1000);
+            out[i] = result(p.name, type, entry.outcome, waited, true, ageS);
+            metrics.cacheEvent('shared');
+            metrics.check(type, entry.outcome.status, 'shared', waited / 1000);
+            return;
+          }
+          if (shared !== null) metrics.cacheEvent(mode);
           out[i] = result(p.name, type, entry.outcome, joined ? waited : entry.latencyMs, false, 0);
           metrics.check(type, entry.outcome.status, mode, (joined ? waited : entry.latencyMs) / 1000);
         }),
@@ -168,8 +249,10 @@ export function createEngine(deps: { config: Readonly<Config>; metrics: Metrics;
     run,
     cache,
     executor,
-    close: () => {
+    shared,
+    close: async () => {
       clearInterval(sweeper);
+      await shared?.close();
       return executor.close();
     },
   };

@@ -855,6 +855,154 @@ export const schemas = {
       "base_url"
     ]
   },
+  "Attestation": {
+    "$id": "Attestation",
+    "title": "Attestation",
+    "description": "The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.",
+    "type": "object",
+    "properties": {
+      "signer": {
+        "type": "string",
+        "pattern": "^0x[0-9a-fA-F]{40}$",
+        "description": "The signer's address (EIP-55 checksummed)."
+      },
+      "signature": {
+        "type": "string",
+        "pattern": "^0x[0-9a-f]{130}$",
+        "description": "65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."
+      },
+      "typed_data": {
+        "type": "object",
+        "description": "What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.",
+        "properties": {
+          "domain": {
+            "type": "object",
+            "properties": {
+              "name": {
+                "const": "Preflight"
+              },
+              "version": {
+                "const": "1"
+              },
+              "chainId": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."
+              }
+            },
+            "required": [
+              "name",
+              "version",
+              "chainId"
+            ]
+          },
+          "types": {
+            "type": "object",
+            "properties": {
+              "Verdict": {
+                "type": "array",
+                "items": {
+                  "type": "object",
+                  "properties": {
+                    "name": {
+                      "type": "string"
+                    },
+                    "type": {
+                      "type": "string"
+                    }
+                  },
+                  "required": [
+                    "name",
+                    "type"
+                  ]
+                }
+              }
+            },
+            "required": [
+              "Verdict"
+            ]
+          },
+          "primaryType": {
+            "const": "Verdict"
+          },
+          "message": {
+            "type": "object",
+            "properties": {
+              "id": {
+                "type": "string",
+                "pattern": "^0x[0-9a-f]{64}$",
+                "description": "keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."
+              },
+              "verdict": {
+                "type": "string",
+                "enum": [
+                  "0",
+                  "1",
+                  "2"
+                ],
+                "description": "0 proceed, 1 wait, 2 block."
+              },
+              "risk": {
+                "type": "string",
+                "enum": [
+                  "0",
+                  "1",
+                  "2"
+                ],
+                "description": "0 low, 1 medium, 2 high."
+              },
+              "confidenceBps": {
+                "type": "string",
+                "pattern": "^[0-9]{1,5}$",
+                "description": "round(confidence × 10000)."
+              },
+              "requestHash": {
+                "type": "string",
+                "pattern": "^0x[0-9a-f]{64}$",
+                "description": "keccak256 of the request body bytes as received."
+              },
+              "actionHash": {
+                "type": "string",
+                "pattern": "^0x[0-9a-f]{64}$",
+                "description": "keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."
+              },
+              "issuedAt": {
+                "type": "string",
+                "pattern": "^[0-9]+$",
+                "description": "Unix seconds."
+              },
+              "expiresAt": {
+                "type": "string",
+                "pattern": "^[0-9]+$",
+                "description": "issuedAt + expires_in."
+              }
+            },
+            "required": [
+              "id",
+              "verdict",
+              "risk",
+              "confidenceBps",
+              "requestHash",
+              "actionHash",
+              "issuedAt",
+              "expiresAt"
+            ]
+          }
+        },
+        "required": [
+          "domain",
+          "types",
+          "primaryType",
+          "message"
+        ]
+      }
+    },
+    "required": [
+      "signer",
+      "signature",
+      "typed_data"
+    ]
+  },
   "BridgeRiskRequest": {
     "$id": "BridgeRiskRequest",
     "title": "BridgeRiskRequest",
@@ -1593,6 +1741,10 @@ export const schemas = {
         "type": "integer",
         "minimum": 0,
         "description": "Guard only."
+      },
+      "attestation": {
+        "$ref": "Attestation",
+        "description": "The answer signed with EIP-712 (docs/attestations.md); on every answer unless the operator turned signing off to measure its cost."
       }
     },
     "required": [
@@ -1739,6 +1891,134 @@ export const schemas = {
           "maxLength": 128
         },
         "maxItems": 256
+      },
+      "transaction": {
+        "type": [
+          "object",
+          "null"
+        ],
+        "description": "The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).",
+        "properties": {
+          "from": {
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "The sender: an EOA or a smart account."
+          },
+          "to": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "The target; null deploys a contract."
+          },
+          "value": {
+            "type": "string",
+            "pattern": "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$",
+            "default": "0",
+            "description": "Native value in wei: a decimal or 0x-prefixed hex integer string."
+          },
+          "data": {
+            "type": "string",
+            "pattern": "^0x([0-9a-fA-F]{2})*$",
+            "maxLength": 262146,
+            "default": "0x",
+            "description": "Calldata, 0x-prefixed hex (at most 128 KiB)."
+          },
+          "gas": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "minimum": 21000,
+            "maximum": 100000000,
+            "description": "Gas limit to simulate with; null lets the node choose."
+          }
+        },
+        "required": [
+          "from"
+        ]
+      },
+      "typed_data": {
+        "type": [
+          "object",
+          "null"
+        ],
+        "description": "An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).",
+        "properties": {
+          "domain": {
+            "type": "object",
+            "properties": {
+              "name": {
+                "type": "string",
+                "maxLength": 256
+              },
+              "version": {
+                "type": "string",
+                "maxLength": 64
+              },
+              "chainId": {
+                "type": [
+                  "integer",
+                  "string"
+                ],
+                "minimum": 0,
+                "pattern": "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$",
+                "description": "An integer, or a decimal or 0x-prefixed hex integer string."
+              },
+              "verifyingContract": {
+                "type": "string",
+                "pattern": "^0x[0-9a-fA-F]{40}$"
+              },
+              "salt": {
+                "type": "string",
+                "pattern": "^0x[0-9a-fA-F]{64}$"
+              }
+            }
+          },
+          "types": {
+            "type": "object",
+            "maxProperties": 64,
+            "additionalProperties": {
+              "type": "array",
+              "maxItems": 64,
+              "items": {
+                "type": "object",
+                "properties": {
+                  "name": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  },
+                  "type": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 256
+                  }
+                },
+                "required": [
+                  "name",
+                  "type"
+                ]
+              }
+            }
+          },
+          "primaryType": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 128
+          },
+          "message": {
+            "type": "object",
+            "additionalProperties": true
+          }
+        },
+        "required": [
+          "domain",
+          "types",
+          "primaryType",
+          "message"
+        ]
       }
     },
     "required": [

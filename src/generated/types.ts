@@ -171,6 +171,48 @@ export type ApiKeySignupResponse = {
   base_url: string;
 };
 
+/** The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make. */
+export type Attestation = {
+  /** The signer's address (EIP-55 checksummed). */
+  signer: string;
+  /** 65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order. */
+  signature: string;
+  /** What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex. */
+  typed_data: {
+    domain: {
+      name: "Preflight";
+      version: "1";
+      /** The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide. */
+      chainId: number;
+    };
+    types: {
+      Verdict: Array<{
+        name: string;
+        type: string;
+      }>;
+    };
+    primaryType: "Verdict";
+    message: {
+      /** keccak256 of the answer id (UTF-8); unique per answer, used once by an executor. */
+      id: string;
+      /** 0 proceed, 1 wait, 2 block. */
+      verdict: "0" | "1" | "2";
+      /** 0 low, 1 medium, 2 high. */
+      risk: "0" | "1" | "2";
+      /** round(confidence × 10000). */
+      confidenceBps: string;
+      /** keccak256 of the request body bytes as received. */
+      requestHash: string;
+      /** keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one. */
+      actionHash: string;
+      /** Unix seconds. */
+      issuedAt: string;
+      /** issuedAt + expires_in. */
+      expiresAt: string;
+    };
+  };
+};
+
 export type BridgeRiskRequest = {
   bridge_status_urls: Array<string>;
   strict_mode: boolean;
@@ -371,6 +413,8 @@ export type DecideResponse = {
   reasoning?: string;
   /** Guard only. */
   latency_ms?: number;
+  /** The answer signed with EIP-712 (docs/attestations.md); on every answer unless the operator turned signing off to measure its cost. */
+  attestation?: Attestation;
 };
 
 /** Any non-validation error: 401, 402 note, 404, 405, 413, 429, 500. */
@@ -397,6 +441,40 @@ export type GuardRequest = {
   approval_amount?: string | null;
   contract_address?: string | null;
   known_safe_addresses?: Array<string>;
+  /** The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation). */
+  transaction?: {
+    /** The sender: an EOA or a smart account. */
+    from: string;
+    /** The target; null deploys a contract. */
+    to?: string | null;
+    /** Native value in wei: a decimal or 0x-prefixed hex integer string. */
+    value: string;
+    /** Calldata, 0x-prefixed hex (at most 128 KiB). */
+    data: string;
+    /** Gas limit to simulate with; null lets the node choose. */
+    gas?: number | null;
+  } | null;
+  /** An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan). */
+  typed_data?: {
+    domain: {
+      name?: string;
+      version?: string;
+      /** An integer, or a decimal or 0x-prefixed hex integer string. */
+      chainId?: number | string;
+      verifyingContract?: string;
+      salt?: string;
+    };
+    types: {
+      [key: string]: Array<{
+        name: string;
+        type: string;
+      }>;
+    };
+    primaryType: string;
+    message: {
+      [key: string]: unknown;
+    };
+  } | null;
 };
 
 export type HTTPValidationError = {

@@ -4234,10 +4234,670 @@ validate15.errors = vErrors;
 return errors === 0;
 }
 
-export const BridgeRiskRequest = validate16;
-const schema19 = {"$id":"BridgeRiskRequest","title":"BridgeRiskRequest","type":"object","properties":{"bridge_status_urls":{"type":"array","minItems":1,"maxItems":20,"items":{"type":"string","format":"uri","minLength":1,"maxLength":2048}},"strict_mode":{"type":"boolean","default":true}},"required":["bridge_status_urls"]};
+export const Attestation = validate16;
+const schema19 = {"$id":"Attestation","title":"Attestation","description":"The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.","type":"object","properties":{"signer":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The signer's address (EIP-55 checksummed)."},"signature":{"type":"string","pattern":"^0x[0-9a-f]{130}$","description":"65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."},"typed_data":{"type":"object","description":"What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.","properties":{"domain":{"type":"object","properties":{"name":{"const":"Preflight"},"version":{"const":"1"},"chainId":{"type":"integer","minimum":0,"description":"The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."}},"required":["name","version","chainId"]},"types":{"type":"object","properties":{"Verdict":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"}},"required":["name","type"]}}},"required":["Verdict"]},"primaryType":{"const":"Verdict"},"message":{"type":"object","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."},"verdict":{"type":"string","enum":["0","1","2"],"description":"0 proceed, 1 wait, 2 block."},"risk":{"type":"string","enum":["0","1","2"],"description":"0 low, 1 medium, 2 high."},"confidenceBps":{"type":"string","pattern":"^[0-9]{1,5}$","description":"round(confidence × 10000)."},"requestHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the request body bytes as received."},"actionHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."},"issuedAt":{"type":"string","pattern":"^[0-9]+$","description":"Unix seconds."},"expiresAt":{"type":"string","pattern":"^[0-9]+$","description":"issuedAt + expires_in."}},"required":["id","verdict","risk","confidenceBps","requestHash","actionHash","issuedAt","expiresAt"]}},"required":["domain","types","primaryType","message"]}},"required":["signer","signature","typed_data"]};
+const pattern3 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
+const pattern4 = new RegExp("^0x[0-9a-f]{130}$", "u");
+const pattern5 = new RegExp("^0x[0-9a-f]{64}$", "u");
+const pattern6 = new RegExp("^[0-9]{1,5}$", "u");
+const pattern9 = new RegExp("^[0-9]+$", "u");
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="Attestation" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.signer === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "signer"},message:"must have required property '"+"signer"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.signature === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "signature"},message:"must have required property '"+"signature"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.typed_data === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "typed_data"},message:"must have required property '"+"typed_data"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.signer !== undefined){
+let data0 = data.signer;
+if(typeof data0 === "string"){
+if(!pattern3.test(data0)){
+const err3 = {instancePath:instancePath+"/signer",schemaPath:"#/properties/signer/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/signer",schemaPath:"#/properties/signer/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.signature !== undefined){
+let data1 = data.signature;
+if(typeof data1 === "string"){
+if(!pattern4.test(data1)){
+const err5 = {instancePath:instancePath+"/signature",schemaPath:"#/properties/signature/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{130}$"},message:"must match pattern \""+"^0x[0-9a-f]{130}$"+"\""};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/signature",schemaPath:"#/properties/signature/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.typed_data !== undefined){
+let data2 = data.typed_data;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.domain === undefined){
+const err7 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data2.types === undefined){
+const err8 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data2.primaryType === undefined){
+const err9 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data2.message === undefined){
+const err10 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data2.domain !== undefined){
+let data3 = data2.domain;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.name === undefined){
+const err11 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data3.version === undefined){
+const err12 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data3.chainId === undefined){
+const err13 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/required",keyword:"required",params:{missingProperty: "chainId"},message:"must have required property '"+"chainId"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data3.name !== undefined){
+if("Preflight" !== data3.name){
+const err14 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/const",keyword:"const",params:{allowedValue: "Preflight"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data3.version !== undefined){
+if("1" !== data3.version){
+const err15 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "1"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data3.chainId !== undefined){
+let data6 = data3.chainId;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err16 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err17 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data2.types !== undefined){
+let data7 = data2.types;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.Verdict === undefined){
+const err19 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/required",keyword:"required",params:{missingProperty: "Verdict"},message:"must have required property '"+"Verdict"+"'"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data7.Verdict !== undefined){
+let data8 = data7.Verdict;
+if(Array.isArray(data8)){
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+let data9 = data8[i0];
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.name === undefined){
+const err20 = {instancePath:instancePath+"/typed_data/types/Verdict/" + i0,schemaPath:"#/properties/typed_data/properties/types/properties/Verdict/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data9.type === undefined){
+const err21 = {instancePath:instancePath+"/typed_data/types/Verdict/" + i0,schemaPath:"#/properties/typed_data/properties/types/properties/Verdict/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(data9.name !== undefined){
+if(typeof data9.name !== "string"){
+const err22 = {instancePath:instancePath+"/typed_data/types/Verdict/" + i0+"/name",schemaPath:"#/properties/typed_data/properties/types/properties/Verdict/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data9.type !== undefined){
+if(typeof data9.type !== "string"){
+const err23 = {instancePath:instancePath+"/typed_data/types/Verdict/" + i0+"/type",schemaPath:"#/properties/typed_data/properties/types/properties/Verdict/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/typed_data/types/Verdict/" + i0,schemaPath:"#/properties/typed_data/properties/types/properties/Verdict/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/typed_data/types/Verdict",schemaPath:"#/properties/typed_data/properties/types/properties/Verdict/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data2.primaryType !== undefined){
+if("Verdict" !== data2.primaryType){
+const err27 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/const",keyword:"const",params:{allowedValue: "Verdict"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data2.message !== undefined){
+let data13 = data2.message;
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.id === undefined){
+const err28 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data13.verdict === undefined){
+const err29 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data13.risk === undefined){
+const err30 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data13.confidenceBps === undefined){
+const err31 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "confidenceBps"},message:"must have required property '"+"confidenceBps"+"'"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(data13.requestHash === undefined){
+const err32 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "requestHash"},message:"must have required property '"+"requestHash"+"'"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(data13.actionHash === undefined){
+const err33 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "actionHash"},message:"must have required property '"+"actionHash"+"'"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(data13.issuedAt === undefined){
+const err34 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data13.expiresAt === undefined){
+const err35 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data13.id !== undefined){
+let data14 = data13.id;
+if(typeof data14 === "string"){
+if(!pattern5.test(data14)){
+const err36 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data13.verdict !== undefined){
+let data15 = data13.verdict;
+if(typeof data15 !== "string"){
+const err38 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(!(((data15 === "0") || (data15 === "1")) || (data15 === "2"))){
+const err39 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data13.risk !== undefined){
+let data16 = data13.risk;
+if(typeof data16 !== "string"){
+const err40 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(!(((data16 === "0") || (data16 === "1")) || (data16 === "2"))){
+const err41 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data13.confidenceBps !== undefined){
+let data17 = data13.confidenceBps;
+if(typeof data17 === "string"){
+if(!pattern6.test(data17)){
+const err42 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data13.requestHash !== undefined){
+let data18 = data13.requestHash;
+if(typeof data18 === "string"){
+if(!pattern5.test(data18)){
+const err44 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data13.actionHash !== undefined){
+let data19 = data13.actionHash;
+if(typeof data19 === "string"){
+if(!pattern5.test(data19)){
+const err46 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data13.issuedAt !== undefined){
+let data20 = data13.issuedAt;
+if(typeof data20 === "string"){
+if(!pattern9.test(data20)){
+const err48 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data13.expiresAt !== undefined){
+let data21 = data13.expiresAt;
+if(typeof data21 === "string"){
+if(!pattern9.test(data21)){
+const err50 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+}
+else {
+const err52 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+}
+else {
+const err54 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+validate16.errors = vErrors;
+return errors === 0;
+}
+
+export const BridgeRiskRequest = validate17;
+const schema20 = {"$id":"BridgeRiskRequest","title":"BridgeRiskRequest","type":"object","properties":{"bridge_status_urls":{"type":"array","minItems":1,"maxItems":20,"items":{"type":"string","format":"uri","minLength":1,"maxLength":2048}},"strict_mode":{"type":"boolean","default":true}},"required":["bridge_status_urls"]};
+
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="BridgeRiskRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -4357,13 +5017,13 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const CheckResult = validate17;
+export const CheckResult = validate18;
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="CheckResult" */;
 let vErrors = null;
 let errors = 0;
@@ -4651,27 +5311,26 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const Check = validate18;
-const schema21 = {"$id":"Check","title":"Check","description":"One check, discriminated by `type`.","type":"object","discriminator":{"propertyName":"type"},"required":["type"],"oneOf":[{"$ref":"HttpCheck"},{"$ref":"RpcCheck"},{"$ref":"PriceCheck"},{"$ref":"TxCheck"},{"$ref":"DexPriceCheck"},{"$ref":"StablecoinDepegCheck"},{"$ref":"BridgeExploitMonitorCheck"},{"$ref":"RugPullRiskCheck"},{"$ref":"ApprovalAmountCheck"},{"$ref":"ContractVerifiedCheck"}]};
-const schema22 = {"$id":"HttpCheck","title":"HttpCheck","description":"Fetch a URL and compare its status and body.","type":"object","properties":{"type":{"type":"string","const":"http","default":"http","description":"Check variant discriminator."},"url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Target URL (http or https)."},"method":{"type":"string","enum":["GET","HEAD"],"default":"GET"},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"must_contain":{"type":["string","null"],"maxLength":4096,"description":"Text that must appear in the first 1 MiB of the body."},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","url"]};
-const schema23 = {"$id":"RpcCheck","title":"RpcCheck","description":"Call a JSON-RPC method and check its result.","type":"object","properties":{"type":{"type":"string","const":"rpc","default":"rpc","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"method_name":{"type":"string","minLength":1,"maxLength":128,"description":"JSON-RPC method, e.g. eth_blockNumber."},"params":{"type":"array","maxItems":32,"items":{},"description":"Method params, any JSON values, passed as they are; defaults to []."},"expect_hex_result":{"type":"boolean","default":false},"min_block_number":{"type":["integer","null"],"description":"Fail when the chain head is below this block."}},"required":["type","rpc_url","method_name"]};
-const schema24 = {"$id":"PriceCheck","title":"PriceCheck","description":"Price of an asset within bounds, and fresh.","type":"object","properties":{"type":{"type":"string","const":"price","default":"price","description":"Check variant discriminator."},"source":{"type":"string","const":"price_provider","default":"price_provider"},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id, e.g. ethereum."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"min_price":{"type":["number","null"],"description":"Fail below this price."},"max_price":{"type":["number","null"],"description":"Fail above this price."}},"required":["type","asset_id"]};
-const schema25 = {"$id":"TxCheck","title":"TxCheck","description":"A transaction is mined and succeeded.","type":"object","properties":{"type":{"type":"string","const":"tx","default":"tx","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"tx_hash":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$","description":"32-byte transaction hash, 0x-prefixed."},"require_success":{"type":"boolean","default":true}},"required":["type","rpc_url","tx_hash"]};
-const schema26 = {"$id":"DexPriceCheck","title":"DexPriceCheck","description":"A DEX pair's price, liquidity and volume within bounds.","type":"object","properties":{"type":{"type":"string","const":"dex_price","default":"dex_price","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug (base, ethereum, solana, ...)."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_price_usd":{"type":["number","null"],"description":"Fail below this USD price."},"max_price_usd":{"type":["number","null"],"description":"Fail above this USD price."},"min_liquidity_usd":{"type":["number","null"],"description":"Fail below this pool liquidity."},"min_volume_h24_usd":{"type":["number","null"],"description":"Fail below this 24 h volume."}},"required":["type","chain","pair_address"]};
-const schema27 = {"$id":"StablecoinDepegCheck","title":"StablecoinDepegCheck","description":"A stablecoin holds its peg.","type":"object","properties":{"type":{"type":"string","const":"stablecoin_depeg","default":"stablecoin_depeg","description":"Check variant discriminator."},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id of the stablecoin."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005,"description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02,"description":"Fraction: 0.02 is 2 %."}},"required":["type","asset_id"]};
-const schema28 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonitorCheck","description":"A bridge status page shows no exploit, pause or incident.","type":"object","properties":{"type":{"type":"string","const":"bridge_exploit_monitor","default":"bridge_exploit_monitor","description":"Check variant discriminator."},"status_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Bridge status page or statuspage-style JSON."},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"safe_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"danger_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","status_url"]};
-const schema29 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
-const schema30 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
-const schema31 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
-const pattern3 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
-const pattern4 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
-const pattern5 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
+export const Check = validate19;
+const schema22 = {"$id":"Check","title":"Check","description":"One check, discriminated by `type`.","type":"object","discriminator":{"propertyName":"type"},"required":["type"],"oneOf":[{"$ref":"HttpCheck"},{"$ref":"RpcCheck"},{"$ref":"PriceCheck"},{"$ref":"TxCheck"},{"$ref":"DexPriceCheck"},{"$ref":"StablecoinDepegCheck"},{"$ref":"BridgeExploitMonitorCheck"},{"$ref":"RugPullRiskCheck"},{"$ref":"ApprovalAmountCheck"},{"$ref":"ContractVerifiedCheck"}]};
+const schema23 = {"$id":"HttpCheck","title":"HttpCheck","description":"Fetch a URL and compare its status and body.","type":"object","properties":{"type":{"type":"string","const":"http","default":"http","description":"Check variant discriminator."},"url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Target URL (http or https)."},"method":{"type":"string","enum":["GET","HEAD"],"default":"GET"},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"must_contain":{"type":["string","null"],"maxLength":4096,"description":"Text that must appear in the first 1 MiB of the body."},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","url"]};
+const schema24 = {"$id":"RpcCheck","title":"RpcCheck","description":"Call a JSON-RPC method and check its result.","type":"object","properties":{"type":{"type":"string","const":"rpc","default":"rpc","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"method_name":{"type":"string","minLength":1,"maxLength":128,"description":"JSON-RPC method, e.g. eth_blockNumber."},"params":{"type":"array","maxItems":32,"items":{},"description":"Method params, any JSON values, passed as they are; defaults to []."},"expect_hex_result":{"type":"boolean","default":false},"min_block_number":{"type":["integer","null"],"description":"Fail when the chain head is below this block."}},"required":["type","rpc_url","method_name"]};
+const schema25 = {"$id":"PriceCheck","title":"PriceCheck","description":"Price of an asset within bounds, and fresh.","type":"object","properties":{"type":{"type":"string","const":"price","default":"price","description":"Check variant discriminator."},"source":{"type":"string","const":"price_provider","default":"price_provider"},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id, e.g. ethereum."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"min_price":{"type":["number","null"],"description":"Fail below this price."},"max_price":{"type":["number","null"],"description":"Fail above this price."}},"required":["type","asset_id"]};
+const schema26 = {"$id":"TxCheck","title":"TxCheck","description":"A transaction is mined and succeeded.","type":"object","properties":{"type":{"type":"string","const":"tx","default":"tx","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"tx_hash":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$","description":"32-byte transaction hash, 0x-prefixed."},"require_success":{"type":"boolean","default":true}},"required":["type","rpc_url","tx_hash"]};
+const schema27 = {"$id":"DexPriceCheck","title":"DexPriceCheck","description":"A DEX pair's price, liquidity and volume within bounds.","type":"object","properties":{"type":{"type":"string","const":"dex_price","default":"dex_price","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug (base, ethereum, solana, ...)."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_price_usd":{"type":["number","null"],"description":"Fail below this USD price."},"max_price_usd":{"type":["number","null"],"description":"Fail above this USD price."},"min_liquidity_usd":{"type":["number","null"],"description":"Fail below this pool liquidity."},"min_volume_h24_usd":{"type":["number","null"],"description":"Fail below this 24 h volume."}},"required":["type","chain","pair_address"]};
+const schema28 = {"$id":"StablecoinDepegCheck","title":"StablecoinDepegCheck","description":"A stablecoin holds its peg.","type":"object","properties":{"type":{"type":"string","const":"stablecoin_depeg","default":"stablecoin_depeg","description":"Check variant discriminator."},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id of the stablecoin."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005,"description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02,"description":"Fraction: 0.02 is 2 %."}},"required":["type","asset_id"]};
+const schema29 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonitorCheck","description":"A bridge status page shows no exploit, pause or incident.","type":"object","properties":{"type":{"type":"string","const":"bridge_exploit_monitor","default":"bridge_exploit_monitor","description":"Check variant discriminator."},"status_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Bridge status page or statuspage-style JSON."},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"safe_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"danger_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","status_url"]};
+const schema30 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
+const schema31 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
+const schema32 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
+const pattern11 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
+const pattern12 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Check" */;
 let vErrors = null;
 let errors = 0;
@@ -4797,7 +5456,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!((data2 === "GET") || (data2 === "HEAD"))){
-const err10 = {instancePath:instancePath+"/method",schemaPath:"HttpCheck/properties/method/enum",keyword:"enum",params:{allowedValues: schema22.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/method",schemaPath:"HttpCheck/properties/method/enum",keyword:"enum",params:{allowedValues: schema23.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -4842,7 +5501,7 @@ errors++;
 if(data.must_contain !== undefined){
 let data4 = data.must_contain;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err14 = {instancePath:instancePath+"/must_contain",schemaPath:"HttpCheck/properties/must_contain/type",keyword:"type",params:{type: schema22.properties.must_contain.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/must_contain",schemaPath:"HttpCheck/properties/must_contain/type",keyword:"type",params:{type: schema23.properties.must_contain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5103,7 +5762,7 @@ errors++;
 if(data.min_block_number !== undefined){
 let data12 = data.min_block_number;
 if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
-const err36 = {instancePath:instancePath+"/min_block_number",schemaPath:"RpcCheck/properties/min_block_number/type",keyword:"type",params:{type: schema23.properties.min_block_number.type},message:"must be integer,null"};
+const err36 = {instancePath:instancePath+"/min_block_number",schemaPath:"RpcCheck/properties/min_block_number/type",keyword:"type",params:{type: schema24.properties.min_block_number.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -5269,7 +5928,7 @@ errors++;
 if(data.min_price !== undefined){
 let data17 = data.min_price;
 if((!((typeof data17 == "number") && (isFinite(data17)))) && (data17 !== null)){
-const err50 = {instancePath:instancePath+"/min_price",schemaPath:"PriceCheck/properties/min_price/type",keyword:"type",params:{type: schema24.properties.min_price.type},message:"must be number,null"};
+const err50 = {instancePath:instancePath+"/min_price",schemaPath:"PriceCheck/properties/min_price/type",keyword:"type",params:{type: schema25.properties.min_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -5282,7 +5941,7 @@ errors++;
 if(data.max_price !== undefined){
 let data18 = data.max_price;
 if((!((typeof data18 == "number") && (isFinite(data18)))) && (data18 !== null)){
-const err51 = {instancePath:instancePath+"/max_price",schemaPath:"PriceCheck/properties/max_price/type",keyword:"type",params:{type: schema24.properties.max_price.type},message:"must be number,null"};
+const err51 = {instancePath:instancePath+"/max_price",schemaPath:"PriceCheck/properties/max_price/type",keyword:"type",params:{type: schema25.properties.max_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -5411,7 +6070,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data21 = data.tx_hash;
 if(typeof data21 === "string"){
-if(!pattern3.test(data21)){
+if(!pattern11.test(data21)){
 const err62 = {instancePath:instancePath+"/tx_hash",schemaPath:"TxCheck/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -5584,7 +6243,7 @@ errors++;
 if(data.min_price_usd !== undefined){
 let data26 = data.min_price_usd;
 if((!((typeof data26 == "number") && (isFinite(data26)))) && (data26 !== null)){
-const err77 = {instancePath:instancePath+"/min_price_usd",schemaPath:"DexPriceCheck/properties/min_price_usd/type",keyword:"type",params:{type: schema26.properties.min_price_usd.type},message:"must be number,null"};
+const err77 = {instancePath:instancePath+"/min_price_usd",schemaPath:"DexPriceCheck/properties/min_price_usd/type",keyword:"type",params:{type: schema27.properties.min_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -5597,7 +6256,7 @@ errors++;
 if(data.max_price_usd !== undefined){
 let data27 = data.max_price_usd;
 if((!((typeof data27 == "number") && (isFinite(data27)))) && (data27 !== null)){
-const err78 = {instancePath:instancePath+"/max_price_usd",schemaPath:"DexPriceCheck/properties/max_price_usd/type",keyword:"type",params:{type: schema26.properties.max_price_usd.type},message:"must be number,null"};
+const err78 = {instancePath:instancePath+"/max_price_usd",schemaPath:"DexPriceCheck/properties/max_price_usd/type",keyword:"type",params:{type: schema27.properties.max_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -5610,7 +6269,7 @@ errors++;
 if(data.min_liquidity_usd !== undefined){
 let data28 = data.min_liquidity_usd;
 if((!((typeof data28 == "number") && (isFinite(data28)))) && (data28 !== null)){
-const err79 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"DexPriceCheck/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema26.properties.min_liquidity_usd.type},message:"must be number,null"};
+const err79 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"DexPriceCheck/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema27.properties.min_liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -5623,7 +6282,7 @@ errors++;
 if(data.min_volume_h24_usd !== undefined){
 let data29 = data.min_volume_h24_usd;
 if((!((typeof data29 == "number") && (isFinite(data29)))) && (data29 !== null)){
-const err80 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"DexPriceCheck/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema26.properties.min_volume_h24_usd.type},message:"must be number,null"};
+const err80 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"DexPriceCheck/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema27.properties.min_volume_h24_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -6364,7 +7023,7 @@ errors++;
 if(data.min_buys_h24 !== undefined){
 let data50 = data.min_buys_h24;
 if((!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))) && (data50 !== null)){
-const err142 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"RugPullRiskCheck/properties/min_buys_h24/type",keyword:"type",params:{type: schema29.properties.min_buys_h24.type},message:"must be integer,null"};
+const err142 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"RugPullRiskCheck/properties/min_buys_h24/type",keyword:"type",params:{type: schema30.properties.min_buys_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -6377,7 +7036,7 @@ errors++;
 if(data.min_sells_h24 !== undefined){
 let data51 = data.min_sells_h24;
 if((!(((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51))) && (isFinite(data51)))) && (data51 !== null)){
-const err143 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"RugPullRiskCheck/properties/min_sells_h24/type",keyword:"type",params:{type: schema29.properties.min_sells_h24.type},message:"must be integer,null"};
+const err143 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"RugPullRiskCheck/properties/min_sells_h24/type",keyword:"type",params:{type: schema30.properties.min_sells_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -6458,7 +7117,7 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(!pattern4.test(data53)){
+if(!pattern12.test(data53)){
 const err150 = {instancePath:instancePath+"/amount",schemaPath:"ApprovalAmountCheck/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err150];
@@ -6483,7 +7142,7 @@ errors++;
 if(data.spender !== undefined){
 let data54 = data.spender;
 if((typeof data54 !== "string") && (data54 !== null)){
-const err152 = {instancePath:instancePath+"/spender",schemaPath:"ApprovalAmountCheck/properties/spender/type",keyword:"type",params:{type: schema30.properties.spender.type},message:"must be string,null"};
+const err152 = {instancePath:instancePath+"/spender",schemaPath:"ApprovalAmountCheck/properties/spender/type",keyword:"type",params:{type: schema31.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -6637,7 +7296,7 @@ vErrors.push(err164);
 errors++;
 }
 if(!(((((((((data58 === "base") || (data58 === "ethereum")) || (data58 === "optimism")) || (data58 === "arbitrum")) || (data58 === "polygon")) || (data58 === "bsc")) || (data58 === "avalanche")) || (data58 === "base-sepolia")) || (data58 === "sepolia"))){
-const err165 = {instancePath:instancePath+"/chain",schemaPath:"ContractVerifiedCheck/properties/chain/enum",keyword:"enum",params:{allowedValues: schema31.properties.chain.enum},message:"must be equal to one of the allowed values"};
+const err165 = {instancePath:instancePath+"/chain",schemaPath:"ContractVerifiedCheck/properties/chain/enum",keyword:"enum",params:{allowedValues: schema32.properties.chain.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -6650,7 +7309,7 @@ errors++;
 if(data.contract_address !== undefined){
 let data59 = data.contract_address;
 if(typeof data59 === "string"){
-if(!pattern5.test(data59)){
+if(!pattern3.test(data59)){
 const err166 = {instancePath:instancePath+"/contract_address",schemaPath:"ContractVerifiedCheck/properties/contract_address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err166];
@@ -6716,13 +7375,13 @@ vErrors.push(err171);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const ApprovalAmountCheck = validate19;
+export const ApprovalAmountCheck = validate20;
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApprovalAmountCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -6784,7 +7443,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern4.test(data1)){
+if(!pattern12.test(data1)){
 const err5 = {instancePath:instancePath+"/amount",schemaPath:"#/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -6809,7 +7468,7 @@ errors++;
 if(data.spender !== undefined){
 let data2 = data.spender;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err7 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema30.properties.spender.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema31.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6893,13 +7552,13 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const BridgeExploitMonitorCheck = validate20;
+export const BridgeExploitMonitorCheck = validate21;
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="BridgeExploitMonitorCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7212,13 +7871,13 @@ vErrors.push(err25);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const ContractVerifiedCheck = validate21;
+export const ContractVerifiedCheck = validate22;
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ContractVerifiedCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7290,7 +7949,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((((((((data1 === "base") || (data1 === "ethereum")) || (data1 === "optimism")) || (data1 === "arbitrum")) || (data1 === "polygon")) || (data1 === "bsc")) || (data1 === "avalanche")) || (data1 === "base-sepolia")) || (data1 === "sepolia"))){
-const err6 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/enum",keyword:"enum",params:{allowedValues: schema31.properties.chain.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/enum",keyword:"enum",params:{allowedValues: schema32.properties.chain.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -7303,7 +7962,7 @@ errors++;
 if(data.contract_address !== undefined){
 let data2 = data.contract_address;
 if(typeof data2 === "string"){
-if(!pattern5.test(data2)){
+if(!pattern3.test(data2)){
 const err7 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -7336,13 +7995,13 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const DexPriceCheck = validate22;
+export const DexPriceCheck = validate23;
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DexPriceCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7474,7 +8133,7 @@ errors++;
 if(data.min_price_usd !== undefined){
 let data3 = data.min_price_usd;
 if((!((typeof data3 == "number") && (isFinite(data3)))) && (data3 !== null)){
-const err11 = {instancePath:instancePath+"/min_price_usd",schemaPath:"#/properties/min_price_usd/type",keyword:"type",params:{type: schema26.properties.min_price_usd.type},message:"must be number,null"};
+const err11 = {instancePath:instancePath+"/min_price_usd",schemaPath:"#/properties/min_price_usd/type",keyword:"type",params:{type: schema27.properties.min_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -7487,7 +8146,7 @@ errors++;
 if(data.max_price_usd !== undefined){
 let data4 = data.max_price_usd;
 if((!((typeof data4 == "number") && (isFinite(data4)))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/max_price_usd",schemaPath:"#/properties/max_price_usd/type",keyword:"type",params:{type: schema26.properties.max_price_usd.type},message:"must be number,null"};
+const err12 = {instancePath:instancePath+"/max_price_usd",schemaPath:"#/properties/max_price_usd/type",keyword:"type",params:{type: schema27.properties.max_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7500,7 +8159,7 @@ errors++;
 if(data.min_liquidity_usd !== undefined){
 let data5 = data.min_liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"#/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema26.properties.min_liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"#/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema27.properties.min_liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -7513,7 +8172,7 @@ errors++;
 if(data.min_volume_h24_usd !== undefined){
 let data6 = data.min_volume_h24_usd;
 if((!((typeof data6 == "number") && (isFinite(data6)))) && (data6 !== null)){
-const err14 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"#/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema26.properties.min_volume_h24_usd.type},message:"must be number,null"};
+const err14 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"#/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema27.properties.min_volume_h24_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -7534,13 +8193,13 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const HttpCheck = validate23;
+export const HttpCheck = validate24;
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="HttpCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7652,7 +8311,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((data2 === "GET") || (data2 === "HEAD"))){
-const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema22.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema23.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -7697,7 +8356,7 @@ errors++;
 if(data.must_contain !== undefined){
 let data4 = data.must_contain;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err13 = {instancePath:instancePath+"/must_contain",schemaPath:"#/properties/must_contain/type",keyword:"type",params:{type: schema22.properties.must_contain.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/must_contain",schemaPath:"#/properties/must_contain/type",keyword:"type",params:{type: schema23.properties.must_contain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -7780,13 +8439,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const PriceCheck = validate24;
+export const PriceCheck = validate25;
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PriceCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7933,7 +8592,7 @@ errors++;
 if(data.min_price !== undefined){
 let data4 = data.min_price;
 if((!((typeof data4 == "number") && (isFinite(data4)))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/min_price",schemaPath:"#/properties/min_price/type",keyword:"type",params:{type: schema24.properties.min_price.type},message:"must be number,null"};
+const err12 = {instancePath:instancePath+"/min_price",schemaPath:"#/properties/min_price/type",keyword:"type",params:{type: schema25.properties.min_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7946,7 +8605,7 @@ errors++;
 if(data.max_price !== undefined){
 let data5 = data.max_price;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/max_price",schemaPath:"#/properties/max_price/type",keyword:"type",params:{type: schema24.properties.max_price.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/max_price",schemaPath:"#/properties/max_price/type",keyword:"type",params:{type: schema25.properties.max_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -7967,13 +8626,13 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const RpcCheck = validate25;
+export const RpcCheck = validate26;
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="RpcCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8153,7 +8812,7 @@ errors++;
 if(data.min_block_number !== undefined){
 let data5 = data.min_block_number;
 if((!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))) && (data5 !== null)){
-const err15 = {instancePath:instancePath+"/min_block_number",schemaPath:"#/properties/min_block_number/type",keyword:"type",params:{type: schema23.properties.min_block_number.type},message:"must be integer,null"};
+const err15 = {instancePath:instancePath+"/min_block_number",schemaPath:"#/properties/min_block_number/type",keyword:"type",params:{type: schema24.properties.min_block_number.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -8174,13 +8833,13 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const RugPullRiskCheck = validate26;
+export const RugPullRiskCheck = validate27;
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="RugPullRiskCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8390,7 +9049,7 @@ errors++;
 if(data.min_buys_h24 !== undefined){
 let data6 = data.min_buys_h24;
 if((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (data6 !== null)){
-const err17 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"#/properties/min_buys_h24/type",keyword:"type",params:{type: schema29.properties.min_buys_h24.type},message:"must be integer,null"};
+const err17 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"#/properties/min_buys_h24/type",keyword:"type",params:{type: schema30.properties.min_buys_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -8403,7 +9062,7 @@ errors++;
 if(data.min_sells_h24 !== undefined){
 let data7 = data.min_sells_h24;
 if((!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))) && (data7 !== null)){
-const err18 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"#/properties/min_sells_h24/type",keyword:"type",params:{type: schema29.properties.min_sells_h24.type},message:"must be integer,null"};
+const err18 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"#/properties/min_sells_h24/type",keyword:"type",params:{type: schema30.properties.min_sells_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -8424,13 +9083,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinDepegCheck = validate27;
+export const StablecoinDepegCheck = validate28;
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinDepegCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8633,13 +9292,13 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const TxCheck = validate28;
+export const TxCheck = validate29;
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="TxCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8749,7 +9408,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data2 = data.tx_hash;
 if(typeof data2 === "string"){
-if(!pattern3.test(data2)){
+if(!pattern11.test(data2)){
 const err9 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -8792,14 +9451,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const DecideRequest = validate29;
-const schema42 = {"$id":"DecideRequest","title":"DecideRequest","type":"object","description":"A goal and the checks to run before acting.","properties":{"goal":{"type":"string","minLength":1,"maxLength":2000,"description":"What decision is needed and why."},"constraints":{"type":"object","description":"Free-form constraints, echoed into the decision."},"checks":{"type":"array","maxItems":20,"items":{"$ref":"Check"}},"allow_decide_on_partial":{"type":"boolean","default":false,"description":"Proceed when some checks error but at least one passed and none failed or warned."},"context":{"type":"object","description":"Free-form. `deadline_ms` (integer, 50 to 10000) raises the request deadline.","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true}},"required":["goal"]};
+export const DecideRequest = validate30;
+const schema43 = {"$id":"DecideRequest","title":"DecideRequest","type":"object","description":"A goal and the checks to run before acting.","properties":{"goal":{"type":"string","minLength":1,"maxLength":2000,"description":"What decision is needed and why."},"constraints":{"type":"object","description":"Free-form constraints, echoed into the decision."},"checks":{"type":"array","maxItems":20,"items":{"$ref":"Check"}},"allow_decide_on_partial":{"type":"boolean","default":false,"description":"Proceed when some checks error but at least one passed and none failed or warned."},"context":{"type":"object","description":"Free-form. `deadline_ms` (integer, 50 to 10000) raises the request deadline.","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true}},"required":["goal"]};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DecideRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -8880,8 +9539,8 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate18(data2[i0], {instancePath:instancePath+"/checks/" + i0,parentData:data2,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate18.errors : vErrors.concat(validate18.errors);
+if(!(validate19(data2[i0], {instancePath:instancePath+"/checks/" + i0,parentData:data2,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate19.errors : vErrors.concat(validate19.errors);
 errors = vErrors.length;
 }
 }
@@ -8968,14 +9627,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const DecideResponse = validate31;
-const schema43 = {"$id":"DecideResponse","title":"DecideResponse","type":"object","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"confidence":{"type":"number","minimum":0,"maximum":1},"risk":{"type":"string","enum":["low","medium","high"]},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"decision":{"type":"object"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"failure_modes":{"type":"array","items":{"type":"string"}},"checks":{"type":"object","additionalProperties":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"description":"Guard only: plan entry to status."},"reasoning":{"type":"string","description":"Guard only."},"latency_ms":{"type":"integer","minimum":0,"description":"Guard only."}},"required":["verdict","confidence","risk","expires_in","decision","evidence","failure_modes"]};
+export const DecideResponse = validate32;
+const schema44 = {"$id":"DecideResponse","title":"DecideResponse","type":"object","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"confidence":{"type":"number","minimum":0,"maximum":1},"risk":{"type":"string","enum":["low","medium","high"]},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"decision":{"type":"object"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"failure_modes":{"type":"array","items":{"type":"string"}},"checks":{"type":"object","additionalProperties":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"description":"Guard only: plan entry to status."},"reasoning":{"type":"string","description":"Guard only."},"latency_ms":{"type":"integer","minimum":0,"description":"Guard only."},"attestation":{"$ref":"Attestation","description":"The answer signed with EIP-712 (docs/attestations.md); on every answer unless the operator turned signing off to measure its cost."}},"required":["verdict","confidence","risk","expires_in","decision","evidence","failure_modes"]};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DecideResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -9063,7 +9722,7 @@ vErrors.push(err7);
 errors++;
 }
 if(!(((data0 === "proceed") || (data0 === "wait")) || (data0 === "block"))){
-const err8 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema43.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err8 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema44.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -9121,7 +9780,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((data2 === "low") || (data2 === "medium")) || (data2 === "high"))){
-const err13 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema43.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema44.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -9516,7 +10175,7 @@ vErrors.push(err45);
 errors++;
 }
 if(!(((((data20 === "pass") || (data20 === "warn")) || (data20 === "fail")) || (data20 === "error")) || (data20 === "skipped"))){
-const err46 = {instancePath:instancePath+"/checks/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/checks/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema43.properties.checks.additionalProperties.enum},message:"must be equal to one of the allowed values"};
+const err46 = {instancePath:instancePath+"/checks/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/checks/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema44.properties.checks.additionalProperties.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -9575,9 +10234,11 @@ errors++;
 }
 }
 }
-}
-else {
-const err51 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.attestation !== undefined){
+let data23 = data.attestation;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.signer === undefined){
+const err51 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/required",keyword:"required",params:{missingProperty: "signer"},message:"must have required property '"+"signer"+"'"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -9586,14 +10247,659 @@ vErrors.push(err51);
 }
 errors++;
 }
-validate31.errors = vErrors;
+if(data23.signature === undefined){
+const err52 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/required",keyword:"required",params:{missingProperty: "signature"},message:"must have required property '"+"signature"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data23.typed_data === undefined){
+const err53 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/required",keyword:"required",params:{missingProperty: "typed_data"},message:"must have required property '"+"typed_data"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data23.signer !== undefined){
+let data24 = data23.signer;
+if(typeof data24 === "string"){
+if(!pattern3.test(data24)){
+const err54 = {instancePath:instancePath+"/attestation/signer",schemaPath:"Attestation/properties/signer/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/attestation/signer",schemaPath:"Attestation/properties/signer/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+if(data23.signature !== undefined){
+let data25 = data23.signature;
+if(typeof data25 === "string"){
+if(!pattern4.test(data25)){
+const err56 = {instancePath:instancePath+"/attestation/signature",schemaPath:"Attestation/properties/signature/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{130}$"},message:"must match pattern \""+"^0x[0-9a-f]{130}$"+"\""};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/attestation/signature",schemaPath:"Attestation/properties/signature/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data23.typed_data !== undefined){
+let data26 = data23.typed_data;
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.domain === undefined){
+const err58 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+if(data26.types === undefined){
+const err59 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if(data26.primaryType === undefined){
+const err60 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(data26.message === undefined){
+const err61 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+if(data26.domain !== undefined){
+let data27 = data26.domain;
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.name === undefined){
+const err62 = {instancePath:instancePath+"/attestation/typed_data/domain",schemaPath:"Attestation/properties/typed_data/properties/domain/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(data27.version === undefined){
+const err63 = {instancePath:instancePath+"/attestation/typed_data/domain",schemaPath:"Attestation/properties/typed_data/properties/domain/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+if(data27.chainId === undefined){
+const err64 = {instancePath:instancePath+"/attestation/typed_data/domain",schemaPath:"Attestation/properties/typed_data/properties/domain/required",keyword:"required",params:{missingProperty: "chainId"},message:"must have required property '"+"chainId"+"'"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+if(data27.name !== undefined){
+if("Preflight" !== data27.name){
+const err65 = {instancePath:instancePath+"/attestation/typed_data/domain/name",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/name/const",keyword:"const",params:{allowedValue: "Preflight"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+if(data27.version !== undefined){
+if("1" !== data27.version){
+const err66 = {instancePath:instancePath+"/attestation/typed_data/domain/version",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "1"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+if(data27.chainId !== undefined){
+let data30 = data27.chainId;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+const err67 = {instancePath:instancePath+"/attestation/typed_data/domain/chainId",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 < 0 || isNaN(data30)){
+const err68 = {instancePath:instancePath+"/attestation/typed_data/domain/chainId",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/attestation/typed_data/domain",schemaPath:"Attestation/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+if(data26.types !== undefined){
+let data31 = data26.types;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.Verdict === undefined){
+const err70 = {instancePath:instancePath+"/attestation/typed_data/types",schemaPath:"Attestation/properties/typed_data/properties/types/required",keyword:"required",params:{missingProperty: "Verdict"},message:"must have required property '"+"Verdict"+"'"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+if(data31.Verdict !== undefined){
+let data32 = data31.Verdict;
+if(Array.isArray(data32)){
+const len2 = data32.length;
+for(let i2=0; i2<len2; i2++){
+let data33 = data32[i2];
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+if(data33.name === undefined){
+const err71 = {instancePath:instancePath+"/attestation/typed_data/types/Verdict/" + i2,schemaPath:"Attestation/properties/typed_data/properties/types/properties/Verdict/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+if(data33.type === undefined){
+const err72 = {instancePath:instancePath+"/attestation/typed_data/types/Verdict/" + i2,schemaPath:"Attestation/properties/typed_data/properties/types/properties/Verdict/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+if(data33.name !== undefined){
+if(typeof data33.name !== "string"){
+const err73 = {instancePath:instancePath+"/attestation/typed_data/types/Verdict/" + i2+"/name",schemaPath:"Attestation/properties/typed_data/properties/types/properties/Verdict/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+if(data33.type !== undefined){
+if(typeof data33.type !== "string"){
+const err74 = {instancePath:instancePath+"/attestation/typed_data/types/Verdict/" + i2+"/type",schemaPath:"Attestation/properties/typed_data/properties/types/properties/Verdict/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/attestation/typed_data/types/Verdict/" + i2,schemaPath:"Attestation/properties/typed_data/properties/types/properties/Verdict/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+}
+else {
+const err76 = {instancePath:instancePath+"/attestation/typed_data/types/Verdict",schemaPath:"Attestation/properties/typed_data/properties/types/properties/Verdict/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+}
+else {
+const err77 = {instancePath:instancePath+"/attestation/typed_data/types",schemaPath:"Attestation/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+if(data26.primaryType !== undefined){
+if("Verdict" !== data26.primaryType){
+const err78 = {instancePath:instancePath+"/attestation/typed_data/primaryType",schemaPath:"Attestation/properties/typed_data/properties/primaryType/const",keyword:"const",params:{allowedValue: "Verdict"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data26.message !== undefined){
+let data37 = data26.message;
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.id === undefined){
+const err79 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+if(data37.verdict === undefined){
+const err80 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+if(data37.risk === undefined){
+const err81 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+if(data37.confidenceBps === undefined){
+const err82 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "confidenceBps"},message:"must have required property '"+"confidenceBps"+"'"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+if(data37.requestHash === undefined){
+const err83 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "requestHash"},message:"must have required property '"+"requestHash"+"'"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if(data37.actionHash === undefined){
+const err84 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "actionHash"},message:"must have required property '"+"actionHash"+"'"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(data37.issuedAt === undefined){
+const err85 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+if(data37.expiresAt === undefined){
+const err86 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(data37.id !== undefined){
+let data38 = data37.id;
+if(typeof data38 === "string"){
+if(!pattern5.test(data38)){
+const err87 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+}
+else {
+const err88 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+if(data37.verdict !== undefined){
+let data39 = data37.verdict;
+if(typeof data39 !== "string"){
+const err89 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+if(!(((data39 === "0") || (data39 === "1")) || (data39 === "2"))){
+const err90 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+if(data37.risk !== undefined){
+let data40 = data37.risk;
+if(typeof data40 !== "string"){
+const err91 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+if(!(((data40 === "0") || (data40 === "1")) || (data40 === "2"))){
+const err92 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+}
+if(data37.confidenceBps !== undefined){
+let data41 = data37.confidenceBps;
+if(typeof data41 === "string"){
+if(!pattern6.test(data41)){
+const err93 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+else {
+const err94 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+if(data37.requestHash !== undefined){
+let data42 = data37.requestHash;
+if(typeof data42 === "string"){
+if(!pattern5.test(data42)){
+const err95 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+else {
+const err96 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data37.actionHash !== undefined){
+let data43 = data37.actionHash;
+if(typeof data43 === "string"){
+if(!pattern5.test(data43)){
+const err97 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+if(data37.issuedAt !== undefined){
+let data44 = data37.issuedAt;
+if(typeof data44 === "string"){
+if(!pattern9.test(data44)){
+const err99 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+else {
+const err100 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+}
+if(data37.expiresAt !== undefined){
+let data45 = data37.expiresAt;
+if(typeof data45 === "string"){
+if(!pattern9.test(data45)){
+const err101 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+else {
+const err102 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+}
+}
+else {
+const err103 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+}
+}
+else {
+const err104 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+}
+else {
+const err105 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+}
+}
+else {
+const err106 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const ErrorResponse = validate32;
-const schema45 = {"$id":"ErrorResponse","title":"ErrorResponse","type":"object","description":"Any non-validation error: 401, 402 note, 404, 405, 413, 429, 500.","properties":{"detail":{"type":"string"}},"required":["detail"]};
+export const ErrorResponse = validate33;
+const schema47 = {"$id":"ErrorResponse","title":"ErrorResponse","type":"object","description":"Any non-validation error: 401, 402 note, 404, 405, 413, 429, 500.","properties":{"detail":{"type":"string"}},"required":["detail"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ErrorResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -9631,14 +10937,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const GuardRequest = validate33;
-const schema46 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["action"]};
+export const GuardRequest = validate34;
+const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."}},"required":["from"]},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]}},"required":["action"]};
+const pattern30 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
+const pattern31 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="GuardRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -9675,7 +10983,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!((((((((((data0 === "swap") || (data0 === "transfer")) || (data0 === "bridge")) || (data0 === "yield_deposit")) || (data0 === "generic")) || (data0 === "approve")) || (data0 === "mint")) || (data0 === "stake")) || (data0 === "add_liquidity")) || (data0 === "contract_call"))){
-const err2 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema46.properties.action.enum},message:"must be equal to one of the allowed values"};
+const err2 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema48.properties.action.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9687,7 +10995,7 @@ errors++;
 }
 let data1 = data.chain;
 if((typeof data1 !== "string") && (data1 !== null)){
-const err3 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/type",keyword:"type",params:{type: schema46.properties.chain.type},message:"must be string,null"};
+const err3 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/type",keyword:"type",params:{type: schema48.properties.chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9711,7 +11019,7 @@ errors++;
 if(data.pair_address !== undefined){
 let data2 = data.pair_address;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err5 = {instancePath:instancePath+"/pair_address",schemaPath:"#/properties/pair_address/type",keyword:"type",params:{type: schema46.properties.pair_address.type},message:"must be string,null"};
+const err5 = {instancePath:instancePath+"/pair_address",schemaPath:"#/properties/pair_address/type",keyword:"type",params:{type: schema48.properties.pair_address.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -9735,7 +11043,7 @@ errors++;
 }
 let data3 = data.stablecoin_asset_id;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err7 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema46.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema48.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -9759,7 +11067,7 @@ errors++;
 if(data.rpc_url !== undefined){
 let data4 = data.rpc_url;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err9 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/type",keyword:"type",params:{type: schema46.properties.rpc_url.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/type",keyword:"type",params:{type: schema48.properties.rpc_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -9804,7 +11112,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data5 = data.tx_hash;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/type",keyword:"type",params:{type: schema46.properties.tx_hash.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/type",keyword:"type",params:{type: schema48.properties.tx_hash.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -9814,7 +11122,7 @@ vErrors.push(err13);
 errors++;
 }
 if(typeof data5 === "string"){
-if(!pattern3.test(data5)){
+if(!pattern11.test(data5)){
 const err14 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -9829,7 +11137,7 @@ errors++;
 if(data.bridge_status_url !== undefined){
 let data6 = data.bridge_status_url;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/type",keyword:"type",params:{type: schema46.properties.bridge_status_url.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/type",keyword:"type",params:{type: schema48.properties.bridge_status_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -9874,7 +11182,7 @@ errors++;
 if(data.amount_usd !== undefined){
 let data7 = data.amount_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err19 = {instancePath:instancePath+"/amount_usd",schemaPath:"#/properties/amount_usd/type",keyword:"type",params:{type: schema46.properties.amount_usd.type},message:"must be number,null"};
+const err19 = {instancePath:instancePath+"/amount_usd",schemaPath:"#/properties/amount_usd/type",keyword:"type",params:{type: schema48.properties.amount_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -9959,7 +11267,7 @@ errors++;
 if(data.spender !== undefined){
 let data11 = data.spender;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err26 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema46.properties.spender.type},message:"must be string,null"};
+const err26 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema48.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -9984,7 +11292,7 @@ errors++;
 if(data.approval_amount !== undefined){
 let data12 = data.approval_amount;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err28 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/type",keyword:"type",params:{type: schema46.properties.approval_amount.type},message:"must be string,null"};
+const err28 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/type",keyword:"type",params:{type: schema48.properties.approval_amount.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -10004,7 +11312,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(!pattern4.test(data12)){
+if(!pattern12.test(data12)){
 const err30 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err30];
@@ -10019,7 +11327,7 @@ errors++;
 if(data.contract_address !== undefined){
 let data13 = data.contract_address;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err31 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/type",keyword:"type",params:{type: schema46.properties.contract_address.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/type",keyword:"type",params:{type: schema48.properties.contract_address.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -10029,7 +11337,7 @@ vErrors.push(err31);
 errors++;
 }
 if(typeof data13 === "string"){
-if(!pattern5.test(data13)){
+if(!pattern3.test(data13)){
 const err32 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err32];
@@ -10092,9 +11400,10 @@ vErrors.push(err36);
 errors++;
 }
 }
-}
-else {
-const err37 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.transaction !== undefined){
+let data16 = data.transaction;
+if((!(data16 && typeof data16 == "object" && !Array.isArray(data16))) && (data16 !== null)){
+const err37 = {instancePath:instancePath+"/transaction",schemaPath:"#/properties/transaction/type",keyword:"type",params:{type: schema48.properties.transaction.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -10103,14 +11412,598 @@ vErrors.push(err37);
 }
 errors++;
 }
-validate33.errors = vErrors;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(data16.value === undefined){
+data16.value = "0";
+}
+if(data16.data === undefined){
+data16.data = "0x";
+}
+if(data16.from === undefined){
+const err38 = {instancePath:instancePath+"/transaction",schemaPath:"#/properties/transaction/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data16.from !== undefined){
+let data17 = data16.from;
+if(typeof data17 === "string"){
+if(!pattern3.test(data17)){
+const err39 = {instancePath:instancePath+"/transaction/from",schemaPath:"#/properties/transaction/properties/from/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/transaction/from",schemaPath:"#/properties/transaction/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data16.to !== undefined){
+let data18 = data16.to;
+if((typeof data18 !== "string") && (data18 !== null)){
+const err41 = {instancePath:instancePath+"/transaction/to",schemaPath:"#/properties/transaction/properties/to/type",keyword:"type",params:{type: schema48.properties.transaction.properties.to.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(typeof data18 === "string"){
+if(!pattern3.test(data18)){
+const err42 = {instancePath:instancePath+"/transaction/to",schemaPath:"#/properties/transaction/properties/to/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+let data19 = data16.value;
+if(typeof data19 === "string"){
+if(!pattern30.test(data19)){
+const err43 = {instancePath:instancePath+"/transaction/value",schemaPath:"#/properties/transaction/properties/value/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/transaction/value",schemaPath:"#/properties/transaction/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+let data20 = data16.data;
+if(typeof data20 === "string"){
+if(func2(data20) > 262146){
+const err45 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/maxLength",keyword:"maxLength",params:{limit: 262146},message:"must NOT have more than 262146 characters"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(!pattern31.test(data20)){
+const err46 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{2})*$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{2})*$"+"\""};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(data16.gas !== undefined){
+let data21 = data16.gas;
+if((!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))) && (data21 !== null)){
+const err48 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/type",keyword:"type",params:{type: schema48.properties.transaction.properties.gas.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 100000000 || isNaN(data21)){
+const err49 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+if(data21 < 21000 || isNaN(data21)){
+const err50 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 21000},message:"must be >= 21000"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+}
+}
+if(data.typed_data !== undefined){
+let data22 = data.typed_data;
+if((!(data22 && typeof data22 == "object" && !Array.isArray(data22))) && (data22 !== null)){
+const err51 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema48.properties.typed_data.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.domain === undefined){
+const err52 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data22.types === undefined){
+const err53 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data22.primaryType === undefined){
+const err54 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data22.message === undefined){
+const err55 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(data22.domain !== undefined){
+let data23 = data22.domain;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.name !== undefined){
+let data24 = data23.name;
+if(typeof data24 === "string"){
+if(func2(data24) > 256){
+const err56 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data23.version !== undefined){
+let data25 = data23.version;
+if(typeof data25 === "string"){
+if(func2(data25) > 64){
+const err58 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data23.chainId !== undefined){
+let data26 = data23.chainId;
+if((!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))) && (typeof data26 !== "string")){
+const err60 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema48.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 < 0 || isNaN(data26)){
+const err61 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(typeof data26 === "string"){
+if(!pattern30.test(data26)){
+const err62 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+if(data23.verifyingContract !== undefined){
+let data27 = data23.verifyingContract;
+if(typeof data27 === "string"){
+if(!pattern3.test(data27)){
+const err63 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+else {
+const err64 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+if(data23.salt !== undefined){
+let data28 = data23.salt;
+if(typeof data28 === "string"){
+if(!pattern11.test(data28)){
+const err65 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+else {
+const err66 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+else {
+const err67 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+if(data22.types !== undefined){
+let data29 = data22.types;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(Object.keys(data29).length > 64){
+const err68 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+for(const key0 in data29){
+let data30 = data29[key0];
+if(Array.isArray(data30)){
+if(data30.length > 64){
+const err69 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+const len1 = data30.length;
+for(let i1=0; i1<len1; i1++){
+let data31 = data30[i1];
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.name === undefined){
+const err70 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+if(data31.type === undefined){
+const err71 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+if(data31.name !== undefined){
+let data32 = data31.name;
+if(typeof data32 === "string"){
+if(func2(data32) > 128){
+const err72 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+if(func2(data32) < 1){
+const err73 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data31.type !== undefined){
+let data33 = data31.type;
+if(typeof data33 === "string"){
+if(func2(data33) > 256){
+const err75 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+if(func2(data33) < 1){
+const err76 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+else {
+const err77 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+}
+else {
+const err79 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+}
+else {
+const err80 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+if(data22.primaryType !== undefined){
+let data34 = data22.primaryType;
+if(typeof data34 === "string"){
+if(func2(data34) > 128){
+const err81 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+if(func2(data34) < 1){
+const err82 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+else {
+const err83 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+}
+if(data22.message !== undefined){
+let data35 = data22.message;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+}
+else {
+const err84 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+}
+}
+}
+else {
+const err85 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const HTTPValidationError = validate34;
-const schema47 = {"$id":"HTTPValidationError","title":"HTTPValidationError","type":"object","properties":{"detail":{"type":"array","items":{"type":"object","properties":{"loc":{"type":"array","items":{"type":["string","integer"]}},"msg":{"type":"string"},"type":{"type":"string"}},"required":["loc","msg","type"]}}},"required":["detail"]};
+export const HTTPValidationError = validate35;
+const schema49 = {"$id":"HTTPValidationError","title":"HTTPValidationError","type":"object","properties":{"detail":{"type":"array","items":{"type":"object","properties":{"loc":{"type":"array","items":{"type":["string","integer"]}},"msg":{"type":"string"},"type":{"type":"string"}},"required":["loc","msg","type"]}}},"required":["detail"]};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="HTTPValidationError" */;
 let vErrors = null;
 let errors = 0;
@@ -10169,7 +12062,7 @@ const len1 = data2.length;
 for(let i1=0; i1<len1; i1++){
 let data3 = data2[i1];
 if((typeof data3 !== "string") && (!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3))))){
-const err4 = {instancePath:instancePath+"/detail/" + i0+"/loc/" + i1,schemaPath:"#/properties/detail/items/properties/loc/items/type",keyword:"type",params:{type: schema47.properties.detail.items.properties.loc.items.type},message:"must be string,integer"};
+const err4 = {instancePath:instancePath+"/detail/" + i0+"/loc/" + i1,schemaPath:"#/properties/detail/items/properties/loc/items/type",keyword:"type",params:{type: schema49.properties.detail.items.properties.loc.items.type},message:"must be string,integer"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10250,14 +12143,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinIntelligenceRequest = validate35;
-const schema48 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+export const StablecoinIntelligenceRequest = validate36;
+const schema50 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -10442,14 +12335,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRouteOption = validate36;
-const schema49 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+export const YieldRouteOption = validate37;
+const schema51 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRouteOption" */;
 let vErrors = null;
 let errors = 0;
@@ -10557,7 +12450,7 @@ errors++;
 if(data.protocol !== undefined){
 let data3 = data.protocol;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema49.properties.protocol.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema51.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -10615,7 +12508,7 @@ errors++;
 if(data.liquidity_usd !== undefined){
 let data5 = data.liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema49.properties.liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema51.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -10639,7 +12532,7 @@ errors++;
 }
 let data6 = data.stablecoin_asset_id;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema49.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema51.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -10671,14 +12564,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingRequest = validate37;
-const schema50 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
+export const YieldRoutingRequest = validate38;
+const schema52 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -10829,7 +12722,7 @@ errors++;
 if(data1.protocol !== undefined){
 let data5 = data1.protocol;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema49.properties.protocol.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema51.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -10887,7 +12780,7 @@ errors++;
 if(data1.liquidity_usd !== undefined){
 let data7 = data1.liquidity_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema49.properties.liquidity_usd.type},message:"must be number,null"};
+const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema51.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -10911,7 +12804,7 @@ errors++;
 }
 let data8 = data1.stablecoin_asset_id;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema49.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema51.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -11015,7 +12908,7 @@ errors++;
 if(data.prefer_chain !== undefined){
 let data11 = data.prefer_chain;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema50.properties.prefer_chain.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema52.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -11048,7 +12941,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 

@@ -13,16 +13,24 @@ import type { Engine } from '../engine/runner.js';
 import { resolveDeadline } from '../engine/decide-response.js';
 import { planGuard } from './plan.js';
 import { guardResponse } from './guard-response.js';
+import { attach, guardChainId, type Attester } from '../attest/index.js';
+import type { ActionFields } from '../attest/verdict.js';
+
+/** The transaction the agent is about to send, when the request names one. */
+function transactionOf(body: GuardRequest): ActionFields | null {
+  return (body as GuardRequest & { transaction?: ActionFields | null }).transaction ?? null;
+}
 
 export interface GuardDeps {
   config: Readonly<Config>;
   engine: Engine;
   logger: Logger;
   metrics?: Metrics;
+  attester?: Attester | null;
 }
 
 export function guardHandler(deps: GuardDeps): ApiHandler {
-  const { config, engine, logger, metrics } = deps;
+  const { config, engine, logger, metrics, attester } = deps;
   return async (req, res) => {
     const started = performance.now();
     const body = req.body as GuardRequest;
@@ -41,6 +49,7 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
       { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
       'guard judged',
     );
-    sendJson(res, 200, response);
+    const signed = await attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
+    sendJson(res, 200, signed);
   };
 }

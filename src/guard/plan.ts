@@ -17,7 +17,9 @@ export type PlanEntryName =
   | 'bridge_exploit_monitor'
   | 'tx_confirmation'
   | 'approval_amount'
-  | 'contract_verified';
+  | 'contract_verified'
+  | 'transaction_simulation'
+  | 'signature_scan';
 
 /** One check for the engine; `entry` ties it back to its plan row. */
 export interface GuardPlannedCheck {
@@ -238,6 +240,45 @@ export const PLAN: readonly PlanRow[] = [
       return null;
     },
     build: (r) => [{ type: 'contract_verified', chain: r.chain, contract_address: contractTarget(r) }],
+  },
+  {
+    // Runs whenever a transaction is given; without a node the check answers `error no_rpc`
+    // itself (docs/action-scan.md §2), so strict mode waits and non-strict ignores it.
+    entry: 'transaction_simulation',
+    type: 'transaction_simulation',
+    applies: (r) => r.req.transaction !== undefined && r.req.transaction !== null,
+    lacks: () => null,
+    build: (r) => {
+      const t = r.req.transaction!;
+      return [
+        {
+          type: 'transaction_simulation',
+          chain: r.chain,
+          rpc_url: r.rpc,
+          transaction: { from: t.from, to: t.to ?? null, value: t.value, data: t.data, gas: t.gas ?? null },
+          action: r.req.action,
+          amount_usd: r.req.amount_usd ?? null,
+          known_safe_addresses: r.req.known_safe_addresses ?? [],
+        },
+      ];
+    },
+  },
+  {
+    entry: 'signature_scan',
+    type: 'signature_scan',
+    applies: (r) => r.req.typed_data !== undefined && r.req.typed_data !== null,
+    lacks: () => null,
+    build: (r) => [
+      {
+        type: 'signature_scan',
+        chain: r.chain,
+        chain_id: r.chainId,
+        rpc_url: r.rpc,
+        typed_data: r.req.typed_data,
+        amount_usd: r.req.amount_usd ?? null,
+        known_safe_addresses: r.req.known_safe_addresses ?? [],
+      },
+    ],
   },
 ];
 

@@ -1,6 +1,6 @@
 /**
  * The request and response the POST endpoints' handlers see: node's own objects with the few
- * fields the chain adds (the parsed body, the route's locals). The front door (lane.ts) hands
+ * fields the chain adds (the parsed body, the route's locals). The POST router (post-router.ts) hands
  * them over as they are; express hands its subclasses, which fit the same types, so one handler
  * serves both doors. Express's request/response API (res.status, req.get, ...) is not available
  * here on purpose: giving node's objects express's prototypes costs more than the rest of a cached
@@ -11,7 +11,9 @@ import type { TLSSocket } from 'node:tls';
 
 export interface ApiRequest extends IncomingMessage {
   body?: unknown;
-  /** The URL as received (express sets it; the front door too). */
+  /** The body bytes as received (after any Content-Encoding is undone): what an answer's requestHash hashes. */
+  rawBody?: Buffer;
+  /** The URL as received (express sets it; the POST router too). */
   originalUrl?: string;
 }
 

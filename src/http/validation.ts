@@ -7,6 +7,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import * as validators from '../generated/validators.js';
 import { HttpError, type ValidationDetail } from './errors.js';
 import { CHECK_TYPES } from '../schema-info.js';
+import { guardRequestProblems } from '../scan/typed-data-shape.js';
 
 export type SchemaId = keyof typeof validators;
 
@@ -25,6 +26,14 @@ const PATTERN_MESSAGES: Record<string, string> = {
   approval_amount: 'Input should be a decimal integer string (e.g. "1000000") or a 0x-prefixed hex integer string',
   tx_hash: 'Input should be a 0x-prefixed 32-byte hex transaction hash',
   contract_address: 'Input should be a 0x-prefixed 20-byte hex address',
+  // GuardRequest.transaction and typed_data.domain (docs/action-scan.md §1)
+  from: 'Input should be a 0x-prefixed 20-byte hex address',
+  to: 'Input should be a 0x-prefixed 20-byte hex address',
+  verifyingContract: 'Input should be a 0x-prefixed 20-byte hex address',
+  value: 'Input should be a decimal integer string (e.g. "1000000") or a 0x-prefixed hex integer string',
+  chainId: 'Input should be an integer, a decimal integer string or a 0x-prefixed hex integer string',
+  data: 'Input should be 0x-prefixed hex bytes (an even number of digits)',
+  salt: 'Input should be 0x-prefixed hex of exactly 32 bytes',
   // Stored text: PostgreSQL cannot hold NUL in a text column.
   company: 'Input should not contain NUL (\\u0000) characters',
   full_name: 'Input should not contain NUL (\\u0000) characters',
@@ -202,9 +211,18 @@ export function bodyProblem(body: unknown): ValidationDetail | null {
   return null;
 }
 
+/**
+ * Rules a schema cannot state, run on a body the schema accepted: a guard request's typed data
+ * must match its own `types` and its transaction value fit a uint256 (docs/action-scan.md §1).
+ */
+const AFTER_SCHEMA: Partial<Record<SchemaId, (body: any) => ValidationDetail[]>> = {
+  GuardRequest: guardRequestProblems,
+};
+
 /** Validates `req.body` in place (defaults applied) or throws a 422. */
 export function validateBody(id: SchemaId): ApiHandler {
   const fn = validator(id);
+  const after = AFTER_SCHEMA[id];
   return (req, _res, next) => {
     if (req.body === undefined) {
       throw new HttpError(422, [{ loc: ['body'], msg: 'Field required', type: 'missing' }]);
@@ -212,6 +230,8 @@ export function validateBody(id: SchemaId): ApiHandler {
     const problem = bodyProblem(req.body);
     if (problem) throw new HttpError(422, [problem]);
     if (!fn(req.body)) throw new HttpError(422, toValidationDetail(fn.errors ?? []));
+    const more = after?.(req.body);
+    if (more && more.length > 0) throw new HttpError(422, more);
     next();
   };
 }

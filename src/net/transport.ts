@@ -7,7 +7,7 @@ import type { Dispatcher } from 'undici';
 import type { UpstreamErrorReason } from '../upstreams/types.js';
 import { errorCode, type NetDispatchOptions, NetRefusal, TRUNCATED_TRAILER } from './interceptors/types.js';
 
-export { MAX_BODY_BYTES } from './interceptors/body-cap.js';
+export { MAX_UPSTREAM_BODY_BYTES } from './interceptors/body-cap.js';
 
 export interface RawResponse {
   status: number;

@@ -77,7 +77,7 @@ CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state IN ('verifi
 /**
  * x402 payment identifiers (docs/x402.md §9): one row per (payer, id) with the request's
  * fingerprint and, once served, the answer to give a retry. Times are unix milliseconds in both
- * databases. Version 2 belongs to another change; the runner applies whatever is missing, in order.
+ * databases.
  */
 function paymentIds(big: string): string {
   return `
@@ -97,12 +97,33 @@ CREATE INDEX payment_ids_expiry ON payment_ids (expires_at);
 `;
 }
 
+/**
+ * The verdict signer's key when ATTESTATION_KEY is not set (docs/attestations.md §2): one row,
+ * made by the first process that starts, read by every other, so a cluster signs as one signer.
+ */
+function attestationKey(time: string): string {
+  return `
+CREATE TABLE attestation_keys (
+  id TEXT PRIMARY KEY CHECK (id = 'verdict'),
+  private_key TEXT NOT NULL,
+  address TEXT NOT NULL,
+  created_at ${time} NOT NULL
+);
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
     name: 'keys, usage, signups, payments',
     sqlite: initial('INTEGER', 'INTEGER'),
     postgres: initial('TIMESTAMPTZ', 'BIGINT'),
+  },
+  {
+    version: 2,
+    name: 'attestation signing key',
+    sqlite: attestationKey('INTEGER'),
+    postgres: attestationKey('TIMESTAMPTZ'),
   },
   {
     version: 3,

@@ -28,6 +28,7 @@ import type {
   KeptAnswer,
   PaymentIdClaim,
   PaymentIdRequest,
+  AttestationKey,
   NewApiKey,
   NewPayment,
   PaymentRecord,
@@ -272,5 +273,17 @@ export class PostgresStore implements Store {
       pid,
       owner,
     ]);
+  }
+
+  async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {
+    await this.pool.query(
+      `INSERT INTO attestation_keys (id, private_key, address, created_at) VALUES ('verdict', $1, $2, now())
+        ON CONFLICT (id) DO NOTHING`,
+      [candidate.privateKey, candidate.address],
+    );
+    const { rows } = await this.pool.query<{ private_key: string; address: string }>(
+      "SELECT private_key, address FROM attestation_keys WHERE id = 'verdict'",
+    );
+    return { privateKey: rows[0].private_key, address: rows[0].address };
   }
 }

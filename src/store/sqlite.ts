@@ -29,6 +29,7 @@ import type {
   KeptAnswer,
   PaymentIdClaim,
   PaymentIdRequest,
+  AttestationKey,
   NewApiKey,
   NewPayment,
   PaymentRecord,
@@ -287,5 +288,15 @@ export class SqliteStore implements Store {
       pid,
       owner,
     );
+  }
+
+  async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {
+    this.q(`INSERT INTO attestation_keys (id, private_key, address, created_at) VALUES ('verdict', ?, ?, ?)
+      ON CONFLICT (id) DO NOTHING`).run(candidate.privateKey, candidate.address, Date.now());
+    const row = this.q("SELECT private_key, address FROM attestation_keys WHERE id = 'verdict'").get() as {
+      private_key: string;
+      address: string;
+    };
+    return { privateKey: row.private_key, address: row.address };
   }
 }

@@ -145,4 +145,16 @@ export interface Store {
   completePaymentId(payer: string, pid: string, owner: string, answer: KeptAnswer): Promise<boolean>;
   /** Frees (payer, id) when the owning attempt was not served, so a retry pays again. */
   releasePaymentId(payer: string, pid: string, owner: string): Promise<void>;
+
+  /**
+   * The verdict signer's key: the one kept, or `candidate` when none is kept yet (then kept).
+   * Processes racing on one database all get the same key back.
+   */
+  attestationKey(candidate: AttestationKey): Promise<AttestationKey>;
+}
+
+/** A secp256k1 private key (0x hex) and its address. */
+export interface AttestationKey {
+  privateKey: string;
+  address: string;
 }

@@ -37,17 +37,14 @@ function envelope(body: unknown): { code: number | null; message: string } | nul
   return null;
 }
 
-export async function getSimplePrices(
+/** The provider's answer as JSON, or the failure its error envelope or status says. */
+async function priceJson(
   config: Readonly<Config>,
-  ids: readonly string[],
-  quote: string,
-  signal?: AbortSignal,
-): Promise<UpstreamResult<Record<string, SimplePrice>>> {
+  pathAndQuery: string,
+  signal: AbortSignal | undefined,
+): Promise<UpstreamResult<{ status: number; json: Record<string, unknown> }>> {
   const started = performance.now();
-  const unique = [...new Set(ids.map((id) => id.trim().toLowerCase()).filter(Boolean))];
-  const vs = quote.trim().toLowerCase();
-  const qs = `ids=${unique.map(encodeURIComponent).join(',')}&vs_currencies=${encodeURIComponent(vs)}&include_last_updated_at=true`;
-  const r = await requestJson(`${config.priceApiUrl}/simple/price?${qs}`, {
+  const r = await requestJson(`${config.priceApiUrl}${pathAndQuery}`, {
     source: PRICE_SOURCE,
     signal,
     timeoutMs: config.checkHardTimeoutMs,
@@ -74,6 +71,47 @@ export async function getSimplePrices(
       status,
     });
   }
+  return { ok: true, data: { status, json }, source: PRICE_SOURCE, latencyMs: r.latencyMs };
+}
+
+/**
+ * Token prices by contract address on one platform (/simple/token_price/{platform}), one call
+ * for all of them. An address the provider does not know is absent from the answer, and so from ours.
+ */
+export async function getTokenPrices(
+  config: Readonly<Config>,
+  platform: string,
+  addresses: readonly string[],
+  quote: string,
+  signal?: AbortSignal,
+): Promise<UpstreamResult<Record<string, SimplePrice>>> {
+  const unique = [...new Set(addresses.map((a) => a.trim().toLowerCase()).filter(Boolean))];
+  const vs = quote.trim().toLowerCase();
+  const qs = `contract_addresses=${unique.map(encodeURIComponent).join(',')}&vs_currencies=${encodeURIComponent(vs)}&include_last_updated_at=true`;
+  const r = await priceJson(config, `/simple/token_price/${encodeURIComponent(platform)}?${qs}`, signal);
+  if (!r.ok) return r;
+  const byLower = new Map(Object.entries(r.data.json).map(([k, v]) => [k.toLowerCase(), v]));
+  const out: Record<string, SimplePrice> = {};
+  for (const a of unique) {
+    const entry = byLower.get(a);
+    if (!isObject(entry)) continue;
+    out[a] = { price: num(entry[vs]), lastUpdatedAt: num(entry.last_updated_at) };
+  }
+  return { ok: true, data: out, source: PRICE_SOURCE, latencyMs: r.latencyMs };
+}
+
+export async function getSimplePrices(
+  config: Readonly<Config>,
+  ids: readonly string[],
+  quote: string,
+  signal?: AbortSignal,
+): Promise<UpstreamResult<Record<string, SimplePrice>>> {
+  const unique = [...new Set(ids.map((id) => id.trim().toLowerCase()).filter(Boolean))];
+  const vs = quote.trim().toLowerCase();
+  const qs = `ids=${unique.map(encodeURIComponent).join(',')}&vs_currencies=${encodeURIComponent(vs)}&include_last_updated_at=true`;
+  const r = await priceJson(config, `/simple/price?${qs}`, signal);
+  if (!r.ok) return r;
+  const json = r.data.json;
   const out: Record<string, SimplePrice> = {};
   for (const id of unique) {
     const entry = json[id];

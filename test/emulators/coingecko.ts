@@ -1,6 +1,7 @@
 /**
- * CoinGecko emulator: /simple/price and /ping in the provider's shapes
- * (shared/fixtures/upstreams/coingecko). Unknown ids are left out of the answer, as upstream.
+ * CoinGecko emulator: /simple/price, /simple/token_price/{platform} and /ping in the provider's
+ * shapes (shared/fixtures/upstreams/coingecko). Unknown ids and contract addresses are left out
+ * of the answer, as upstream.
  */
 import { Emulator } from './core.js';
 
@@ -27,6 +28,7 @@ interface Quote {
 
 export class CoinGeckoEmulator extends Emulator {
   private readonly assets = new Map<string, Map<string, Quote>>();
+  private readonly tokens = new Map<string, Quote>();
 
   /** Price of `id` in `quote`; a string price is sent as a JSON string, null as null. */
   setPrice(
@@ -38,6 +40,17 @@ export class CoinGeckoEmulator extends Emulator {
     let quotes = this.assets.get(id);
     if (!quotes) this.assets.set(id, (quotes = new Map()));
     quotes.set(quote.toLowerCase(), { price, lastUpdatedAt });
+    return this;
+  }
+
+  /** USD price of the token at `address` on `platform` (base, ethereum, ...); null is sent as null. */
+  setTokenPrice(
+    platform: string,
+    address: string,
+    usd: number | null,
+    lastUpdatedAt = Math.floor(Date.now() / 1000),
+  ): this {
+    this.tokens.set(`${platform}:${address.toLowerCase()}`, { price: usd, lastUpdatedAt });
     return this;
   }
 
@@ -65,6 +78,20 @@ export class CoinGeckoEmulator extends Emulator {
           if (withTime) entry.last_updated_at = q.lastUpdatedAt;
         }
         out[id] = entry;
+      }
+      return { body: out };
+    });
+    // Upstream keys the answer by the address in lower case and answers only the usd quote here.
+    this.route('GET', /^\/simple\/token_price\/([^/]+)$/, (req) => {
+      const platform = req.params[0];
+      const addresses = (req.query.get('contract_addresses') ?? '').toLowerCase().split(',').filter(Boolean);
+      const vs = (req.query.get('vs_currencies') ?? '').toLowerCase().split(',').filter(Boolean);
+      const withTime = req.query.get('include_last_updated_at') === 'true';
+      const out: Record<string, Record<string, unknown>> = {};
+      for (const a of addresses) {
+        const q = this.tokens.get(`${platform}:${a}`);
+        if (!q || !vs.includes('usd')) continue;
+        out[a] = { usd: q.price, ...(withTime ? { last_updated_at: q.lastUpdatedAt } : {}) };
       }
       return { body: out };
     });

@@ -51,6 +51,22 @@ t.test(
       (await get(`${cg.url}/simple/price?ids=nope&vs_currencies=usd`)).json,
       fixture('coingecko/simple_price_unknown_id.json'),
     );
+    // /simple/token_price/{platform}: keyed by the lower-case contract address, as upstream.
+    const wbtc = '0x2260FAC5E5542a773Aa44fBCfeDf7C193bc2C599';
+    cg.setTokenPrice('ethereum', wbtc, 76721, 1779094527);
+    const tokenPrice = (
+      await get(
+        `${cg.url}/simple/token_price/ethereum?contract_addresses=${wbtc}&vs_currencies=usd&include_last_updated_at=true`,
+      )
+    ).json as Record<string, object>;
+    const realToken = fixture('coingecko/simple_token_price.oas-example.json') as Record<string, object>;
+    t.same(keys(tokenPrice), keys(realToken), 'the same address key');
+    const k = wbtc.toLowerCase();
+    t.same(tokenPrice[k], { usd: 76721, last_updated_at: 1779094527 });
+    t.ok(
+      keys(tokenPrice[k]).every((f) => f in realToken[k]),
+      'token price fields are a subset of the real ones',
+    );
 
     t.same(
       (await get(`${dex.url}/latest/dex/pairs/base/0xnope`)).json,

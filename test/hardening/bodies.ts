@@ -37,6 +37,86 @@ const headersArb = fc.dictionary(
   { maxKeys: 3 },
 );
 
+/** GuardRequest.transaction: well-formed and malformed addresses, values, calldata and gas. */
+const transactionArb = fc.record(
+  {
+    from: fc.constantFrom(ADDRESS, '0x1', `0x${'g'.repeat(40)}`),
+    to: opt(fc.constantFrom(ADDRESS, 'x')),
+    value: fc.constantFrom('0', '0x10', '9'.repeat(78), '-1', '0x'),
+    data: fc.constantFrom('0x', '0xa9059cbb', '0xabc', `0x${'00'.repeat(68)}`),
+    gas: opt(fc.integer({ min: -1, max: 200_000_000 })),
+  },
+  { requiredKeys: ['from'] },
+);
+const typedFieldArb = fc.record({
+  name: fc.constantFrom('owner', 'spender', 'value', 'nonce', 'deadline', 'details', 'x'),
+  type: fc.constantFrom(
+    'address',
+    'uint256',
+    'uint160',
+    'bytes32',
+    'bytes',
+    'string',
+    'bool',
+    'Permit',
+    'Permit[]',
+    'Details',
+    'uint7',
+    'bytes33',
+    'int8',
+  ),
+});
+const messageValueArb = fc.oneof(
+  fc.constantFrom(ADDRESS, '0x12', `0x${'f'.repeat(64)}`, `0x1${'0'.repeat(64)}`, '-1', '1e18', true),
+  fc.integer(),
+  fc.jsonValue({ maxDepth: 2 }),
+);
+/** GuardRequest.typed_data: a real permit, or types and messages that may disagree with each other. */
+const typedDataArb = fc.oneof(
+  fc.constant({
+    domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: ADDRESS },
+    types: {
+      Permit: [
+        { name: 'owner', type: 'address' },
+        { name: 'spender', type: 'address' },
+        { name: 'value', type: 'uint256' },
+        { name: 'nonce', type: 'uint256' },
+        { name: 'deadline', type: 'uint256' },
+      ],
+    },
+    primaryType: 'Permit',
+    message: { owner: ADDRESS, spender: ADDRESS, value: `0x${'f'.repeat(64)}`, nonce: 0, deadline: 1 },
+  }),
+  fc.record(
+    {
+      domain: fc.record(
+        {
+          chainId: fc.oneof(fc.integer(), fc.constantFrom('8453', '0x2105', 'base', '-1')),
+          verifyingContract: fc.constantFrom(ADDRESS, '0x12'),
+          name: fc.string({ maxLength: 8 }),
+        },
+        { requiredKeys: [] },
+      ),
+      types: fc.dictionary(
+        fc.constantFrom('Permit', 'Details', 'EIP712Domain', 'Other'),
+        fc.array(typedFieldArb, { maxLength: 5 }),
+        {
+          maxKeys: 3,
+        },
+      ),
+      primaryType: fc.constantFrom('Permit', 'Details', 'Other', 'EIP712Domain'),
+      message: fc.dictionary(
+        fc.constantFrom('owner', 'spender', 'value', 'nonce', 'deadline', 'details', 'x'),
+        messageValueArb,
+        {
+          maxKeys: 6,
+        },
+      ),
+    },
+    { requiredKeys: ['domain', 'types', 'primaryType', 'message'] },
+  ),
+);
+
 function schemaBodies(sinkPort: number): Record<string, fc.Arbitrary<unknown>> {
   const p = sinkPort;
   const url = fc.constantFrom(
@@ -190,6 +270,8 @@ function schemaBodies(sinkPort: number): Record<string, fc.Arbitrary<unknown>> {
         approval_amount: opt(fc.constantFrom('1000000', `0x${'f'.repeat(64)}`)),
         contract_address: opt(fc.constant(ADDRESS)),
         known_safe_addresses: fc.array(fc.constant(ADDRESS), { maxLength: 2 }),
+        transaction: opt(transactionArb),
+        typed_data: opt(typedDataArb),
       },
       { requiredKeys: ['action'] },
     ),

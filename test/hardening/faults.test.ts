@@ -4,7 +4,7 @@
  * the deadline (plus a margin for a loaded machine), the check an `error` with the reason an
  * operator would look for, and the verdict `wait`; the healthy call after each fault is served
  * normally again. For the http and bridge checks the status and body of the caller's page are
- * what the check judges (semantics §2), so a 500, a 429 or a non-JSON body there are answers.
+ * what the check judges (docs/rules.md §2), so a 500, a 429 or a non-JSON body there are answers.
  */
 import t from 'tap';
 import { startTestApp, post, type TestApp } from '../helpers/app.js';

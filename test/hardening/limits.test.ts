@@ -10,7 +10,7 @@ import t from 'tap';
 import { startTestApp, post } from '../helpers/app.js';
 import { spawnService } from '../helpers/spawn.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
-import { MAX_BODY_BYTES } from '../../src/pricing.js';
+import { MAX_REQUEST_BODY_BYTES } from '../../src/pricing.js';
 
 type Loc = Array<string | number>;
 const KiB = 1024;
@@ -49,14 +49,18 @@ t.test('the Limits table, one under and one over', async (t) => {
   }
 
   t.test('body size: 256 KiB served, one byte more is a 413', async (t) => {
-    t.equal(MAX_BODY_BYTES, 256 * KiB);
+    t.equal(MAX_REQUEST_BODY_BYTES, 256 * KiB);
     const padded = (size: number): string => {
       const shell = '{"goal":"g","constraints":{"pad":""}}';
       return shell.replace('""', `"${'x'.repeat(size - shell.length)}"`);
     };
-    t.equal(Buffer.byteLength(padded(MAX_BODY_BYTES)), MAX_BODY_BYTES);
-    t.equal((await post(`${app.url}/v1/decide`, padded(MAX_BODY_BYTES))).status, 200, 'exactly 256 KiB is served');
-    const over = await post(`${app.url}/v1/decide`, padded(MAX_BODY_BYTES + 1));
+    t.equal(Buffer.byteLength(padded(MAX_REQUEST_BODY_BYTES)), MAX_REQUEST_BODY_BYTES);
+    t.equal(
+      (await post(`${app.url}/v1/decide`, padded(MAX_REQUEST_BODY_BYTES))).status,
+      200,
+      'exactly 256 KiB is served',
+    );
+    const over = await post(`${app.url}/v1/decide`, padded(MAX_REQUEST_BODY_BYTES + 1));
     t.equal(over.status, 413, '256 KiB + 1 byte is a 413');
     t.same(over.body, { detail: 'Request body too large: the limit is 256 KiB' });
     // Without a Content-Length the limit holds on the bytes as they arrive.

@@ -1,6 +1,6 @@
 /** The bench's pass/fail rules (bench/targets.ts), table-driven over made-up measurements. */
 import t from 'tap';
-import { judge, type Measured } from '../../bench/targets.js';
+import { judge, signingRatios, type Measured } from '../../bench/targets.js';
 
 const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({
   name,
@@ -18,6 +18,7 @@ function healthy(): Map<string, Measured | null> {
     ['decide-cold', m('decide-cold', 150, 58, 90)],
     ['decide-keyed', m('decide-keyed', 100, 4, 12)],
     ['decide-paid', m('decide-paid', 100, 8, 25)],
+    ['guard-simulation', m('guard-simulation', 50, 110, 130)],
   ]);
 }
 
@@ -53,6 +54,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     change: (r) => r.set('decide-paid', m('decide-paid', 100, 8, 33)),
     miss: /^decide-paid p99 <= decide-keyed p99 \+ 20/,
   },
+  {
+    name: 'simulation p50 beyond node + price + 15 ms',
+    change: (r) => r.set('guard-simulation', m('guard-simulation', 50, 116, 130)),
+    miss: /^guard-simulation p50 <= node \+ price 100 \+ 15/,
+  },
   { name: 'a scenario that could not run', change: (r) => r.set('decide-paid', null), miss: /^decide-paid ran/ },
 ];
 
@@ -65,3 +71,13 @@ for (const c of cases) {
     t.match(out[0], c.miss);
   });
 }
+
+t.test('signing ratios: the signed cached decide against each yardstick that ran', async (t) => {
+  const r = healthy();
+  r.set('decide-cached-unsigned', m('decide-cached-unsigned', 6800, 6, 20));
+  t.same(signingRatios(r), { reference: 0.85, 'decide-cached-unsigned': 0.5 });
+  r.set('floor', m('floor', 17000, 2, 8));
+  t.same(signingRatios(r), { reference: 0.85, floor: 0.2, 'decide-cached-unsigned': 0.5 });
+  r.delete('decide-cached');
+  t.same(signingRatios(r), {}, 'nothing without the signed scenario');
+});

@@ -110,6 +110,31 @@ export function storeSuite(h: Harness): void {
     },
   );
 
+  t.test(`${h.name}: the attestation key is kept by the first caller; racing stores all get that one`, async (t) => {
+    const fresh = await h.newUrl();
+    const stores = await Promise.all([1, 2, 3].map(() => openStore({ databaseUrl: fresh })));
+    try {
+      const candidates = Array.from({ length: 12 }, (_, i) => ({
+        privateKey: `0x${String(i + 1)
+          .padStart(2, '0')
+          .repeat(32)}`,
+        address: `0x${String(i + 1)
+          .padStart(2, '0')
+          .repeat(20)}`,
+      }));
+      const got = await Promise.all(candidates.map((c, i) => stores[i % 3].attestationKey(c)));
+      t.equal(new Set(got.map((g) => g.privateKey)).size, 1, 'every caller got the same key');
+      const winner = candidates.find((c) => c.privateKey === got[0].privateKey);
+      t.ok(winner, 'it is one of the candidates');
+      t.same(got[0], winner, 'with its address');
+      const later = await stores[0].attestationKey({ privateKey: `0x${'ee'.repeat(32)}`, address: '0xother' });
+      t.same(later, winner, 'a later candidate does not replace it');
+      t.equal((await h.dump(fresh)).attestation_keys.length, 1, 'one row');
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
   t.test(`${h.name}: one active key per e-mail, case-insensitive and trimmed`, async (t) => {
     const a = newKey('Alice@Example.com');
     t.equal(await store.createApiKey(a), true);

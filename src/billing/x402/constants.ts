@@ -33,8 +33,12 @@ export const TRANSFER_WITH_AUTHORIZATION_TYPES = Object.freeze({
 
 /** An authorization must stay valid this long after we accept it, so settlement can still land. */
 export const MIN_VALIDITY_SECONDS = 6;
-/** Clock skew allowed beyond maxTimeoutSeconds before a validBefore counts as absurdly far away. */
-export const VALID_BEFORE_SLACK_SECONDS = 30;
+/**
+ * Clock skew tolerated between a payer and us, on both ends of the window (docs/x402.md): a
+ * validAfter up to this far in our future is accepted (settlement waits for it), and a validBefore
+ * may lie this far beyond maxTimeoutSeconds. Windows further out are refused as absurd.
+ */
+export const CLOCK_SKEW_SECONDS = 300;
 
 export const HEADER_V1 = 'x-payment';
 export const HEADER_V2 = 'payment-signature';

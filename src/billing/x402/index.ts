@@ -273,7 +273,7 @@ export function createX402(deps: X402Deps): X402 {
     if (h.kind === 'rejected') return refuse(res, offers, h.version, h.rejection);
     const p = h.payment;
     const a = p.payload.authorization;
-    const rejection = checkPayment(p, offers, Math.floor(Date.now() / 1000));
+    const rejection = checkPayment(p, offers, Math.floor(Date.now() / 1000), config.x402SettleBeforeResponse);
     if (rejection !== null) return refuse(res, offers, p.version, rejection);
     const reject = (reason: Rejection['reason'], detail: string) =>
       refuse(res, offers, p.version, { reason, detail, payer: a.from });

@@ -5,22 +5,8 @@
  * every paid request. Where no prebuilt binding loads (a platform without one), ethers' curve is
  * used: same answers, slower. `SECP_BACKEND` says which one is in use.
  */
-import { createRequire } from 'node:module';
 import { Signature, SigningKey, computeAddress, getBytes, hexlify, recoverAddress as jsRecoverAddress } from 'ethers';
-
-interface NativeSecp256k1 {
-  ecdsaRecover(sig: Uint8Array, recid: number, msg32: Uint8Array, compressed?: boolean): Uint8Array;
-  ecdsaSign(msg32: Uint8Array, seckey: Uint8Array): { signature: Uint8Array; recid: number };
-}
-
-function loadNative(): NativeSecp256k1 | null {
-  try {
-    // The binding alone: the package's default export falls back to a JS curve of its own.
-    return createRequire(import.meta.url)('secp256k1/bindings') as NativeSecp256k1;
-  } catch {
-    return null;
-  }
-}
+import { loadNativeSecp256k1 as loadNative } from '../../crypto/secp256k1.js';
 
 let native = loadNative();
 

@@ -27,6 +27,21 @@ export type AttemptOutcome =
 
 type Attempt = SendResult & { final?: boolean };
 
+/**
+ * Whether the authorization's window has opened: the token wants block.timestamp > validAfter,
+ * and a payer whose clock runs ahead may send a validAfter a few minutes in our future.
+ */
+export function validNow(rec: PaymentRecord, nowMs = Date.now()): boolean {
+  let validAfter: number;
+  try {
+    const stored = JSON.parse(rec.payload) as { payload?: { authorization?: { validAfter?: unknown } } };
+    validAfter = Number(stored.payload?.authorization?.validAfter ?? 0);
+  } catch {
+    return true;
+  }
+  return !Number.isFinite(validAfter) || Math.floor(nowMs / 1000) > validAfter;
+}
+
 export class Settler {
   private readonly inFlight = new Map<string, Promise<AttemptOutcome>>();
   private timer: NodeJS.Timeout | null = null;
@@ -57,6 +72,8 @@ export class Settler {
   private async run(id: string, lastChance: boolean): Promise<AttemptOutcome> {
     const rec = await this.store.getPayment(id);
     if (rec === null || (rec.state !== 'verified' && rec.state !== 'settling')) return { state: 'skipped' };
+    // The token refuses a transfer until its validAfter has passed: wait, without spending an attempt.
+    if (!validNow(rec)) return { state: 'retry', error: 'the authorization is not valid yet' };
     if (!(await this.store.updatePayment(id, [rec.state], 'settling', { incrementAttempts: true })))
       return { state: 'skipped' };
     const attempts = rec.attempts + 1;
@@ -135,6 +152,7 @@ export class Settler {
     const now = Date.now();
     const work = due.filter((rec) => {
       const age = now - rec.updatedAt.getTime();
+      if (!validNow(rec, now)) return false;
       return rec.state === 'verified' ? age >= this.policy.verifiedGraceMs : age >= this.backoffMs(rec.attempts);
     });
     await Promise.all(work.map((rec) => this.settle(rec.id)));

@@ -13,7 +13,7 @@ import {
   PRICE_ATOMIC,
   SCHEME,
   TRANSFER_WITH_AUTHORIZATION_TYPES,
-  VALID_BEFORE_SLACK_SECONDS,
+  CLOCK_SKEW_SECONDS,
 } from './constants.js';
 import type { Authorization, DecodedPayment, Offers, Rejection, RequirementsV2 } from './types.js';
 import { recoverSigner } from './secp.js';
@@ -40,7 +40,17 @@ export function transferDigest(a: Authorization): string {
   return keccak256(concat(['0x1901', DOMAIN_SEPARATOR, struct]));
 }
 
-export function checkPayment(p: DecodedPayment, offers: Offers, nowSeconds: number): Rejection | null {
+/**
+ * Whether the payment can buy an answer now. `settleBeforeAnswer` (X402_SETTLE_BEFORE_RESPONSE)
+ * refuses a validAfter still in the future, since that transfer cannot land before the answer;
+ * otherwise one up to CLOCK_SKEW_SECONDS ahead is accepted and settled once it is valid.
+ */
+export function checkPayment(
+  p: DecodedPayment,
+  offers: Offers,
+  nowSeconds: number,
+  settleBeforeAnswer = false,
+): Rejection | null {
   const a = p.payload.authorization;
   const reject = (reason: Rejection['reason'], detail: string): Rejection => ({ reason, detail, payer: a.from });
 
@@ -66,10 +76,13 @@ export function checkPayment(p: DecodedPayment, offers: Offers, nowSeconds: numb
     );
   }
   const now = BigInt(nowSeconds);
-  if (BigInt(a.validAfter) > now) {
+  const skew = BigInt(CLOCK_SKEW_SECONDS);
+  if (BigInt(a.validAfter) > (settleBeforeAnswer ? now : now + skew)) {
     return reject(
       'invalid_exact_evm_payload_authorization_valid_after',
-      'The authorization is not valid yet (validAfter is in the future).',
+      settleBeforeAnswer
+        ? 'The authorization is not valid yet (validAfter is in the future).'
+        : `The authorization is not valid yet (validAfter is more than ${CLOCK_SKEW_SECONDS} s in the future).`,
     );
   }
   const validBefore = BigInt(a.validBefore);
@@ -79,10 +92,10 @@ export function checkPayment(p: DecodedPayment, offers: Offers, nowSeconds: numb
       `The authorization has expired or expires within ${MIN_VALIDITY_SECONDS} s.`,
     );
   }
-  if (validBefore > now + BigInt(offers.v1.maxTimeoutSeconds + VALID_BEFORE_SLACK_SECONDS)) {
+  if (validBefore > now + BigInt(offers.v1.maxTimeoutSeconds) + skew) {
     return reject(
       'invalid_exact_evm_payload_authorization_valid_before',
-      `validBefore is more than maxTimeoutSeconds (${offers.v1.maxTimeoutSeconds}) away.`,
+      `validBefore is more than maxTimeoutSeconds (${offers.v1.maxTimeoutSeconds}) + ${CLOCK_SKEW_SECONDS} s away.`,
     );
   }
   const problem = signatureProblem(p);

@@ -7,12 +7,13 @@ import type { Metrics } from '../../metrics.js';
 import type { Engine } from '../../engine/runner.js';
 import { buildDecideResponse, resolveDeadline } from '../../engine/decide-response.js';
 import { checkName } from '../../checks/index.js';
+import { attach, DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
 
 export function decideHandler(
-  deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics },
+  deps: { config: Readonly<Config>; engine: Engine; metrics: Metrics; attester?: Attester | null },
   endpoint: string,
 ): ApiHandler {
-  const { config, engine, metrics } = deps;
+  const { config, engine, metrics, attester } = deps;
   return async (req, res) => {
     const body = req.body as DecideRequest;
     const checks = body.checks ?? [];
@@ -32,6 +33,6 @@ export function decideHandler(
       },
     );
     metrics.verdict(endpoint, response.verdict);
-    sendJson(res, 200, response);
+    sendJson(res, 200, await attach(attester, req, res, response, DECIDE_CHAIN_ID));
   };
 }

@@ -1,6 +1,8 @@
 /** The free read-only endpoints: /, /health, /v1/capabilities, /v1/agents, /openapi.json, /docs. */
 import { Router } from 'express';
-import type { Config } from '../../config.js';
+import { CHAIN_IDS, type Config } from '../../config.js';
+import { DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
+import { DOMAIN_NAME, DOMAIN_VERSION, RISK_CODES, VERDICT_CODES, VERDICT_TYPES } from '../../attest/verdict.js';
 import { VERSION } from '../../version.js';
 import { buildOpenApi } from '../../openapi.js';
 import { agentInfos, GET_ENDPOINTS, POST_ENDPOINTS } from '../endpoints.js';
@@ -8,7 +10,7 @@ import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } 
 import { MAX_DEPTH } from '../validation.js';
 import { docsRouter } from './docs.js';
 import {
-  MAX_BODY_BYTES,
+  MAX_REQUEST_BODY_BYTES,
   NETWORK_V1,
   NETWORK_V2,
   PRICE_ATOMIC,
@@ -19,7 +21,35 @@ import {
 
 const maxItems = (id: string, field: string): number | undefined => schemaMap[id]?.properties?.[field]?.maxItems;
 
-export function capabilities(config: Readonly<Config>): Record<string, unknown> {
+/** How answers are signed (docs/attestations.md): the signer, the domain and the types. Never the key. */
+function attestationInfo(attester: Attester | null): Record<string, unknown> | null {
+  if (attester === null) return null;
+  return {
+    signer: attester.address,
+    scheme: 'EIP-712',
+    domain: { name: DOMAIN_NAME, version: DOMAIN_VERSION },
+    domain_chain_id: {
+      decide: DECIDE_CHAIN_ID,
+      guard: 'the chain id of the request chain (base, 8453, when omitted); 0 for a chain without a known id',
+      chains: CHAIN_IDS,
+    },
+    primaryType: 'Verdict',
+    types: VERDICT_TYPES,
+    codes: { verdict: VERDICT_CODES, risk: RISK_CODES },
+    fields: {
+      id: 'keccak256 of the answer id (UTF-8): the request id the service made, unique per answer',
+      confidenceBps: 'round(confidence * 10000)',
+      requestHash: 'keccak256 of the request body bytes as received',
+      actionHash:
+        'keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request transaction (to: zero address for a deployment); 32 zero bytes without one',
+      issuedAt: 'unix seconds',
+      expiresAt: 'issuedAt + expires_in',
+    },
+    executor: 'contracts/PreflightAccount.sol',
+  };
+}
+
+export function capabilities(config: Readonly<Config>, attester: Attester | null = null): Record<string, unknown> {
   return {
     service: 'preflight',
     version: VERSION,
@@ -29,6 +59,7 @@ export function capabilities(config: Readonly<Config>): Record<string, unknown> 
     }),
     guard: { actions: GUARD_ACTIONS, fields: describeFields('GuardRequest') },
     agents: agentInfos(),
+    attestation: attestationInfo(attester),
     pricing: {
       per_call: {
         amount: PRICE_ATOMIC,
@@ -44,7 +75,7 @@ export function capabilities(config: Readonly<Config>): Record<string, unknown> 
       plans: config.planLimits,
     },
     limits: {
-      max_body_bytes: MAX_BODY_BYTES,
+      max_body_bytes: MAX_REQUEST_BODY_BYTES,
       max_nesting_depth: MAX_DEPTH,
       max_checks_per_request: maxItems('DecideRequest', 'checks'),
       max_asset_ids: maxItems('StablecoinIntelligenceRequest', 'asset_ids'),
@@ -74,10 +105,14 @@ export function capabilities(config: Readonly<Config>): Record<string, unknown> 
   };
 }
 
-export function metaRouter(config: Readonly<Config>): Router {
+export function metaRouter(
+  config: Readonly<Config>,
+  attester: Attester | null = null,
+  sharedState: (() => 'ok' | 'degraded') | null = null,
+): Router {
   const r = Router();
   const started = Date.now();
-  const caps = capabilities(config);
+  const caps = capabilities(config, attester);
   const openapi = buildOpenApi(config.publicBaseUrl);
   const agents = agentInfos();
   r.get('/', (_req, res) => {
@@ -98,7 +133,14 @@ export function metaRouter(config: Readonly<Config>): Router {
   });
   r.get('/health', (_req, res) => {
     res.setHeader('cache-control', 'no-store');
-    res.json({ status: 'ok', version: VERSION, uptime_s: Math.floor((Date.now() - started) / 1000) });
+    // A fleet cache that is away degrades, it does not stop, the service: still 200 (docs/fleet.md).
+    const fleet = sharedState?.() ?? null;
+    res.json({
+      status: fleet === 'degraded' ? 'degraded' : 'ok',
+      version: VERSION,
+      uptime_s: Math.floor((Date.now() - started) / 1000),
+      ...(fleet === null ? {} : { shared_cache: fleet }),
+    });
   });
   r.get('/v1/capabilities', (_req, res) => {
     res.json(caps);

@@ -7,7 +7,7 @@
 import type { Dispatcher } from 'undici';
 import { type Dispatch, type Handler, type NetDispatchOptions, TRUNCATED_TRAILER, Forward } from './types.js';
 
-export const MAX_BODY_BYTES = 1024 * 1024;
+export const MAX_UPSTREAM_BODY_BYTES = 1024 * 1024;
 
 class Capped extends Forward {
   private size = 0;
@@ -41,5 +41,5 @@ class Capped extends Forward {
 export function bodyCap() {
   return (dispatch: Dispatch): Dispatch =>
     (opts, handler) =>
-      dispatch(opts, new Capped(handler, (opts as NetDispatchOptions).maxBodyBytes ?? MAX_BODY_BYTES));
+      dispatch(opts, new Capped(handler, (opts as NetDispatchOptions).maxBodyBytes ?? MAX_UPSTREAM_BODY_BYTES));
 }

@@ -33,7 +33,7 @@ export interface Trail {
 export interface NetDispatchOptions extends Dispatcher.DispatchOptions {
   /** The host's circuit breaker; none: no breaker. */
   circuit?: CircuitOptions;
-  /** Body cap in bytes (default MAX_BODY_BYTES); a longer body is cut and flagged in the trailers. */
+  /** Body cap in bytes (default MAX_UPSTREAM_BODY_BYTES); a longer body is cut and flagged in the trailers. */
   maxBodyBytes?: number;
   /** Caller dispatcher: ALLOW_PRIVATE_TARGETS (or an operator-configured URL). */
   allowPrivate?: boolean;

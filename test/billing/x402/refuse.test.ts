@@ -247,18 +247,18 @@ const cases: Case[] = [
     header: async () => v2(await signPayload(payer, authorization(payer.address, srv.payTo, {}, 86400))),
   },
   {
-    name: 'v1 not yet valid',
+    name: 'v1 valid only in ten minutes',
     version: 1,
     reason: 'invalid_exact_evm_payload_authorization_valid_after',
     header: async () =>
-      v1(await signPayload(payer, authorization(payer.address, srv.payTo, { validAfter: String(now() + 60) }))),
+      v1(await signPayload(payer, authorization(payer.address, srv.payTo, { validAfter: String(now() + 600) }))),
   },
   {
-    name: 'v2 not yet valid',
+    name: 'v2 valid only in ten minutes',
     version: 2,
     reason: 'invalid_exact_evm_payload_authorization_valid_after',
     header: async () =>
-      v2(await signPayload(payer, authorization(payer.address, srv.payTo, { validAfter: String(now() + 60) }))),
+      v2(await signPayload(payer, authorization(payer.address, srv.payTo, { validAfter: String(now() + 600) }))),
   },
   {
     name: 'v1 payer without enough USDC',

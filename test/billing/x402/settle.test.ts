@@ -12,6 +12,9 @@ import { startUsdcChain } from '../../helpers/usdc.js';
 import {
   PATH,
   PRICE,
+  authorization,
+  encodeHeader,
+  signPayload,
   captureHeader,
   decodeHeader,
   postJson,
@@ -184,4 +187,35 @@ t.test('a paid request that ends in a 5xx releases its payment: failed, never se
   t.match(released, { state: 'failed', txHash: null, lastError: /not served/ });
   await srv.x402.settlePending();
   t.equal(await chain.balanceOf(payer.address), PRICE, 'the payer keeps the money');
+});
+
+t.test('a payer whose clock runs ahead is served, and settled once its validAfter has passed', async (t) => {
+  const srv = await startPaidServer(chain, { retry: { baseDelayMs: 200, verifiedGraceMs: 100 } });
+  t.teardown(() => srv.close());
+  const payer = await chain.wallet(PRICE);
+  const before = await chain.balanceOf(srv.payTo);
+  // The payer's clock is 5 s ahead of ours: its "now" as validAfter is still in our future.
+  const start = Math.floor(Date.now() / 1000);
+  const auth = authorization(payer.address, srv.payTo, { validAfter: String(start + 5) }, 65);
+  const header = encodeHeader({
+    x402Version: 1,
+    scheme: 'exact',
+    network: 'base',
+    payload: await signPayload(payer, auth),
+  });
+  const res = await postJson(fetch, srv.url + PATH, { goal: 'skew' }, { 'X-PAYMENT': header });
+  t.equal(res.status, 200, 'served');
+  await new Promise((r) => setTimeout(r, 1500));
+  const [waiting] = await srv.store.listUnsettledPayments(0, 10);
+  t.equal(waiting?.attempts, 0, 'nothing sent while the token would still refuse the transfer');
+  const settled = await until(async () => {
+    const r = await srv.store.getPayment(waiting.id);
+    return r?.state === 'settled' ? r : undefined;
+  }, 20_000);
+  const block = await chain.provider.getBlock(
+    (await chain.provider.getTransactionReceipt(settled.txHash as string))?.blockNumber as number,
+  );
+  t.ok((block?.timestamp ?? 0) > start + 5, 'mined after validAfter');
+  t.equal(settled.attempts, 1, 'settled on its first attempt');
+  t.equal(await chain.balanceOf(srv.payTo), before + PRICE, 'paid once');
 });

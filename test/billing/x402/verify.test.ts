@@ -62,16 +62,31 @@ async function payment(over: Partial<Authorization>, version: 1 | 2 = 2): Promis
 const reason = async (over: Partial<Authorization>, version: 1 | 2 = 2) =>
   checkPayment(await payment(over, version), offers, NOW)?.reason ?? 'ok';
 
-t.test('the validity window', async (t) => {
+t.test('the validity window tolerates five minutes of clock skew on both ends', async (t) => {
   t.equal(await reason({ validAfter: String(NOW) }), 'ok', 'validAfter = now is valid');
-  t.equal(await reason({ validAfter: String(NOW + 1) }), 'invalid_exact_evm_payload_authorization_valid_after');
+  t.equal(await reason({ validAfter: String(NOW + 120) }), 'ok', 'a payer two minutes ahead can pay');
+  t.equal(await reason({ validAfter: String(NOW + 300) }), 'ok', 'five minutes ahead still');
+  t.equal(await reason({ validAfter: String(NOW + 301) }), 'invalid_exact_evm_payload_authorization_valid_after');
+  t.equal(await reason({ validAfter: String(NOW + 86400) }), 'invalid_exact_evm_payload_authorization_valid_after');
   t.equal(await reason({ validBefore: String(NOW + 6) }), 'ok', '6 s left is enough');
   t.equal(await reason({ validBefore: String(NOW + 5) }), 'invalid_exact_evm_payload_authorization_valid_before');
-  t.equal(await reason({ validBefore: String(NOW + MAX + 30) }), 'ok', 'maxTimeoutSeconds + 30 s of skew');
+  t.equal(await reason({ validBefore: String(NOW + MAX + 30) }), 'ok', 'half a minute ahead');
+  t.equal(await reason({ validBefore: String(NOW + MAX + 300) }), 'ok', 'maxTimeoutSeconds + five minutes');
   t.equal(
-    await reason({ validBefore: String(NOW + MAX + 31) }),
+    await reason({ validBefore: String(NOW + MAX + 301) }),
     'invalid_exact_evm_payload_authorization_valid_before',
   );
+  t.equal(
+    await reason({ validBefore: String(NOW + 86400) }),
+    'invalid_exact_evm_payload_authorization_valid_before',
+    'a day-long window is absurd',
+  );
+});
+
+t.test('settling before the answer refuses a validAfter still in the future', async (t) => {
+  const early = await payment({ validAfter: String(NOW + 1) });
+  t.equal(checkPayment(early, offers, NOW, true)?.reason, 'invalid_exact_evm_payload_authorization_valid_after');
+  t.equal(checkPayment(await payment({ validAfter: String(NOW) }), offers, NOW, true), null);
 });
 
 t.test('the amount is exact and the recipient ours, in any letter case', async (t) => {

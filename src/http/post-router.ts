@@ -1,5 +1,5 @@
 /**
- * The POST endpoints' front door. A POST to one of their exact paths runs its handler chain here,
+ * The POST router: the POST endpoints' own router in front of express. A POST to one of their exact paths runs its handler chain here,
  * without express's router; everything else goes to the express app.
  *
  * Why: on a cached decide, express's per-request machinery (the route table walk, body-parser's
@@ -41,7 +41,9 @@ export function jsonBody(limit: number, fallback: ApiHandler): ApiHandler {
     req.once('end', () => {
       if (done) return;
       done = true;
-      let text = (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
+      const raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      req.rawBody = raw;
+      let text = raw.toString('utf8');
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a UTF-8 byte order mark, as body-parser drops it
       try {
         req.body = JSON.parse(text) as unknown;
@@ -60,12 +62,12 @@ export function jsonBody(limit: number, fallback: ApiHandler): ApiHandler {
 }
 
 /**
- * `frontDoor(app, chains, onError, notFound)` is the server's request listener. `chains` maps an
+ * `postRouter(app, chains, onError, notFound)` is the server's request listener. `chains` maps an
  * exact POST path to the handlers the router would run for it; a chain that calls next() past its
  * end, or next(err), ends in `notFound` or `onError` as the router's fall-through would. The
  * request and response stay node's own objects (see api.ts for why).
  */
-export function frontDoor(
+export function postRouter(
   app: http.RequestListener,
   chains: ReadonlyMap<string, readonly ApiHandler[]>,
   onError: ApiErrorHandler,

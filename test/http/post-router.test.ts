@@ -1,7 +1,7 @@
 /**
- * The POST front door (src/http/lane.ts) against express's router: the exact path takes the front
- * door, the same path with a trailing slash takes the router, and every kind of body gets the same
- * answer from both. Also what only the front door does itself: reading plain bodies, a client that
+ * The POST router (src/http/post-router.ts) against express's router: the exact path takes the POST
+ * router, the same path with a trailing slash takes express's, and every kind of body gets the same
+ * answer from both. Also what only the POST router does itself: reading plain bodies, a client that
  * leaves mid-body, and a handler that throws or rejects.
  */
 import t from 'tap';
@@ -46,6 +46,19 @@ function raw(
   });
 }
 
+/** Fields that differ per answer; the signature's requestHash (the body bytes) stays compared. */
+const PER_ANSWER = new Set([
+  'request_id',
+  'evaluated_at',
+  'latency_ms',
+  'cached',
+  'age_s',
+  'id',
+  'signature',
+  'issuedAt',
+  'expiresAt',
+]);
+
 /** The answer without what differs per request. */
 function comparable(r: Raw): unknown {
   let body: unknown = r.body;
@@ -59,7 +72,7 @@ function comparable(r: Raw): unknown {
     if (v === null || typeof v !== 'object') return v;
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      if (k === 'request_id' || k === 'evaluated_at' || k === 'latency_ms' || k === 'cached' || k === 'age_s') continue;
+      if (PER_ANSWER.has(k)) continue;
       out[k] = strip(x);
     }
     return out;
@@ -109,7 +122,7 @@ const cases: Array<[string, Record<string, string>, Buffer | string | Array<Buff
   ],
 ];
 
-t.test('the front door and the router answer every kind of body alike', async (t) => {
+t.test('the POST router and the router answer every kind of body alike', async (t) => {
   for (const [name, headers, body, status] of cases) {
     const front = await raw('/v1/decide', headers, body);
     const router = await raw('/v1/decide/', headers, body);
@@ -125,7 +138,7 @@ t.test("JSON decode errors carry the parser's sentence, as body-parser gives it"
   t.match(JSON.parse(r.body), { detail: [{ loc: ['body', 0], type: 'json_invalid', msg: /^JSON decode error: / }] });
 });
 
-t.test('a query string still takes the front door and is answered', async (t) => {
+t.test('a query string still takes the POST router and is answered', async (t) => {
   const r = await raw('/v1/decide?source=agent-7', { 'content-type': 'application/json' }, decide);
   t.equal(r.status, 200);
   t.match(JSON.parse(r.body), { verdict: String });
@@ -174,7 +187,7 @@ t.test('a handler that throws gives a 500 in the error shape; a rejected HttpErr
   t.equal(after.status, 200, 'still serving');
 });
 
-t.test('every answer through the front door is counted and logged under its route', async (t) => {
+t.test('every answer through the POST router is counted and logged under its route', async (t) => {
   const before = app.logs.length;
   await raw('/v1/decide', { 'content-type': 'application/json' }, decide);
   const line = app.logs.slice(before).find((l) => l.msg === 'request');

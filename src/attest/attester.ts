@@ -1,0 +1,176 @@
+/**
+ * The verdict signer (docs/attestations.md §1-2): holds the key, signs each answer's `Verdict`
+ * with libsecp256k1 (RFC 6979 nonces, low s), and describes itself for /v1/capabilities.
+ *
+ * The key lives in a private field: it is not an enumerable property, so neither JSON, a log
+ * line nor util.inspect of an Attester can show it.
+ */
+import { randomBytes } from 'node:crypto';
+import { keccak256 } from '../crypto/keccak.js';
+import { loadNativeSecp256k1 } from '../crypto/secp256k1.js';
+import { SignThread } from './sign-thread.js';
+import {
+  DOMAIN_NAME,
+  DOMAIN_VERSION,
+  VERDICT_TYPES,
+  ZERO32,
+  actionHash,
+  verdictDigest,
+  type ActionFields,
+  type VerdictFields,
+  RISK_CODES,
+  VERDICT_CODES,
+} from './verdict.js';
+
+const native = loadNativeSecp256k1();
+// ethers' curve only where no prebuilt binding loads: it is a large module to start.
+const ethers = native === null ? await import('ethers') : null;
+
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/** What an answer carries as `attestation`. */
+export interface Attestation {
+  signer: string;
+  signature: string;
+  typed_data: {
+    domain: { name: string; version: string; chainId: number };
+    types: typeof VERDICT_TYPES;
+    primaryType: 'Verdict';
+    message: Record<keyof VerdictFields, string>;
+  };
+}
+
+/** The part of an answer the signature covers. */
+export interface Answer {
+  verdict: 'proceed' | 'wait' | 'block';
+  risk: 'low' | 'medium' | 'high';
+  confidence: number;
+  expires_in: number;
+}
+
+export interface AttestInput {
+  /** A value unique to this answer; its keccak256 is the signed `id`. */
+  answerId: string;
+  /** The request body bytes as received. */
+  body: Uint8Array;
+  chainId: number;
+  transaction?: ActionFields | null;
+  /** Unix seconds; now by default. */
+  issuedAt?: number;
+}
+
+const hex = (b: Uint8Array): string => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
+
+/** EIP-55 checksummed address of a 20-byte value. */
+function checksum(addr: Buffer): string {
+  const lower = addr.toString('hex');
+  const h = keccak256(Buffer.from(lower, 'ascii')).toString('hex');
+  let out = '0x';
+  for (let i = 0; i < 40; i++) out += Number.parseInt(h[i], 16) >= 8 ? lower[i].toUpperCase() : lower[i];
+  return out;
+}
+
+export function isPrivateKey(key: string): boolean {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(key)) return false;
+  const k = BigInt(key);
+  return k > 0n && k < SECP256K1_N;
+}
+
+/** A fresh secp256k1 private key, 0x hex. */
+export function newPrivateKey(): string {
+  for (;;) {
+    const k = `0x${randomBytes(32).toString('hex')}`;
+    if (isPrivateKey(k)) return k;
+  }
+}
+
+/** The checksummed address of a private key (0x hex). */
+export function addressOf(privateKey: string): string {
+  const key = Buffer.from(privateKey.slice(2), 'hex');
+  const pub =
+    native !== null
+      ? Buffer.from(native.publicKeyCreate(key, false))
+      : Buffer.from(ethers!.getBytes(new ethers!.SigningKey(privateKey).publicKey));
+  return checksum(keccak256(pub.subarray(1)).subarray(12));
+}
+
+export interface AttesterOptions {
+  /** Sign on a thread of its own (src/attest/sign-thread.ts); default: on the calling thread. */
+  thread?: boolean;
+}
+
+export class Attester {
+  readonly address: string;
+  readonly #key: Buffer;
+  readonly #thread: SignThread | null;
+
+  constructor(privateKey: string, opts: AttesterOptions = {}) {
+    if (!isPrivateKey(privateKey)) throw new Error('the attestation key is not a secp256k1 private key');
+    this.#key = Buffer.from(privateKey.slice(2), 'hex');
+    this.address = addressOf(privateKey);
+    this.#thread = opts.thread && native !== null ? new SignThread(privateKey) : null;
+  }
+
+  /** The signature of `answer` for `input`, with the typed data it signs. */
+  async attest(answer: Answer, input: AttestInput): Promise<Attestation> {
+    const issuedAt = input.issuedAt ?? Math.floor(Date.now() / 1000);
+    const fields: VerdictFields = {
+      id: keccak256(Buffer.from(input.answerId, 'utf8')),
+      verdict: VERDICT_CODES[answer.verdict],
+      risk: RISK_CODES[answer.risk],
+      confidenceBps: Math.round(answer.confidence * 10000),
+      requestHash: keccak256(input.body),
+      actionHash: input.transaction ? actionHash(input.chainId, input.transaction) : ZERO32,
+      issuedAt,
+      expiresAt: issuedAt + answer.expires_in,
+    };
+    const digest = verdictDigest(input.chainId, fields);
+    // A thread that failed (it should not) leaves the signing to this one: slower, same answer.
+    const signature = this.#thread?.alive
+      ? await this.#thread.sign(digest).catch(() => this.#sign(digest))
+      : this.#sign(digest);
+    return {
+      signer: this.address,
+      signature,
+      typed_data: {
+        domain: { name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId: input.chainId },
+        types: VERDICT_TYPES,
+        primaryType: 'Verdict',
+        message: {
+          id: hex(fields.id),
+          verdict: String(fields.verdict),
+          risk: String(fields.risk),
+          confidenceBps: String(fields.confidenceBps),
+          requestHash: hex(fields.requestHash),
+          actionHash: hex(fields.actionHash),
+          issuedAt: String(fields.issuedAt),
+          expiresAt: String(fields.expiresAt),
+        },
+      },
+    };
+  }
+
+  /** r ‖ s ‖ v (27 or 28), 0x hex: 65 bytes, s in the lower half of the order. */
+  #sign(digest: Buffer): string {
+    if (native === null) return ethers!.Signature.from(new ethers!.SigningKey(this.#key).sign(digest)).serialized;
+    const { signature, recid } = native.ecdsaSign(digest, this.#key);
+    return `${hex(signature)}${(27 + recid).toString(16)}`;
+  }
+
+  /**
+   * Resolves once the signing thread (if any) is up. One that failed to start leaves the signing
+   * to the calling thread: slower, same answers.
+   */
+  async ready(): Promise<void> {
+    await this.#thread?.ready().catch(() => undefined);
+  }
+
+  /** Stops the signing thread, if any. */
+  async close(): Promise<void> {
+    await this.#thread?.close();
+  }
+
+  toJSON(): Record<string, string> {
+    return { address: this.address };
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The hand-written EIP-712 encoding against ethers' encoder: libsecp256k1 and ethers both derive
+ * nonces by RFC 6979, so for the same key and typed data they must produce the same signature
+ * byte for byte. Also on the signing thread, whose batches must keep each answer's signature.
+ */
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { Wallet } from 'ethers';
+import { Attester } from '../../src/attest/attester.js';
+
+const key = `0x${randomBytes(32).toString('hex')}`;
+const wallet = new Wallet(key);
+const inline = new Attester(key);
+const threaded = new Attester(key, { thread: true });
+t.teardown(() => threaded.close());
+
+const VERDICTS = ['proceed', 'wait', 'block'] as const;
+const RISKS = ['low', 'medium', 'high'] as const;
+
+t.test('the signer is the key address', async (t) => {
+  t.equal(inline.address, wallet.address);
+  t.notOk(JSON.stringify(inline).includes(key.slice(2)), 'JSON of the signer has no key');
+});
+
+t.test('signatures equal ethers signTypedData over the same typed data, inline and on the thread', async (t) => {
+  const inputs = Array.from({ length: 60 }, (_, i) => ({
+    answer: {
+      verdict: VERDICTS[i % 3],
+      risk: RISKS[(i >> 1) % 3],
+      confidence: ((i * 37) % 10001) / 10000,
+      expires_in: [0, 1, 30, 300, 86400][i % 5],
+    },
+    input: {
+      answerId: `answer-${i}-${randomBytes(4).toString('hex')}`,
+      body: randomBytes(i * 50),
+      chainId: [8453, 1, 0, 42161, 11155111, 2 ** 40][i % 6],
+      issuedAt: 1_700_000_000 + i * 1000,
+      transaction:
+        i % 2
+          ? {
+              from: Wallet.createRandom().address,
+              to: i % 4 === 1 ? null : Wallet.createRandom().address,
+              value: i % 3 ? String(10n ** BigInt(i)) : `0x${(i * 1234567).toString(16)}`,
+              data: `0x${randomBytes(i).toString('hex')}`,
+            }
+          : null,
+    },
+  }));
+  const threadedAll = await Promise.all(inputs.map(({ answer, input }) => threaded.attest(answer, input)));
+  for (let i = 0; i < inputs.length; i++) {
+    const a = await inline.attest(inputs[i].answer, inputs[i].input);
+    const { domain, types, message } = a.typed_data;
+    const expected = await wallet.signTypedData(domain, { Verdict: [...types.Verdict] }, message);
+    t.equal(a.signature, expected, `#${i}: the inline signature is ethers' signature`);
+    t.equal(threadedAll[i].signature, expected, `#${i}: so is the one from the signing thread`);
+  }
+});
+
+t.test('with its thread gone, the signer signs on the calling thread: same signatures', async (t) => {
+  const own = new Attester(key, { thread: true });
+  await own.ready();
+  const answer = { verdict: 'proceed', risk: 'low', confidence: 1, expires_in: 60 } as const;
+  const input = { answerId: 'after-close', body: Buffer.from('{}'), chainId: 8453, issuedAt: 1_800_000_000 };
+  const before = await own.attest(answer, input);
+  await own.close();
+  const after = await own.attest(answer, input);
+  t.equal(after.signature, before.signature);
+  t.equal(after.signature, (await inline.attest(answer, input)).signature);
+});
