@@ -5,9 +5,7 @@
  * request under the same id is a 409; a malformed id is a 400; two instances on one PostgreSQL
  * agree. The challenge's extensions are read and checked with the official helpers too.
  */
-import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import t from 'tap';
 import type { Wallet } from 'ethers';
@@ -27,6 +25,7 @@ import {
   PATH,
   PRICE,
   decodeHeader,
+  droppingRelay,
   encodeHeader,
   postJson,
   startPaidServer,
@@ -51,46 +50,6 @@ function payingWithId(wallet: Wallet, id: string, sent: string[] = []): typeof f
     return fetch(req);
   }) as typeof fetch;
   return wrapFetchWithPayment(recording, client) as typeof fetch;
-}
-
-/**
- * A loopback TCP relay in front of `target` that, while `drop` is on, lets a paid request reach
- * the service, reads the service's whole answer, and closes the client's connection without
- * passing any of it on: a connection dropped after the service answered.
- */
-async function droppingRelay(target: string): Promise<{ url: string; drop: { on: boolean }; close(): Promise<void> }> {
-  const { port: tport } = new URL(target);
-  const drop = { on: false };
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(tport), '127.0.0.1');
-    sockets.add(client).add(upstream);
-    let paid = false;
-    client.on('data', (d) => {
-      if (/payment-signature:/i.test(d.toString('latin1'))) paid = true;
-      upstream.write(d);
-    });
-    upstream.on('data', (d) => {
-      if (paid && drop.on) client.destroy();
-      else if (!client.destroyed) client.write(d);
-    });
-    client.on('close', () => {
-      if (!(paid && drop.on)) upstream.destroy();
-    });
-    client.on('error', () => undefined);
-    upstream.on('error', () => undefined);
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    drop,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
 }
 
 function authorizationOf(header: string): { from: string; nonce: string } {
