@@ -12,6 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { verifyTypedData } from 'viem';
 import { schemas } from '../../src/generated/schemas.js';
 import { post, startTestApp, type TestApp } from '../helpers/app.js';
 import { startAnvil, type Anvil } from '../helpers/anvil.js';
@@ -111,6 +112,19 @@ for (const [transport, connect] of [
       t.same(s.checks, http.body.checks);
       t.same(s.failure_modes, http.body.failure_modes);
       t.equal(text(r), `proceed: ${s.decision.summary}`, 'the text is the verdict and the summary sentence');
+      const caps = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as any;
+      const a = s.attestation;
+      t.ok(
+        await verifyTypedData({
+          address: caps.attestation.signer,
+          domain: a.typed_data.domain,
+          types: a.typed_data.types,
+          primaryType: a.typed_data.primaryType,
+          message: a.typed_data.message,
+          signature: a.signature,
+        }),
+        'the signed answer comes through MCP intact: viem recovers the published signer',
+      );
     });
 
     t.test('invalid arguments are a tool error naming the field', async (t) => {
