@@ -94,7 +94,7 @@ const std = { durationSec: 10, warmupSec: 2 };
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'reference',
-    about: 'bare express 5 + Ajv, same body, fixed answer',
+    about: 'bare express 5 + Ajv, same body, the cached answer',
     server: 'reference',
     path: '/v1/decide',
     body: CACHED_DECIDE,
@@ -106,7 +106,7 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'floor',
-    about: 'bare node:http + Ajv, same body, fixed answer',
+    about: 'bare node:http + Ajv, same body, the cached answer',
     server: 'floor',
     path: '/v1/decide',
     body: CACHED_DECIDE,
