@@ -114,3 +114,16 @@ t.test('a type-4 transaction installs what the chain would: its chain or 0, the 
     [B]: { code: designator(D) },
   });
 });
+
+t.test(
+  'DELEGATE_ALLOWLIST: comma-separated addresses, lower-cased, empty by default; anything else refused',
+  async (t) => {
+    const { loadConfig } = await import('../../src/config.js');
+    t.same(loadConfig({}).delegateAllowlist, []);
+    t.same(
+      loadConfig({ DELEGATE_ALLOWLIST: ` 0x63c0c19a282a1B52b07dD5a65b58948A07DAE32B, ${D} ,` }).delegateAllowlist,
+      ['0x63c0c19a282a1b52b07dd5a65b58948a07dae32b', D],
+    );
+    t.throws(() => loadConfig({ DELEGATE_ALLOWLIST: '0x1234' }), /DELEGATE_ALLOWLIST must list 0x addresses/);
+  },
+);
