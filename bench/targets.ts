@@ -27,6 +27,8 @@ export const LIMITS = Object.freeze({
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
   simulationP50OverUpstreamsMs: 15,
+  /** A delegation scan's calls run side by side: one upstream round. */
+  delegationP50OverUpstreamMs: 15,
 });
 
 export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
@@ -71,6 +73,15 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       target: `guard-simulation p50 <= node + price ${upstreams} + ${LIMITS.simulationP50OverUpstreamsMs} ms`,
       ok: sim.p50 <= limit,
       detail: `p50 ${sim.p50} ms, p99 ${sim.p99} ms: ${Math.round((sim.p50 - upstreams) * 10) / 10} ms over the two upstream rounds (limit ${limit})`,
+    });
+  }
+  const deleg = get('guard-delegation');
+  if (deleg) {
+    const limit = upstreamLatencyMs + LIMITS.delegationP50OverUpstreamMs;
+    out.push({
+      target: `guard-delegation p50 <= one upstream round ${upstreamLatencyMs} + ${LIMITS.delegationP50OverUpstreamMs} ms`,
+      ok: deleg.p50 <= limit,
+      detail: `p50 ${deleg.p50} ms, p99 ${deleg.p99} ms: ${Math.round((deleg.p50 - upstreamLatencyMs) * 10) / 10} ms over the upstream round (limit ${limit})`,
     });
   }
   const keyed = get('decide-keyed');

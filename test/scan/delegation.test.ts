@@ -338,8 +338,9 @@ t.test('malformed authorizations are 422s with exact loc', async (t) => {
   for (const [name, body, loc] of cases) {
     const res = await post(`${app.url}/v1/guard`, { action: 'contract_call', ...body });
     t.equal(res.status, 422, name);
-    const detail = (res.body as { detail: Array<{ loc: unknown[] }> }).detail;
+    const detail = (res.body as { detail: Array<{ loc: unknown[]; msg: string }> }).detail;
     t.same(detail[0].loc, loc, name);
+    if (name === 'address short') t.equal(detail[0].msg, 'Input should be a 0x-prefixed 20-byte hex address');
   }
   const eight = await post(`${app.url}/v1/guard`, {
     action: 'contract_call',
