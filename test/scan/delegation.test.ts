@@ -352,3 +352,14 @@ t.test('malformed authorizations are 422s with exact loc', async (t) => {
   });
   t.equal(eight.status, 200, 'eight are accepted');
 });
+
+t.test('/v1/capabilities and /openapi.json carry authorization and authorization_list from the schema', async (t) => {
+  const caps = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as {
+    guard: { fields: Array<{ name: string; type: unknown; required: boolean }> };
+  };
+  const field = caps.guard.fields.find((f) => f.name === 'authorization');
+  t.same(field?.type, ['object', 'null']);
+  t.equal(field?.required, false);
+  const doc = JSON.stringify(await (await fetch(`${app.url}/openapi.json`)).json());
+  t.ok(doc.includes('"authorization_list"') && doc.includes('"authorization"'));
+});
