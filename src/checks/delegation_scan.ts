@@ -69,6 +69,8 @@ export function forgetSources(): void {
 }
 
 interface ProbeResult {
+  /** false when only eth_call answered: it says whether a call reverts, not what it moves. */
+  effectsKnown: boolean;
   method: string | null;
   block: number | null;
   assets: AssetChange[];
@@ -109,6 +111,7 @@ async function probe(url: string, a: Authorization, rpcOpts: RpcOptions): Promis
   return {
     ok: true,
     data: {
+      effectsKnown: pay.data.effectsKnown && self.data.effectsKnown,
       method: pay.data.method,
       block: pay.data.block,
       assets: [...x.assets, ...y.assets],
@@ -196,6 +199,14 @@ async function scanOne(
   }
   const p = probed?.ok ? probed.data : null;
   if (probed && !probed.ok) errors.push(fromUpstreamFail(probed, 0));
+  if (p && !p.effectsKnown)
+    errors.push(
+      checkError(
+        'effects_unknown',
+        `${probed?.source ?? 'The node'} offers only eth_call: what ${delegate} does with the account cannot be seen, so it cannot be passed.`,
+        probed?.source ?? null,
+      ),
+    );
   if (p) await priceSwept(ctx, check, url, rpcOpts, p.assets);
   // A listed delegate's verdict does not rest on its source: a failed lookup only matters unlisted.
   if (src && src.verified === null && !listed) errors.push(fromUpstreamFail(src.fail, 0));

@@ -239,6 +239,19 @@ t.test('no node for the chain is error no_rpc, never a pass', async (t) => {
   t.not(strict.verdict, 'proceed');
 });
 
+t.test('a node that offers only eth_call cannot run the probe: error effects_unknown, never a pass', async (t) => {
+  const bare = await startRpcProxy(chain.rpcUrl, ['eth_simulateV1', 'debug_traceCall']);
+  t.teardown(() => bare.close());
+  const d = (await guard(authorize(honest, 8453, { known_safe_addresses: [honest], rpc_url: bare.url }))).item(
+    'delegation_scan',
+  );
+  t.equal(d.status, 'error');
+  t.equal(d.reason, 'effects_unknown');
+  // A fact that did answer still decides.
+  const e = (await guard(authorize(NO_CODE, 8453, { rpc_url: bare.url }))).item('delegation_scan');
+  t.equal(e.reason, 'delegate_has_no_code');
+});
+
 t.test('a failed source lookup of an unlisted delegate is an error, not a pass', async (t) => {
   const fresh = (await new ContractFactory(
     compiled('BatchDelegate').abi as never,
