@@ -141,22 +141,22 @@ export function createEngine(deps: {
    * that goes away without a result (an error outcome, a crash) lets us go ahead ourselves.
    */
   async function fleetMiss(fleet: SharedCache, key: string, type: string, check: PlannedCheck['check']) {
+    const found = (entry: CacheEntry): CacheEntry => {
+      cache.set(key, entry);
+      fromShared.add(entry);
+      return entry;
+    };
     const stored = await fleet.get(key);
-    if (stored !== undefined) {
-      cache.set(key, stored);
-      fromShared.add(stored);
-      return stored;
-    }
-    let mine = await fleet.lock(key);
-    if (!mine) {
+    if (stored !== undefined) return found(stored);
+    let claim = await fleet.lock(key);
+    if (typeof claim === 'object') return found(claim);
+    if (claim === 'theirs') {
       const theirs = await fleet.wait(key, performance.now() + config.checkHardTimeoutMs + LOCK_MARGIN_MS);
-      if (theirs !== undefined) {
-        cache.set(key, theirs);
-        fromShared.add(theirs);
-        return theirs;
-      }
-      mine = await fleet.lock(key);
+      if (theirs !== undefined) return found(theirs);
+      claim = await fleet.lock(key);
+      if (typeof claim === 'object') return found(claim);
     }
+    const mine = claim === 'mine';
     const entry = await submit(type, check);
     landed(key, type, entry);
     // The result is stored before the lock goes, so a waiter never finds neither.

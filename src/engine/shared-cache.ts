@@ -47,10 +47,11 @@ export interface SharedCache {
   /** Stores an entry for the rest of its TTL; failures are counted, never thrown. */
   set(key: string, entry: CacheEntry): Promise<void>;
   /**
-   * Takes the fleet-wide lock for `key`. true: go ahead and call upstream (the lock is ours, or
-   * Redis is unavailable); false: another instance is calling it now.
+   * Takes the fleet-wide lock for `key`, and reads the stored result in the same round trip (it
+   * may have landed since our first look). 'mine': go ahead and call upstream (the lock is ours,
+   * or Redis is unavailable); 'theirs': another instance is calling it now; or the stored entry.
    */
-  lock(key: string): Promise<boolean>;
+  lock(key: string): Promise<'mine' | 'theirs' | CacheEntry>;
   /** Releases our lock, if it is still ours. */
   unlock(key: string): Promise<void>;
   /**
@@ -185,16 +186,26 @@ export function createSharedCache(opts: SharedCacheOptions): SharedCache {
     }
   }
 
-  async function lock(key: string): Promise<boolean> {
-    if (!usable()) return true;
+  async function lock(key: string): Promise<'mine' | 'theirs' | CacheEntry> {
+    if (!usable()) return 'mine';
+    let replies: [Error | null, unknown][] | null;
     try {
-      const got = await run(() => client.set(redisKey('l', key), owner, 'PX', opts.lockMs, 'NX'));
-      emit('lock', got === 'OK' ? 'ok' : 'busy');
-      return got === 'OK';
+      replies = await run(() =>
+        client.multi().get(redisKey('r', key)).set(redisKey('l', key), owner, 'PX', opts.lockMs, 'NX').exec(),
+      );
     } catch (err) {
       failed('lock', err);
-      return true;
+      return 'mine';
     }
+    const stored = decodeEntry((replies?.[0]?.[1] ?? null) as string | null, key);
+    const got = replies?.[1]?.[1] === 'OK';
+    if (stored !== null && Date.now() - stored.storedAt < stored.outcome.ttl_s * 1000) {
+      emit('lock', 'hit');
+      if (got) void unlock(key);
+      return stored;
+    }
+    emit('lock', got ? 'ok' : 'busy');
+    return got ? 'mine' : 'theirs';
   }
 
   async function unlock(key: string): Promise<void> {
