@@ -1,6 +1,7 @@
 /**
  * The bench's floor: bare node:http that reads the body, parses it, validates it with the same
- * precompiled validator as the service and answers a fixed decision. Nothing an HTTP service
+ * precompiled validator as the service and answers a fixed cached decide answer of the same size
+ * and shape as the service's, with the same headers (bench/answer.ts). Nothing an HTTP service
  * written in Node can do for this request costs less; the service's cached decide is reported as
  * a ratio to it (and to the express reference, bench/reference.ts) in the same run.
  */
@@ -8,13 +9,18 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ValidateFunction } from 'ajv';
 import { DecideRequest } from '../src/generated/validators.js';
+import { CACHED_ANSWER, CACHED_ANSWER_HEADERS } from './answer.js';
 
 const validate = DecideRequest as unknown as ValidateFunction;
-const ANSWER = Buffer.from(JSON.stringify({ verdict: 'proceed', confidence: 1, risk: 'low', checks: [] }));
 const LIMIT = 256 * 1024;
 
-function send(res: http.ServerResponse, status: number, body: Buffer): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
+function send(
+  res: http.ServerResponse,
+  status: number,
+  body: Buffer,
+  extra: Readonly<Record<string, string>> = {},
+): void {
+  res.writeHead(status, { ...extra, 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
   res.end(body);
 }
 
@@ -36,7 +42,7 @@ export function buildFloor(): http.Server {
         return send(res, 422, Buffer.from('{"detail":"invalid JSON"}'));
       }
       if (!validate(body)) return send(res, 422, Buffer.from(JSON.stringify({ detail: validate.errors })));
-      send(res, 200, ANSWER);
+      send(res, 200, CACHED_ANSWER, CACHED_ANSWER_HEADERS);
     });
   });
 }

@@ -1,6 +1,7 @@
 /**
  * The bench's yardstick: bare express 5 that parses and validates the same DecideRequest body with
- * the same precompiled validator as the service, then answers a fixed decision. Whatever the
+ * the same precompiled validator as the service, then answers a fixed cached decide answer of the
+ * same size, shape and headers as the service's (bench/answer.ts). Whatever the
  * service does beyond this (billing, cache, engine, metrics, logging) shows as the gap between the
  * two in the same run. Run as a child process: it reports its port over IPC.
  */
@@ -8,9 +9,9 @@ import express from 'express';
 import type { AddressInfo } from 'node:net';
 import type { ValidateFunction } from 'ajv';
 import { DecideRequest } from '../src/generated/validators.js';
+import { CACHED_ANSWER, CACHED_ANSWER_HEADERS } from './answer.js';
 
 const validate = DecideRequest as unknown as ValidateFunction;
-const ANSWER = JSON.stringify({ verdict: 'proceed', confidence: 1, risk: 'low', checks: [] });
 
 export function buildReference(): express.Express {
   const app = express();
@@ -22,7 +23,7 @@ export function buildReference(): express.Express {
       res.status(422).json({ detail: validate.errors });
       return;
     }
-    res.type('application/json').send(ANSWER);
+    res.set(CACHED_ANSWER_HEADERS).type('application/json').send(CACHED_ANSWER);
   });
   return app;
 }

@@ -72,6 +72,23 @@ export const GUARD_SIMULATION = JSON.stringify({
 });
 export const SIMULATION_RATE = 50;
 
+/**
+ * A guard with an EIP-7702 authorization to a delegate the service has never seen
+ * (`coldAddress(n)`, verified, listed by the request): per request its code, the two probe
+ * simulations and its source lookup, all concurrent, so one round of upstream latency.
+ */
+export const GUARD_DELEGATION = JSON.stringify({
+  action: 'contract_call',
+  chain: 'base',
+  authorization: {
+    authority: '0x00000000000000000000000000000000000a11ce',
+    address: `0x${'be'.padEnd(32, '0')}{{n:8}}`,
+    chain_id: 8453,
+    nonce: 0,
+  },
+  known_safe_addresses: [`0x${'be'.padEnd(32, '0')}{{n:8}}`],
+});
+
 /** A price check without its asset: a 422 before any billing or engine work. */
 export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
 
@@ -94,7 +111,7 @@ const std = { durationSec: 10, warmupSec: 2 };
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'reference',
-    about: 'bare express 5 + Ajv, same body, fixed answer',
+    about: 'bare express 5 + Ajv, same body, the cached answer',
     server: 'reference',
     path: '/v1/decide',
     body: CACHED_DECIDE,
@@ -106,7 +123,7 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'floor',
-    about: 'bare node:http + Ajv, same body, fixed answer',
+    about: 'bare node:http + Ajv, same body, the cached answer',
     server: 'floor',
     path: '/v1/decide',
     body: CACHED_DECIDE,
@@ -186,6 +203,19 @@ export const SCENARIOS: readonly Scenario[] = [
     server: 'service',
     path: '/v1/guard',
     body: GUARD_SIMULATION,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 8,
+    overallRate: SIMULATION_RATE,
+    ...std,
+  },
+  {
+    name: 'guard-delegation',
+    about: `API key, guard scanning an authorization to a fresh delegate per request, node and Sourcify in LATENCY ms, ${SIMULATION_RATE} req/s`,
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_DELEGATION,
     auth: 'key',
     expectStatus: 200,
     expectBody: PROCEED,

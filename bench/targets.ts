@@ -33,6 +33,8 @@ export const LIMITS = Object.freeze({
   cachedWithRedisVsWithout: 0.9,
   /** Upstream requests per distinct check across a fleet of three (docs/fleet.md). */
   fleetUpstreamPerCheck: 1.0,
+  /** A delegation scan's calls run side by side: one upstream round. */
+  delegationP50OverUpstreamMs: 15,
 });
 
 export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
@@ -95,6 +97,15 @@ export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLat
       target: `decide-cached-redis >= ${LIMITS.cachedWithRedisVsWithout} x decide-cached`,
       ok: ratio >= LIMITS.cachedWithRedisVsWithout,
       detail: `${withRedis.rps} vs ${cached.rps} req/s (${ratio})`,
+    });
+  }
+  const deleg = get('guard-delegation');
+  if (deleg) {
+    const limit = upstreamLatencyMs + LIMITS.delegationP50OverUpstreamMs;
+    out.push({
+      target: `guard-delegation p50 <= one upstream round ${upstreamLatencyMs} + ${LIMITS.delegationP50OverUpstreamMs} ms`,
+      ok: deleg.p50 <= limit,
+      detail: `p50 ${deleg.p50} ms, p99 ${deleg.p99} ms: ${Math.round((deleg.p50 - upstreamLatencyMs) * 10) / 10} ms over the upstream round (limit ${limit})`,
     });
   }
   const keyed = get('decide-keyed');

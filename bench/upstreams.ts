@@ -33,6 +33,11 @@ function simulateTransfer(params: unknown[]): { result: unknown } {
   };
   const call = opts.blockStateCalls[0].calls[0];
   const data = call.input ?? call.data ?? '0x';
+  // No calldata (a delegation probe's payment or call to self): a quiet account, nothing moves.
+  if (data === '0x')
+    return {
+      result: [{ number: '0x1235', calls: [{ status: '0x1', returnData: '0x', gasUsed: '0x5208', logs: [] }] }],
+    };
   const to = `0x${data.slice(10 + 24, 10 + 64)}`;
   const amount = `0x${data.slice(10 + 64, 10 + 128)}`;
   return {

@@ -46,6 +46,8 @@ export interface Config {
   billing: boolean;
   headStaleSeconds: number;
   bridgeStatusUrls: readonly string[];
+  /** EIP-7702 delegates the operator accepts (lower-case addresses; docs/action-scan.md, delegations). */
+  delegateAllowlist: readonly string[];
   /** Worker pool: threads and tasks per thread. 0 threads runs checks inline on the main thread. */
   poolThreads: number;
   poolConcurrency: number;
@@ -116,6 +118,18 @@ function bool(
   if (falsy.includes(v)) return false;
   throw new ConfigError(`${name} must be one of ${[...truthy, ...falsy].join(', ')}, got ${JSON.stringify(raw)}`);
 }
+/** A comma-separated list of 0x addresses (empty by default), lower-cased; anything else is refused. */
+function addressList(env: Env, name: string): string[] {
+  const items = str(env, name, '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const a of items)
+    if (!/^0x[0-9a-fA-F]{40}$/.test(a))
+      throw new ConfigError(`${name} must list 0x addresses, got ${JSON.stringify(a)}`);
+  return [...new Set(items.map((a) => a.toLowerCase()))];
+}
+
 function url(env: Env, name: string, def: string): string;
 function url(env: Env, name: string, def: null): string | null;
 function url(env: Env, name: string, def: string | null): string | null {
@@ -235,6 +249,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
         .filter(Boolean)
         .map((u, i) => url({ [`BRIDGE_STATUS_URLS[${i}]`]: u }, `BRIDGE_STATUS_URLS[${i}]`, '')),
     ),
+    delegateAllowlist: Object.freeze(addressList(env, 'DELEGATE_ALLOWLIST')),
     poolThreads: int(env, 'POOL_THREADS', 2, 0, 64),
     poolConcurrency: int(env, 'POOL_CONCURRENCY', 64, 1, 4096),
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 4096, 1, 1e6),

@@ -81,7 +81,11 @@ export function buildOpenApi(serverUrl: string | null): Json {
         },
         content: { 'application/json': { schema: { type: 'object' } } },
       };
-      responses[400] = json(errorBody, 'Malformed payment header');
+      responses[400] = json(errorBody, 'Malformed payment header or x402 payment identifier');
+      responses[409] = json(
+        errorBody,
+        'The x402 payment identifier was used for a different request, or its first attempt is still being served (docs/x402.md §9)',
+      );
     }
     if (e.access === 'paid') {
       responses[401] = json(

@@ -8,7 +8,7 @@ import type { ContractVerifiedCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import type { UpstreamResult } from '../upstreams/types.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
-import { CHAIN_IDS } from '../config.js';
+import { CHAIN_IDS, type Config } from '../config.js';
 import { rpcBatch } from '../net/rpc.js';
 import { getEtherscanStatus, getSourcifyStatus, type VerificationStatus } from '../upstreams/verification.js';
 import type { RpcReply } from './rpc.js';
@@ -114,9 +114,47 @@ export const contractVerified: CheckModule<ContractVerifiedCheck> = {
       getSourcifyStatus(ctx.config, chainId, check.contract_address, ctx.signal),
     ]);
     const ev: VerificationEvidence = { code, sourcify };
-    if (hasCode(code) !== false && !(sourcify.ok && sourcify.data.verified) && ctx.config.etherscanApiKey) {
-      ev.etherscan = await getEtherscanStatus(ctx.config, chainId, check.contract_address, ctx.signal);
-    }
+    if (hasCode(code) !== false)
+      ev.etherscan = await explorerIfNeeded(ctx.config, chainId, check.contract_address, sourcify, ctx.signal);
     return evaluateVerified(check, ev);
   }),
 };
+
+/** The explorer, asked only when Sourcify did not say verified and a key is configured. */
+async function explorerIfNeeded(
+  config: Readonly<Config>,
+  chainId: number,
+  address: string,
+  sourcify: UpstreamResult<Verification>,
+  signal: AbortSignal,
+): Promise<UpstreamResult<Verification> | undefined> {
+  if ((sourcify.ok && sourcify.data.verified) || !config.etherscanApiKey) return undefined;
+  return getEtherscanStatus(config, chainId, address, signal);
+}
+
+/** What a source lookup concluded: verified or not, or the failure that left it unknown. */
+export type SourceLookup =
+  | { verified: boolean; source: string; match: string | null }
+  | { verified: null; source: string; fail: Extract<UpstreamResult<Verification>, { ok: false }> };
+
+/**
+ * The source lookup of contract_verified on its own (Sourcify, then the explorer with a key), for
+ * checks that need to know whether a contract's source is published. A lookup that could not
+ * answer is `verified: null`, never "not verified".
+ */
+export async function lookupSource(
+  config: Readonly<Config>,
+  chainId: number,
+  address: string,
+  signal: AbortSignal,
+): Promise<SourceLookup> {
+  const sourcify = await getSourcifyStatus(config, chainId, address, signal);
+  const etherscan = await explorerIfNeeded(config, chainId, address, sourcify, signal);
+  for (const r of [sourcify, etherscan])
+    if (r?.ok && r.data.verified) return { verified: true, source: r.source, match: r.data.match ?? null };
+  const failed = [sourcify, etherscan].find(
+    (r): r is Extract<UpstreamResult<Verification>, { ok: false }> => r !== undefined && !r.ok,
+  );
+  if (failed) return { verified: null, source: failed.source, fail: failed };
+  return { verified: false, source: (etherscan ?? sourcify).source, match: null };
+}

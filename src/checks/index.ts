@@ -15,6 +15,7 @@ import {
 import { approvalAmount } from './approval_amount.js';
 import { bridgeExploitMonitor } from './bridge_exploit_monitor.js';
 import { contractVerified } from './contract_verified.js';
+import { delegationScan } from './delegation_scan.js';
 import { dexPrice } from './dex_price.js';
 import { http } from './http.js';
 import { liquidityDepth } from './liquidity_depth.js';
@@ -43,6 +44,7 @@ export const checks = {
   liquidity_depth: liquidityDepth,
   transaction_simulation: transactionSimulation,
   signature_scan: signatureScan,
+  delegation_scan: delegationScan,
 } satisfies Record<CheckType, CheckModule<any>>;
 
 /** The module for a check; the registry's keys are exactly the check types. */

@@ -5,6 +5,7 @@
  */
 import type { Check } from '../generated/types.js';
 import type { Config } from '../config.js';
+import type { DelegationScanCheck } from './delegation_scan.js';
 import type { LiquidityDepthCheck } from './liquidity_depth.js';
 import type { RpcHealthCheck } from './rpc_health.js';
 import type { SignatureScanCheck } from './signature_scan.js';
@@ -18,7 +19,12 @@ export type PublicCheckType = Check['type'];
  * Checks only the service plans (the guard builds them from its request); the Check schema
  * does not admit them, so a decide request cannot name them.
  */
-export type GuardOnlyCheck = RpcHealthCheck | LiquidityDepthCheck | TransactionSimulationCheck | SignatureScanCheck;
+export type GuardOnlyCheck =
+  | RpcHealthCheck
+  | LiquidityDepthCheck
+  | TransactionSimulationCheck
+  | SignatureScanCheck
+  | DelegationScanCheck;
 /** Every check object a module runs. */
 export type AnyCheck = Check | GuardOnlyCheck;
 export type CheckType = AnyCheck['type'];

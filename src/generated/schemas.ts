@@ -1933,6 +1933,45 @@ export const schemas = {
             "minimum": 21000,
             "maximum": 100000000,
             "description": "Gas limit to simulate with; null lets the node choose."
+          },
+          "authorization_list": {
+            "type": "array",
+            "maxItems": 8,
+            "items": {
+              "type": "object",
+              "properties": {
+                "authority": {
+                  "type": "string",
+                  "pattern": "^0x[0-9a-fA-F]{40}$",
+                  "description": "The account that signs it (the one delegated); defaults to transaction.from."
+                },
+                "address": {
+                  "type": "string",
+                  "pattern": "^0x[0-9a-fA-F]{40}$",
+                  "description": "The delegate; the zero address clears a delegation."
+                },
+                "chain_id": {
+                  "type": "integer",
+                  "minimum": 0,
+                  "maximum": 9007199254740991,
+                  "description": "The chain it is valid on; 0: valid on every chain."
+                },
+                "nonce": {
+                  "type": [
+                    "integer",
+                    "null"
+                  ],
+                  "minimum": 0,
+                  "maximum": 18446744073709552000,
+                  "description": "The authority's nonce it is signed for."
+                }
+              },
+              "required": [
+                "address",
+                "chain_id"
+              ]
+            },
+            "description": "The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated."
           }
         },
         "required": [
@@ -2019,6 +2058,45 @@ export const schemas = {
           "primaryType",
           "message"
         ]
+      },
+      "authorization": {
+        "type": [
+          "object",
+          "null"
+        ],
+        "properties": {
+          "authority": {
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "The account that signs it: the one whose calls will run the delegate's code."
+          },
+          "address": {
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "The delegate; the zero address clears a delegation."
+          },
+          "chain_id": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 9007199254740991,
+            "description": "The chain it is valid on; 0: valid on every chain."
+          },
+          "nonce": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "minimum": 0,
+            "maximum": 18446744073709552000,
+            "description": "The authority's nonce it is signed for."
+          }
+        },
+        "required": [
+          "authority",
+          "address",
+          "chain_id"
+        ],
+        "description": "An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan)."
       }
     },
     "required": [

@@ -453,6 +453,17 @@ export type GuardRequest = {
     data: string;
     /** Gas limit to simulate with; null lets the node choose. */
     gas?: number | null;
+    /** The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated. */
+    authorization_list?: Array<{
+      /** The account that signs it (the one delegated); defaults to transaction.from. */
+      authority?: string;
+      /** The delegate; the zero address clears a delegation. */
+      address: string;
+      /** The chain it is valid on; 0: valid on every chain. */
+      chain_id: number;
+      /** The authority's nonce it is signed for. */
+      nonce?: number | null;
+    }>;
   } | null;
   /** An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan). */
   typed_data?: {
@@ -474,6 +485,17 @@ export type GuardRequest = {
     message: {
       [key: string]: unknown;
     };
+  } | null;
+  /** An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan). */
+  authorization?: {
+    /** The account that signs it: the one whose calls will run the delegate's code. */
+    authority: string;
+    /** The delegate; the zero address clears a delegation. */
+    address: string;
+    /** The chain it is valid on; 0: valid on every chain. */
+    chain_id: number;
+    /** The authority's nonce it is signed for. */
+    nonce?: number | null;
   } | null;
 };
 

@@ -10942,7 +10942,7 @@ return errors === 0;
 }
 
 export const GuardRequest = validate34;
-const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."}},"required":["from"]},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]}},"required":["action"]};
+const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."},"authorization_list":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it (the one delegated); defaults to transaction.from."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["address","chain_id"]},"description":"The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated."}},"required":["from"]},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]},"authorization":{"type":["object","null"],"properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it: the one whose calls will run the delegate's code."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["authority","address","chain_id"],"description":"An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan)."}},"required":["action"]};
 const pattern30 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
 const pattern31 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
 
@@ -11570,12 +11570,11 @@ errors++;
 }
 }
 }
-}
-}
-if(data.typed_data !== undefined){
-let data22 = data.typed_data;
-if((!(data22 && typeof data22 == "object" && !Array.isArray(data22))) && (data22 !== null)){
-const err51 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema48.properties.typed_data.type},message:"must be object,null"};
+if(data16.authorization_list !== undefined){
+let data22 = data16.authorization_list;
+if(Array.isArray(data22)){
+if(data22.length > 8){
+const err51 = {instancePath:instancePath+"/transaction/authorization_list",schemaPath:"#/properties/transaction/properties/authorization_list/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -11584,9 +11583,12 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.domain === undefined){
-const err52 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
+const len1 = data22.length;
+for(let i1=0; i1<len1; i1++){
+let data23 = data22[i1];
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.address === undefined){
+const err52 = {instancePath:instancePath+"/transaction/authorization_list/" + i1,schemaPath:"#/properties/transaction/properties/authorization_list/items/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -11595,8 +11597,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(data22.types === undefined){
-const err53 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
+if(data23.chain_id === undefined){
+const err53 = {instancePath:instancePath+"/transaction/authorization_list/" + i1,schemaPath:"#/properties/transaction/properties/authorization_list/items/required",keyword:"required",params:{missingProperty: "chain_id"},message:"must have required property '"+"chain_id"+"'"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -11605,8 +11607,11 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(data22.primaryType === undefined){
-const err54 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
+if(data23.authority !== undefined){
+let data24 = data23.authority;
+if(typeof data24 === "string"){
+if(!pattern3.test(data24)){
+const err54 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/authority",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/authority/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -11615,8 +11620,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data22.message === undefined){
-const err55 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+}
+else {
+const err55 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/authority",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/authority/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -11625,14 +11631,12 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(data22.domain !== undefined){
-let data23 = data22.domain;
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-if(data23.name !== undefined){
-let data24 = data23.name;
-if(typeof data24 === "string"){
-if(func2(data24) > 256){
-const err56 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+}
+if(data23.address !== undefined){
+let data25 = data23.address;
+if(typeof data25 === "string"){
+if(!pattern3.test(data25)){
+const err56 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/address",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -11643,7 +11647,7 @@ errors++;
 }
 }
 else {
-const err57 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err57 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/address",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -11653,11 +11657,10 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data23.version !== undefined){
-let data25 = data23.version;
-if(typeof data25 === "string"){
-if(func2(data25) > 64){
-const err58 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data23.chain_id !== undefined){
+let data26 = data23.chain_id;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err58 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/chain_id",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/chain_id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -11666,9 +11669,9 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-else {
-const err59 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 9007199254740991 || isNaN(data26)){
+const err59 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/chain_id",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/chain_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -11677,11 +11680,8 @@ vErrors.push(err59);
 }
 errors++;
 }
-}
-if(data23.chainId !== undefined){
-let data26 = data23.chainId;
-if((!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))) && (typeof data26 !== "string")){
-const err60 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema48.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
+if(data26 < 0 || isNaN(data26)){
+const err60 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/chain_id",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/chain_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -11690,9 +11690,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-if((typeof data26 == "number") && (isFinite(data26))){
-if(data26 < 0 || isNaN(data26)){
-const err61 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data23.nonce !== undefined){
+let data27 = data23.nonce;
+if((!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))) && (data27 !== null)){
+const err61 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/nonce",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/nonce/type",keyword:"type",params:{type: schema48.properties.transaction.properties.authorization_list.items.properties.nonce.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -11701,10 +11704,9 @@ vErrors.push(err61);
 }
 errors++;
 }
-}
-if(typeof data26 === "string"){
-if(!pattern30.test(data26)){
-const err62 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 18446744073709552000 || isNaN(data27)){
+const err62 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/nonce",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/nonce/maximum",keyword:"maximum",params:{comparison: "<=", limit: 18446744073709552000},message:"must be <= 18446744073709552000"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -11713,13 +11715,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-}
-if(data23.verifyingContract !== undefined){
-let data27 = data23.verifyingContract;
-if(typeof data27 === "string"){
-if(!pattern3.test(data27)){
-const err63 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(data27 < 0 || isNaN(data27)){
+const err63 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/nonce",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/nonce/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -11729,8 +11726,10 @@ vErrors.push(err63);
 errors++;
 }
 }
+}
+}
 else {
-const err64 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err64 = {instancePath:instancePath+"/transaction/authorization_list/" + i1,schemaPath:"#/properties/transaction/properties/authorization_list/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -11740,11 +11739,9 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data23.salt !== undefined){
-let data28 = data23.salt;
-if(typeof data28 === "string"){
-if(!pattern11.test(data28)){
-const err65 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
+}
+else {
+const err65 = {instancePath:instancePath+"/transaction/authorization_list",schemaPath:"#/properties/transaction/properties/authorization_list/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -11754,8 +11751,12 @@ vErrors.push(err65);
 errors++;
 }
 }
-else {
-const err66 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(data.typed_data !== undefined){
+let data28 = data.typed_data;
+if((!(data28 && typeof data28 == "object" && !Array.isArray(data28))) && (data28 !== null)){
+const err66 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema48.properties.typed_data.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -11764,10 +11765,9 @@ vErrors.push(err66);
 }
 errors++;
 }
-}
-}
-else {
-const err67 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+if(data28.domain === undefined){
+const err67 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -11776,12 +11776,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-if(data22.types !== undefined){
-let data29 = data22.types;
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(Object.keys(data29).length > 64){
-const err68 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"};
+if(data28.types === undefined){
+const err68 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -11790,11 +11786,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-for(const key0 in data29){
-let data30 = data29[key0];
-if(Array.isArray(data30)){
-if(data30.length > 64){
-const err69 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(data28.primaryType === undefined){
+const err69 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -11803,12 +11796,8 @@ vErrors.push(err69);
 }
 errors++;
 }
-const len1 = data30.length;
-for(let i1=0; i1<len1; i1++){
-let data31 = data30[i1];
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.name === undefined){
-const err70 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data28.message === undefined){
+const err70 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -11817,8 +11806,14 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(data31.type === undefined){
-const err71 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(data28.domain !== undefined){
+let data29 = data28.domain;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.name !== undefined){
+let data30 = data29.name;
+if(typeof data30 === "string"){
+if(func2(data30) > 256){
+const err71 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -11827,11 +11822,9 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data31.name !== undefined){
-let data32 = data31.name;
-if(typeof data32 === "string"){
-if(func2(data32) > 128){
-const err72 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+}
+else {
+const err72 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -11840,8 +11833,12 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(func2(data32) < 1){
-const err73 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data29.version !== undefined){
+let data31 = data29.version;
+if(typeof data31 === "string"){
+if(func2(data31) > 64){
+const err73 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -11852,7 +11849,7 @@ errors++;
 }
 }
 else {
-const err74 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err74 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -11862,11 +11859,10 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data31.type !== undefined){
-let data33 = data31.type;
-if(typeof data33 === "string"){
-if(func2(data33) > 256){
-const err75 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data29.chainId !== undefined){
+let data32 = data29.chainId;
+if((!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))) && (typeof data32 !== "string")){
+const err75 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema48.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -11875,8 +11871,9 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(func2(data33) < 1){
-const err76 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 < 0 || isNaN(data32)){
+const err76 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -11886,8 +11883,9 @@ vErrors.push(err76);
 errors++;
 }
 }
-else {
-const err77 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data32 === "string"){
+if(!pattern30.test(data32)){
+const err77 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -11898,8 +11896,11 @@ errors++;
 }
 }
 }
-else {
-const err78 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data29.verifyingContract !== undefined){
+let data33 = data29.verifyingContract;
+if(typeof data33 === "string"){
+if(!pattern3.test(data33)){
+const err78 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -11909,9 +11910,8 @@ vErrors.push(err78);
 errors++;
 }
 }
-}
 else {
-const err79 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err79 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -11921,9 +11921,11 @@ vErrors.push(err79);
 errors++;
 }
 }
-}
-else {
-const err80 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data29.salt !== undefined){
+let data34 = data29.salt;
+if(typeof data34 === "string"){
+if(!pattern11.test(data34)){
+const err80 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -11933,11 +11935,8 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data22.primaryType !== undefined){
-let data34 = data22.primaryType;
-if(typeof data34 === "string"){
-if(func2(data34) > 128){
-const err81 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+else {
+const err81 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -11946,8 +11945,10 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(func2(data34) < 1){
-const err82 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err82 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -11957,8 +11958,11 @@ vErrors.push(err82);
 errors++;
 }
 }
-else {
-const err83 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data28.types !== undefined){
+let data35 = data28.types;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+if(Object.keys(data35).length > 64){
+const err83 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -11967,13 +11971,11 @@ vErrors.push(err83);
 }
 errors++;
 }
-}
-if(data22.message !== undefined){
-let data35 = data22.message;
-if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
-}
-else {
-const err84 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key0 in data35){
+let data36 = data35[key0];
+if(Array.isArray(data36)){
+if(data36.length > 64){
+const err84 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -11982,17 +11984,361 @@ vErrors.push(err84);
 }
 errors++;
 }
-}
-}
-}
-}
-else {
-const err85 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const len2 = data36.length;
+for(let i2=0; i2<len2; i2++){
+let data37 = data36[i2];
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.name === undefined){
+const err85 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err85];
 }
 else {
 vErrors.push(err85);
+}
+errors++;
+}
+if(data37.type === undefined){
+const err86 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(data37.name !== undefined){
+let data38 = data37.name;
+if(typeof data38 === "string"){
+if(func2(data38) > 128){
+const err87 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+if(func2(data38) < 1){
+const err88 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+else {
+const err89 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+}
+if(data37.type !== undefined){
+let data39 = data37.type;
+if(typeof data39 === "string"){
+if(func2(data39) > 256){
+const err90 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+if(func2(data39) < 1){
+const err91 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+else {
+const err92 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+}
+}
+else {
+const err93 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+}
+else {
+const err94 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+}
+else {
+const err95 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+if(data28.primaryType !== undefined){
+let data40 = data28.primaryType;
+if(typeof data40 === "string"){
+if(func2(data40) > 128){
+const err96 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+if(func2(data40) < 1){
+const err97 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+if(data28.message !== undefined){
+let data41 = data28.message;
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+}
+else {
+const err99 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+}
+}
+if(data.authorization !== undefined){
+let data42 = data.authorization;
+if((!(data42 && typeof data42 == "object" && !Array.isArray(data42))) && (data42 !== null)){
+const err100 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: schema48.properties.authorization.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
+if(data42.authority === undefined){
+const err101 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "authority"},message:"must have required property '"+"authority"+"'"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+if(data42.address === undefined){
+const err102 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+if(data42.chain_id === undefined){
+const err103 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "chain_id"},message:"must have required property '"+"chain_id"+"'"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+if(data42.authority !== undefined){
+let data43 = data42.authority;
+if(typeof data43 === "string"){
+if(!pattern3.test(data43)){
+const err104 = {instancePath:instancePath+"/authorization/authority",schemaPath:"#/properties/authorization/properties/authority/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+else {
+const err105 = {instancePath:instancePath+"/authorization/authority",schemaPath:"#/properties/authorization/properties/authority/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+}
+if(data42.address !== undefined){
+let data44 = data42.address;
+if(typeof data44 === "string"){
+if(!pattern3.test(data44)){
+const err106 = {instancePath:instancePath+"/authorization/address",schemaPath:"#/properties/authorization/properties/address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+}
+else {
+const err107 = {instancePath:instancePath+"/authorization/address",schemaPath:"#/properties/authorization/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+if(data42.chain_id !== undefined){
+let data45 = data42.chain_id;
+if(!(((typeof data45 == "number") && (!(data45 % 1) && !isNaN(data45))) && (isFinite(data45)))){
+const err108 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+if((typeof data45 == "number") && (isFinite(data45))){
+if(data45 > 9007199254740991 || isNaN(data45)){
+const err109 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+if(data45 < 0 || isNaN(data45)){
+const err110 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+}
+if(data42.nonce !== undefined){
+let data46 = data42.nonce;
+if((!(((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46))) && (isFinite(data46)))) && (data46 !== null)){
+const err111 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/type",keyword:"type",params:{type: schema48.properties.authorization.properties.nonce.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+if((typeof data46 == "number") && (isFinite(data46))){
+if(data46 > 18446744073709552000 || isNaN(data46)){
+const err112 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/maximum",keyword:"maximum",params:{comparison: "<=", limit: 18446744073709552000},message:"must be <= 18446744073709552000"};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+if(data46 < 0 || isNaN(data46)){
+const err113 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+}
+}
+}
+}
+}
+else {
+const err114 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
 }
 errors++;
 }

@@ -8,6 +8,7 @@
  */
 import { CHAIN_IDS, type ChainName, type Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
+import { type Authorization, delegationOverrides } from '../scan/delegation.js';
 
 export type PlanEntryName =
   | 'rpc_health'
@@ -19,7 +20,8 @@ export type PlanEntryName =
   | 'approval_amount'
   | 'contract_verified'
   | 'transaction_simulation'
-  | 'signature_scan';
+  | 'signature_scan'
+  | 'delegation_scan';
 
 /** One check for the engine; `entry` ties it back to its plan row. */
 export interface GuardPlannedCheck {
@@ -259,6 +261,10 @@ export const PLAN: readonly PlanRow[] = [
           action: r.req.action,
           amount_usd: r.req.amount_usd ?? null,
           known_safe_addresses: r.req.known_safe_addresses ?? [],
+          // A type-4 transaction: its delegations are in place before it runs (docs/action-scan.md §6).
+          ...(authorizationList(r).length > 0
+            ? { state_overrides: delegationOverrides(authorizationList(r), r.chainId) }
+            : {}),
         },
       ];
     },
@@ -280,7 +286,42 @@ export const PLAN: readonly PlanRow[] = [
       },
     ],
   },
+  {
+    // Runs whenever an authorization is given; without a node the check answers `error no_rpc`.
+    entry: 'delegation_scan',
+    type: 'delegation_scan',
+    applies: (r) => authorizations(r).length > 0,
+    lacks: () => null,
+    build: (r) => [
+      {
+        type: 'delegation_scan',
+        chain: r.chain,
+        rpc_url: r.rpc,
+        authorizations: authorizations(r),
+        known_safe_addresses: r.req.known_safe_addresses ?? [],
+      },
+    ],
+  },
 ];
+
+/** The authorizations of a type-4 transaction, `authority` defaulting to its sender. */
+function authorizationList(r: ResolvedRequest): Authorization[] {
+  const t = r.req.transaction;
+  if (!t?.authorization_list) return [];
+  return t.authorization_list.map((a) => ({
+    authority: a.authority ?? t.from,
+    address: a.address,
+    chain_id: a.chain_id,
+    nonce: a.nonce ?? null,
+  }));
+}
+
+/** Every authorization of the request: the one to sign, then the transaction's. */
+function authorizations(r: ResolvedRequest): Authorization[] {
+  const a = r.req.authorization;
+  const one = a ? [{ authority: a.authority, address: a.address, chain_id: a.chain_id, nonce: a.nonce ?? null }] : [];
+  return [...one, ...authorizationList(r)];
+}
 
 /** Defaults and operator inputs: chain null → base, asset null → usd-coin, RPC and bridge URLs. */
 export function resolveRequest(

@@ -34,6 +34,9 @@ const PATTERN_MESSAGES: Record<string, string> = {
   chainId: 'Input should be an integer, a decimal integer string or a 0x-prefixed hex integer string',
   data: 'Input should be 0x-prefixed hex bytes (an even number of digits)',
   salt: 'Input should be 0x-prefixed hex of exactly 32 bytes',
+  // GuardRequest.authorization and transaction.authorization_list (docs/action-scan.md §6)
+  authority: 'Input should be a 0x-prefixed 20-byte hex address',
+  address: 'Input should be a 0x-prefixed 20-byte hex address',
   // Stored text: PostgreSQL cannot hold NUL in a text column.
   company: 'Input should not contain NUL (\\u0000) characters',
   full_name: 'Input should not contain NUL (\\u0000) characters',

@@ -160,15 +160,22 @@ function validationText(body: unknown): string {
   return `Invalid arguments: ${lines.join('; ')}`;
 }
 
-/** The text item of a served answer: the verdict and the summary sentence. */
+/**
+ * The text item of a served answer: the verdict and the summary sentence (`decision.summary` for
+ * decide and guard, `summary` or `summary.message` for the agents). Yield routing has no verdict:
+ * its summary alone.
+ */
 function verdictLine(body: Json): string {
   const decision = body.decision as Json | undefined;
-  const summary = body.summary ?? decision?.summary ?? body.reasoning;
-  const verdict = typeof body.verdict === 'string' ? body.verdict : 'answer';
-  return typeof summary === 'string' && summary !== '' ? `${verdict}: ${summary}` : verdict;
+  const raw = body.summary ?? decision?.summary;
+  const message = (raw as Json | undefined)?.message;
+  const summary = typeof raw === 'string' ? raw : typeof message === 'string' ? message : null;
+  const verdict = typeof body.verdict === 'string' ? body.verdict : null;
+  if (verdict !== null && summary) return `${verdict}: ${summary}`;
+  return (summary || verdict) ?? 'served';
 }
 
-/** An HTTP answer as a tool result (docs/mcp.md §3). */
+/** An HTTP answer as a tool result (docs/mcp.md §3, §4). */
 export function toolResult(answer: HttpAnswer): CallToolResult {
   const body = parse(answer.body);
   if (answer.status === 200 && body !== null && typeof body === 'object' && !Array.isArray(body)) {

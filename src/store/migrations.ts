@@ -75,6 +75,29 @@ CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state IN ('verifi
 }
 
 /**
+ * x402 payment identifiers (docs/x402.md §9): one row per (payer, id) with the request's
+ * fingerprint and, once served, the answer to give a retry. Times are unix milliseconds in both
+ * databases.
+ */
+function paymentIds(big: string): string {
+  return `
+CREATE TABLE payment_ids (
+  payer TEXT NOT NULL,
+  pid TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  status INTEGER,
+  body TEXT,
+  receipt TEXT,
+  payment_id TEXT,
+  expires_at ${big} NOT NULL,
+  PRIMARY KEY (payer, pid)
+);
+CREATE INDEX payment_ids_expiry ON payment_ids (expires_at);
+`;
+}
+
+/**
  * The verdict signer's key when ATTESTATION_KEY is not set (docs/attestations.md §2): one row,
  * made by the first process that starts, read by every other, so a cluster signs as one signer.
  */
@@ -101,6 +124,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'attestation signing key',
     sqlite: attestationKey('INTEGER'),
     postgres: attestationKey('TIMESTAMPTZ'),
+  },
+  {
+    version: 3,
+    name: 'x402 payment identifiers',
+    sqlite: paymentIds('INTEGER'),
+    postgres: paymentIds('BIGINT'),
   },
 ]);
 

@@ -20,9 +20,14 @@ import {
   paymentValues,
   type KeyRow,
   type PaymentRow,
+  paymentIdClaim,
+  type PaymentIdRow,
 } from './rows.js';
 import type {
   ApiKeyRecord,
+  KeptAnswer,
+  PaymentIdClaim,
+  PaymentIdRequest,
   AttestationKey,
   NewApiKey,
   NewPayment,
@@ -232,6 +237,42 @@ export class PostgresStore implements Store {
     );
     for (const r of rows) out[r.state] = Number(r.n);
     return out;
+  }
+
+  async claimPaymentId(r: PaymentIdRequest): Promise<PaymentIdClaim> {
+    const now = Date.now();
+    await this.pool.query('DELETE FROM payment_ids WHERE payer = $1 AND pid = $2 AND expires_at <= $3', [
+      r.payer,
+      r.pid,
+      now,
+    ]);
+    const inserted = await this.pool.query(
+      `INSERT INTO payment_ids (payer, pid, fingerprint, owner, expires_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (payer, pid) DO NOTHING`,
+      [r.payer, r.pid, r.fingerprint, r.owner, now + r.ttlMs],
+    );
+    if (inserted.rowCount === 1) return { kind: 'new' };
+    const { rows } = await this.pool.query<PaymentIdRow>('SELECT * FROM payment_ids WHERE payer = $1 AND pid = $2', [
+      r.payer,
+      r.pid,
+    ]);
+    return paymentIdClaim(rows[0], r.fingerprint);
+  }
+
+  async completePaymentId(payer: string, pid: string, owner: string, a: KeptAnswer): Promise<boolean> {
+    const res = await this.pool.query(
+      'UPDATE payment_ids SET status = $1, body = $2, receipt = $3, payment_id = $4 WHERE payer = $5 AND pid = $6 AND owner = $7',
+      [a.status, a.body, a.receipt, a.paymentId, payer, pid, owner],
+    );
+    return res.rowCount === 1;
+  }
+
+  async releasePaymentId(payer: string, pid: string, owner: string): Promise<void> {
+    await this.pool.query('DELETE FROM payment_ids WHERE payer = $1 AND pid = $2 AND owner = $3 AND status IS NULL', [
+      payer,
+      pid,
+      owner,
+    ]);
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

@@ -2,7 +2,15 @@
  * Row ↔ record mapping shared by both stores. SQLite hands back integer milliseconds and numbers,
  * PostgreSQL Dates and (for BIGINT) decimal strings; both end as the same records.
  */
-import type { ApiKeyRecord, NewApiKey, NewPayment, PaymentRecord, PaymentState, Plan } from './types.js';
+import type {
+  PaymentIdClaim,
+  ApiKeyRecord,
+  NewApiKey,
+  NewPayment,
+  PaymentRecord,
+  PaymentState,
+  Plan,
+} from './types.js';
 
 type Time = number | string | Date;
 
@@ -206,4 +214,27 @@ export function paymentUpdate(
 
 export function emptyStateCounts(): Record<PaymentState, number> {
   return { verified: 0, settling: 0, settled: 0, failed: 0 };
+}
+
+export interface PaymentIdRow {
+  payer: string;
+  pid: string;
+  fingerprint: string;
+  owner: string;
+  status: number | null;
+  body: string | null;
+  receipt: string | null;
+  payment_id: string | null;
+  expires_at: number | string;
+}
+
+/** What a kept (payer, id) row means for a request with `fingerprint`; a row gone meanwhile is still in flux. */
+export function paymentIdClaim(row: PaymentIdRow | undefined, fingerprint: string): PaymentIdClaim {
+  if (row === undefined) return { kind: 'pending' };
+  if (row.fingerprint !== fingerprint) return { kind: 'conflict' };
+  if (row.status === null || row.body === null) return { kind: 'pending' };
+  return {
+    kind: 'done',
+    answer: { status: Number(row.status), body: row.body, receipt: row.receipt ?? '', paymentId: row.payment_id ?? '' },
+  };
 }

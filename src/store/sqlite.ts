@@ -21,9 +21,14 @@ import {
   paymentValues,
   type KeyRow,
   type PaymentRow,
+  paymentIdClaim,
+  type PaymentIdRow,
 } from './rows.js';
 import type {
   ApiKeyRecord,
+  KeptAnswer,
+  PaymentIdClaim,
+  PaymentIdRequest,
   AttestationKey,
   NewApiKey,
   NewPayment,
@@ -251,6 +256,38 @@ export class SqliteStore implements Store {
     }>)
       out[r.state] = Number(r.n);
     return out;
+  }
+
+  async claimPaymentId(r: PaymentIdRequest): Promise<PaymentIdClaim> {
+    const now = Date.now();
+    return this.db.transaction((): PaymentIdClaim => {
+      this.q('DELETE FROM payment_ids WHERE payer = ? AND pid = ? AND expires_at <= ?').run(r.payer, r.pid, now);
+      const inserted = this.q(
+        `INSERT INTO payment_ids (payer, pid, fingerprint, owner, expires_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (payer, pid) DO NOTHING`,
+      ).run(r.payer, r.pid, r.fingerprint, r.owner, now + r.ttlMs);
+      if (inserted.changes === 1) return { kind: 'new' };
+      const row = this.q('SELECT * FROM payment_ids WHERE payer = ? AND pid = ?').get(r.payer, r.pid) as
+        | PaymentIdRow
+        | undefined;
+      return paymentIdClaim(row, r.fingerprint);
+    })();
+  }
+
+  async completePaymentId(payer: string, pid: string, owner: string, a: KeptAnswer): Promise<boolean> {
+    return (
+      this.q(
+        'UPDATE payment_ids SET status = ?, body = ?, receipt = ?, payment_id = ? WHERE payer = ? AND pid = ? AND owner = ?',
+      ).run(a.status, a.body, a.receipt, a.paymentId, payer, pid, owner).changes === 1
+    );
+  }
+
+  async releasePaymentId(payer: string, pid: string, owner: string): Promise<void> {
+    this.q('DELETE FROM payment_ids WHERE payer = ? AND pid = ? AND owner = ? AND status IS NULL').run(
+      payer,
+      pid,
+      owner,
+    );
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

@@ -71,6 +71,34 @@ export type NewPayment = Pick<
   | 'resource'
 >;
 
+/** The answer kept for an x402 payment identifier, given again to a retry (docs/x402.md §9). */
+export interface KeptAnswer {
+  status: number;
+  /** The response body as sent (UTF-8 JSON). */
+  body: string;
+  /** The receipt header's value as sent. */
+  receipt: string;
+  /** The ledger id of the payment that bought the answer. */
+  paymentId: string;
+}
+
+/** What a payment identifier is when a payment arrives with it. */
+export type PaymentIdClaim =
+  | { kind: 'new' }
+  | { kind: 'conflict' }
+  | { kind: 'pending' }
+  | { kind: 'done'; answer: KeptAnswer };
+
+export interface PaymentIdRequest {
+  payer: string;
+  pid: string;
+  /** SHA-256 of the request (method, path, body). */
+  fingerprint: string;
+  /** Random per attempt: only the attempt that took the id may complete or release it. */
+  owner: string;
+  ttlMs: number;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Applies pending migrations. Idempotent; safe when several processes start at once. */
@@ -107,6 +135,16 @@ export interface Store {
   /** Payments in `verified` or `settling` whose last update is older than `olderThanMs`. */
   listUnsettledPayments(olderThanMs: number, limit: number): Promise<PaymentRecord[]>;
   countPaymentsByState(): Promise<Record<PaymentState, number>>;
+
+  /**
+   * Takes (payer, id) for this attempt when free or expired ('new'); otherwise says whether the
+   * kept request differs ('conflict'), is still being served ('pending') or was answered ('done').
+   */
+  claimPaymentId(r: PaymentIdRequest): Promise<PaymentIdClaim>;
+  /** Keeps the answer under (payer, id); only the owning attempt can. */
+  completePaymentId(payer: string, pid: string, owner: string, answer: KeptAnswer): Promise<boolean>;
+  /** Frees (payer, id) when the owning attempt was not served, so a retry pays again. */
+  releasePaymentId(payer: string, pid: string, owner: string): Promise<void>;
 
   /**
    * The verdict signer's key: the one kept, or `candidate` when none is kept yet (then kept).

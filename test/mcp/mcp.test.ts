@@ -12,6 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { verifyTypedData } from 'viem';
 import { schemas } from '../../src/generated/schemas.js';
 import { post, startTestApp, type TestApp } from '../helpers/app.js';
 import { startAnvil, type Anvil } from '../helpers/anvil.js';
@@ -111,6 +112,19 @@ for (const [transport, connect] of [
       t.same(s.checks, http.body.checks);
       t.same(s.failure_modes, http.body.failure_modes);
       t.equal(text(r), `proceed: ${s.decision.summary}`, 'the text is the verdict and the summary sentence');
+      const caps = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as any;
+      const a = s.attestation;
+      t.ok(
+        await verifyTypedData({
+          address: caps.attestation.signer,
+          domain: a.typed_data.domain,
+          types: a.typed_data.types,
+          primaryType: a.typed_data.primaryType,
+          message: a.typed_data.message,
+          signature: a.signature,
+        }),
+        'the signed answer comes through MCP intact: viem recovers the published signer',
+      );
     });
 
     t.test('invalid arguments are a tool error naming the field', async (t) => {
@@ -269,3 +283,51 @@ t.test('stateless: GET and DELETE /mcp are 405; the stdio bin without PREFLIGHT_
   t.match(stderr, /set PREFLIGHT_URL/);
   t.equal(stdout, '', 'nothing on the MCP channel');
 });
+
+t.test(
+  'the other four tools answer as their endpoints, and the client accepts each answer against outputSchema',
+  async (t) => {
+    const calls: Array<[string, string, Record<string, unknown>]> = [
+      [
+        'preflight_decide',
+        '/v1/decide',
+        {
+          goal: 'approve a bounded allowance',
+          checks: [{ type: 'approval_amount', amount: '1000', spender: `0x${'11'.repeat(20)}` }],
+        },
+      ],
+      ['stablecoin_peg', '/v1/agents/stablecoin-intelligence/analyze', { asset_ids: ['usd-coin', 'tether'] }],
+      ['bridge_risk', '/v1/agents/bridge-risk/analyze', { bridge_status_urls: [`${status.url}/api/v2/status.json`] }],
+      [
+        'yield_route',
+        '/v1/agents/yield-routing/recommend',
+        {
+          options: [
+            { name: 'thin-vault', apy: 40, risk_score: 10, liquidity_usd: 20_000, stablecoin_asset_id: 'tether' },
+            { name: 'base-vault', chain: 'base', apy: 10, risk_score: 20, liquidity_usd: 2_000_000 },
+          ],
+        },
+      ],
+    ];
+    for (const [name, path, args] of calls) {
+      const key = await newKey();
+      const client = await httpClient(key);
+      const http = await post(`${app.url}${path}`, args, { 'x-api-key': key });
+      t.equal(http.status, 200, `${path} serves`);
+      // callTool validates structuredContent against the tool's outputSchema and throws when it does not fit.
+      const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
+      await client.close();
+      t.notOk(r.isError, `${name}: ${text(r)}`);
+      const s = r.structuredContent as Record<string, any>;
+      t.equal(s.verdict, http.body.verdict, `${name}: the same verdict`);
+      t.same(s.recommended, http.body.recommended, `${name}: the same recommendation`);
+      t.same(Object.keys(s).sort(), Object.keys(http.body).sort(), `${name}: the same fields`);
+      const summary = s.decision?.summary ?? s.summary?.message ?? s.summary;
+      t.equal(
+        text(r),
+        name === 'yield_route' ? summary : `${s.verdict}: ${summary}`,
+        `${name}: the verdict and the summary sentence (yield routing has no verdict)`,
+      );
+    }
+  },
+);

@@ -14,6 +14,7 @@ const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Mea
 function healthy(): Map<string, Measured | null> {
   return new Map([
     ['reference', m('reference', 4000, 10, 40)],
+    ['floor', m('floor', 6000, 2, 8)],
     ['decide-cached', m('decide-cached', 3400, 12, 50)],
     ['decide-cold', m('decide-cold', 150, 58, 90)],
     ['decide-keyed', m('decide-keyed', 100, 4, 12)],
@@ -43,6 +44,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     name: 'cached below 0.8 x reference',
     change: (r) => r.set('decide-cached', m('decide-cached', 3100, 12, 50)),
     miss: /^decide-cached >= 0\.8 x reference/,
+  },
+  {
+    name: 'cached below 0.5 x the node:http floor',
+    change: (r) => r.set('floor', m('floor', 6900, 2, 8)),
+    miss: /^decide-cached >= 0\.5 x floor/,
   },
   {
     name: 'cold p50 beyond upstream + 15 ms',
@@ -75,6 +81,7 @@ for (const c of cases) {
 t.test('signing ratios: the signed cached decide against each yardstick that ran', async (t) => {
   const r = healthy();
   r.set('decide-cached-unsigned', m('decide-cached-unsigned', 6800, 6, 20));
+  r.delete('floor');
   t.same(signingRatios(r), { reference: 0.85, 'decide-cached-unsigned': 0.5 });
   r.set('floor', m('floor', 17000, 2, 8));
   t.same(signingRatios(r), { reference: 0.85, floor: 0.2, 'decide-cached-unsigned': 0.5 });

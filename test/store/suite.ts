@@ -349,4 +349,61 @@ export function storeSuite(h: Harness): void {
     t.same(await s.listUnsettledPayments(60_000, 10), [], 'none older than a minute');
     t.same(await s.countPaymentsByState(), { verified: 1, settling: 1, settled: 1, failed: 1 });
   });
+
+  t.test(`${h.name}: a payment identifier is taken once, keeps its answer, and expires`, async (t) => {
+    const payer = '0x' + randomBytes(20).toString('hex');
+    const pid = `pay_${randomBytes(12).toString('hex')}`;
+    const ask = (fingerprint: string, owner: string, ttlMs = 60_000) =>
+      store.claimPaymentId({ payer, pid, fingerprint, owner, ttlMs });
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => ask('fp-a', `owner-${i}`)));
+    t.equal(claims.filter((c) => c.kind === 'new').length, 1, 'one of 20 concurrent attempts takes the id');
+    t.ok(
+      claims.every((c) => c.kind === 'new' || c.kind === 'pending'),
+      'the others see it in flight',
+    );
+    const owner = `owner-${claims.findIndex((c) => c.kind === 'new')}`;
+    t.same(await ask('fp-b', 'other'), { kind: 'conflict' }, 'another request under the same id');
+    t.equal(
+      await store.completePaymentId(payer, pid, 'not-the-owner', answer()),
+      false,
+      'only the owner keeps an answer',
+    );
+    t.equal(await store.completePaymentId(payer, pid, owner, answer()), true);
+    t.same(await ask('fp-a', 'later'), { kind: 'done', answer: answer() });
+    t.same(await ask('fp-b', 'later'), { kind: 'conflict' });
+    await store.releasePaymentId(payer, pid, owner);
+    t.same(await ask('fp-a', 'later'), { kind: 'done', answer: answer() }, 'an answered id is not released');
+    t.same(
+      await store.claimPaymentId({
+        payer: '0x' + '22'.repeat(20),
+        pid,
+        fingerprint: 'fp-b',
+        owner: 'x',
+        ttlMs: 60_000,
+      }),
+      { kind: 'new' },
+      'ids are per payer',
+    );
+
+    const pid2 = `pay_${randomBytes(12).toString('hex')}`;
+    t.same(await store.claimPaymentId({ payer, pid: pid2, fingerprint: 'fp', owner: 'o1', ttlMs: 60_000 }), {
+      kind: 'new',
+    });
+    await store.releasePaymentId(payer, pid2, 'o1');
+    t.same(
+      await store.claimPaymentId({ payer, pid: pid2, fingerprint: 'fp-other', owner: 'o2', ttlMs: 20 }),
+      { kind: 'new' },
+      'a released id is free again',
+    );
+    await new Promise((r) => setTimeout(r, 40));
+    t.same(
+      await store.claimPaymentId({ payer, pid: pid2, fingerprint: 'fp-third', owner: 'o3', ttlMs: 60_000 }),
+      { kind: 'new' },
+      'an expired id is free again',
+    );
+
+    function answer() {
+      return { status: 200, body: '{"verdict":"proceed"}', receipt: 'eyJ9', paymentId: 'p-1' };
+    }
+  });
 }

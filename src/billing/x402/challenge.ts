@@ -20,6 +20,7 @@ import {
   SCHEME,
   USDC_BASE,
 } from './constants.js';
+import { BAZAAR, PAYMENT_IDENTIFIER, bazaarDeclaration, paymentIdentifierDeclaration } from './extensions.js';
 import type { ErrorReason, Offers, PaymentRequiredV1, PaymentRequiredV2 } from './types.js';
 
 /** The full URL of the request, on the operator's public base URL when one is configured. */
@@ -36,7 +37,11 @@ export function buildOffers(
   const url = resourceUrl(config, req);
   const description = `One paid call to ${req.method} ${requestPath(req)}: 0.01 USDC on Base per answer.`;
   const extra = { name: EIP712_DOMAIN.name, version: EIP712_DOMAIN.version };
+  const extensions: Record<string, unknown> = { [PAYMENT_IDENTIFIER]: paymentIdentifierDeclaration() };
+  const bazaar = req.method === 'POST' ? bazaarDeclaration(requestPath(req)) : null;
+  if (bazaar !== null) extensions[BAZAAR] = bazaar;
   return {
+    extensions,
     resource: { url, description, mimeType: MIME_TYPE },
     v1: {
       scheme: SCHEME,
@@ -96,6 +101,7 @@ export function sendChallenge(res: ServerResponse, offers: Offers, opts: Challen
     error: opts.error ?? 'PAYMENT-SIGNATURE header is required',
     resource: offers.resource,
     accepts: [offers.v2],
+    extensions: offers.extensions,
   };
   const v1: PaymentRequiredV1 & Record<string, unknown> = {
     x402Version: 1,

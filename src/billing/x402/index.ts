@@ -5,25 +5,26 @@
  * authorization buys exactly one answer. Settlement runs after the answer (or before it, with
  * X402_SETTLE_BEFORE_RESPONSE) and is retried from the ledger until it lands or gives up.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { ApiRequest } from '../../http/api.js';
+import { requestPath, type ApiRequest } from '../../http/api.js';
 import { sendJson } from '../../http/errors.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
-import type { Store } from '../../store/types.js';
+import type { KeptAnswer, Store } from '../../store/types.js';
 import type { PaymentGate } from '../gate.js';
 import { UsdcChain } from './chain.js';
-import { buildOffers, sendChallenge, setReceipt } from './challenge.js';
-import { PRICE_ATOMIC, USDC_BASE } from './constants.js';
+import { buildOffers, encodeHeaderJson, sendChallenge, setReceipt } from './challenge.js';
+import { NETWORK_V2, PRICE_ATOMIC, RECEIPT_V2, USDC_BASE } from './constants.js';
+import { readPaymentId } from './extensions.js';
 import { errorText } from './errors.js';
 import { hasPaymentHeader, readPaymentHeader } from './header.js';
 import { paymentsOff } from './off.js';
 import { FacilitatorClient } from './settle-facilitator.js';
 import { LocalSender, type SettlementSender } from './settle-local.js';
 import { Settler, type AttemptOutcome, type RetryPolicy } from './settler.js';
-import type { Offers, Rejection, StoredPayment } from './types.js';
+import type { DecodedPayment, Offers, Rejection, StoredPayment } from './types.js';
 import { checkPayment } from './verify.js';
 
 export interface X402Deps {
@@ -47,6 +48,43 @@ export interface X402 extends PaymentGate {
 }
 
 type HandleResult = { ok: true; onServed(): void } | { ok: false };
+type Verified = { ok: true; paymentId: string; onServed(): void } | { ok: false };
+
+/** How long an answer is kept under its payment identifier (docs/x402.md §9). */
+const PAYMENT_ID_TTL_MS = 24 * 60 * 60 * 1000;
+/** How often a retry looks again while the first attempt with its id is still being served. */
+const PAYMENT_ID_POLL_MS = 50;
+
+/** The request a payment identifier is bound to: method, path and the JSON body as parsed. */
+function fingerprint(req: ApiRequest): string {
+  return createHash('sha256')
+    .update(`${req.method ?? ''}\n${requestPath(req)}\n${JSON.stringify(req.body ?? null)}`)
+    .digest('hex');
+}
+
+/** Collects what the response writes, to keep it under a payment identifier. */
+function captureBody(res: ServerResponse): () => string {
+  const chunks: Buffer[] = [];
+  const take = (chunk: unknown, encoding: unknown) => {
+    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
+    chunks.push(
+      typeof chunk === 'string'
+        ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
+        : Buffer.from(chunk as Uint8Array),
+    );
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  (res as { write: unknown }).write = (chunk: unknown, ...rest: unknown[]) => {
+    take(chunk, rest[0]);
+    return write(chunk, ...rest);
+  };
+  (res as { end: unknown }).end = (chunk?: unknown, ...rest: unknown[]) => {
+    take(chunk, rest[0]);
+    return end(chunk, ...rest);
+  };
+  return () => Buffer.concat(chunks).toString('utf8');
+}
 
 export function createX402(deps: X402Deps): X402 {
   const { config, store } = deps;
@@ -102,19 +140,136 @@ export function createX402(deps: X402Deps): X402 {
     return { ok: false };
   }
 
+  function badRequest(res: ServerResponse, detail: string): { ok: false } {
+    count('malformed');
+    res.setHeader('Cache-Control', 'no-store');
+    sendJson(res, 400, { detail });
+    return { ok: false };
+  }
+
+  /** The kept answer again, its receipt naming the settlement transaction once there is one. */
+  async function replay(res: ServerResponse, kept: KeptAnswer, payer: string, pid: string): Promise<void> {
+    let receipt = kept.receipt;
+    const paid = await store.getPayment(kept.paymentId).catch(() => null);
+    if (paid?.state === 'settled' && paid.txHash)
+      receipt = encodeHeaderJson({ success: true, transaction: paid.txHash, network: NETWORK_V2, payer });
+    count('replayed');
+    log.info(
+      { paymentId: kept.paymentId, payer, pid },
+      'x402 payment identifier seen again: kept answer, no new charge',
+    );
+    res.setHeader(RECEIPT_V2, receipt);
+    res.setHeader('Access-Control-Expose-Headers', 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE');
+    res.statusCode = kept.status;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('content-length', Buffer.byteLength(kept.body));
+    res.end(kept.body);
+  }
+
   async function handle(req: ApiRequest, res: ServerResponse): Promise<HandleResult> {
     const h = readPaymentHeader(req.headers);
+    if (h.kind === 'payment' && h.payment.version === 2) {
+      const pid = readPaymentId(h.payment.raw);
+      if (pid.kind === 'malformed') return badRequest(res, pid.detail);
+      if (pid.kind === 'id') return withPaymentId(req, res, h.payment, pid.id);
+    }
+    return verifyAndClaim(req, res, h);
+  }
+
+  /**
+   * A v2 payment carrying a payment identifier (docs/x402.md §9). The signature is checked first,
+   * so (payer, id) is the payer's own; then the id is taken for this attempt, or its kept answer
+   * is given again (this authorization is never claimed nor settled), or a different request
+   * under it is a 409. An attempt that is not served frees the id for the next one.
+   */
+  async function withPaymentId(req: ApiRequest, res: ServerResponse, p: DecodedPayment, id: string) {
+    const offers = buildOffers(config, req);
+    const rejection = checkPayment(p, offers, Math.floor(Date.now() / 1000));
+    if (rejection !== null) return refuse(res, offers, p.version, rejection);
+    const payer = p.payload.authorization.from.toLowerCase();
+    const ask = { payer, pid: id, fingerprint: fingerprint(req), owner: randomUUID(), ttlMs: PAYMENT_ID_TTL_MS };
+    const waitUntil = Date.now() + config.maxDeadlineMs + 5000;
+    for (;;) {
+      let claim: Awaited<ReturnType<Store['claimPaymentId']>>;
+      try {
+        claim = await store.claimPaymentId(ask);
+      } catch (err) {
+        return unavailable(res, 2, payer, 'payment store', errorText(err));
+      }
+      if (claim.kind === 'new') break;
+      if (claim.kind === 'done') {
+        await replay(res, claim.answer, p.payload.authorization.from, id);
+        return { ok: false as const };
+      }
+      if (claim.kind === 'conflict' || Date.now() > waitUntil) {
+        const inFlight = claim.kind !== 'conflict';
+        count('payment_id_conflict');
+        res.setHeader('Cache-Control', 'no-store');
+        if (inFlight) res.setHeader('Retry-After', '1');
+        sendJson(res, 409, {
+          detail: inFlight
+            ? 'A payment with this payment identifier is still being served; retry shortly with the same identifier.'
+            : 'This payment identifier was already used for a different request (method, path or body); use a new identifier for a new request.',
+        });
+        return { ok: false as const };
+      }
+      await new Promise((r) => setTimeout(r, PAYMENT_ID_POLL_MS));
+    }
+
+    const release = () =>
+      store
+        .releasePaymentId(payer, id, ask.owner)
+        .catch((err) => log.error({ pid: id, err: errorText(err) }, 'x402 could not free a payment identifier'));
+    const capture = captureBody(res);
+    let out: Verified;
+    try {
+      out = await verifyAndClaim(req, res, { kind: 'payment', payment: p });
+    } catch (err) {
+      await release();
+      throw err;
+    }
+    if (!out.ok) {
+      await release();
+      return out;
+    }
+    const paymentId = out.paymentId;
+    const inner = out.onServed;
+    let kept = false;
+    res.once('close', () => {
+      if (!kept) void release();
+    });
+    return {
+      ok: true,
+      onServed() {
+        if (kept) return;
+        kept = true;
+        inner();
+        const receipt = res.getHeader(RECEIPT_V2);
+        void store
+          .completePaymentId(payer, id, ask.owner, {
+            status: res.statusCode,
+            body: capture(),
+            receipt: typeof receipt === 'string' ? receipt : '',
+            paymentId,
+          })
+          .catch((err) =>
+            log.error({ pid: id, err: errorText(err) }, 'x402 could not keep the answer of a payment identifier'),
+          );
+      },
+    };
+  }
+
+  async function verifyAndClaim(
+    req: ApiRequest,
+    res: ServerResponse,
+    h: ReturnType<typeof readPaymentHeader>,
+  ): Promise<Verified> {
     const offers = buildOffers(config, req);
     if (h.kind === 'none') {
       sendChallenge(res, offers);
       return { ok: false };
     }
-    if (h.kind === 'malformed') {
-      count('malformed');
-      res.setHeader('Cache-Control', 'no-store');
-      sendJson(res, 400, { detail: h.detail });
-      return { ok: false };
-    }
+    if (h.kind === 'malformed') return badRequest(res, h.detail);
     if (h.kind === 'rejected') return refuse(res, offers, h.version, h.rejection);
     const p = h.payment;
     const a = p.payload.authorization;
@@ -178,7 +333,7 @@ export function createX402(deps: X402Deps): X402 {
         );
       }
       setReceipt(res, p.version, { success: true, transaction: out.txHash, payer: a.from });
-      return { ok: true, onServed: () => undefined };
+      return { ok: true, paymentId: id, onServed: () => undefined };
     }
     setReceipt(res, p.version, { success: true, transaction: '', payer: a.from });
     let served = false;
@@ -198,6 +353,7 @@ export function createX402(deps: X402Deps): X402 {
     });
     return {
       ok: true,
+      paymentId: id,
       onServed() {
         if (served) return;
         served = true;

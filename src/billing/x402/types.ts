@@ -62,6 +62,8 @@ export interface PaymentRequiredV2 {
   error: string;
   resource: ResourceInfo;
   accepts: RequirementsV2[];
+  /** payment-identifier and bazaar (docs/x402.md §9, §10). */
+  extensions?: Record<string, unknown>;
 }
 
 /** The offers for one request: the same price stated in both protocol versions. */
@@ -69,6 +71,8 @@ export interface Offers {
   v1: RequirementsV1;
   v2: RequirementsV2;
   resource: ResourceInfo;
+  /** The v2 challenge's extensions for this endpoint. */
+  extensions: Record<string, unknown>;
 }
 
 /** Error reasons, named as in the x402 specification's error codes. */

@@ -2,6 +2,8 @@
  * The x402 tests' service: the real app with billing on, paid on a real (local) Base USDC, a
  * SQLite ledger in a temp file and the log captured line by line; plus the official clients.
  */
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { Wallet, hexlify, randomBytes, type TypedDataDomain, type TypedDataField } from 'ethers';
 import { createWalletClient, defineChain, http as viemHttp } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -192,4 +194,46 @@ export async function captureHeader(version: 1 | 2, chain: UsdcChain, wallet: Wa
   await postJson(client, url);
   if (captured === null) throw new Error('the client sent no payment');
   return captured;
+}
+
+/**
+ * A loopback TCP relay in front of `target` that, while `drop` is on, lets a paid request reach
+ * the service, reads the service's whole answer, and closes the client's connection without
+ * passing any of it on: a connection dropped after the service answered.
+ */
+export async function droppingRelay(
+  target: string,
+): Promise<{ url: string; drop: { on: boolean }; close(): Promise<void> }> {
+  const { port: tport } = new URL(target);
+  const drop = { on: false };
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(tport), '127.0.0.1');
+    sockets.add(client).add(upstream);
+    let paid = false;
+    client.on('data', (d) => {
+      if (/payment-signature:/i.test(d.toString('latin1'))) paid = true;
+      upstream.write(d);
+    });
+    upstream.on('data', (d) => {
+      if (paid && drop.on) client.destroy();
+      else if (!client.destroyed) client.write(d);
+    });
+    client.on('close', () => {
+      if (!(paid && drop.on)) upstream.destroy();
+    });
+    client.on('error', () => undefined);
+    upstream.on('error', () => undefined);
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    drop,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
 }

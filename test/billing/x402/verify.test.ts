@@ -14,6 +14,7 @@ const NOW = 1_800_000_000;
 const MAX = 60;
 const extra = { name: 'USD Coin', version: '2' };
 const offers: Offers = {
+  extensions: {},
   resource: { url: 'http://127.0.0.1/v1/x402/decide', description: 'd', mimeType: 'application/json' },
   v1: {
     scheme: 'exact',

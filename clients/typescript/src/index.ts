@@ -1,0 +1,246 @@
+/**
+ * The typed preflight client (docs/client.md). `createClient({ baseUrl, apiKey?, payer? })` calls
+ * the service with an API key, or pays each call with x402 through the official `@x402/fetch`
+ * client when a payer (a viem account) is given. A paid call carries an x402 payment identifier,
+ * kept across its retries, so a retry after a dropped connection gets the kept answer and never
+ * pays twice (docs/x402.md §9). A 429 or 503 is retried after its Retry-After (or the body's
+ * `retry_after_s`) when that wait is short enough. `verifyAttestation` checks an answer's EIP-712
+ * signature and that the signed verdict is the one in the answer (docs/attestations.md).
+ */
+import { registerExactEvmScheme } from '@x402/evm/exact/client';
+import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/extensions/payment-identifier';
+import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { type Hex, type LocalAccount, keccak256, recoverTypedDataAddress, toBytes } from 'viem';
+import type {
+  BridgeRiskRequest,
+  BridgeRiskResponse,
+  DecideRequest,
+  DecideResponse,
+  GuardRequest,
+  StablecoinIntelligenceRequest,
+  StablecoinIntelligenceResponse,
+  YieldRouteOption,
+  YieldRoutingRequest,
+  YieldRoutingResponse,
+} from '../../../src/generated/types.js';
+
+export type {
+  BridgeRiskRequest,
+  BridgeRiskResponse,
+  DecideRequest,
+  DecideResponse,
+  GuardRequest,
+  StablecoinIntelligenceRequest,
+  StablecoinIntelligenceResponse,
+  YieldRouteOption,
+  YieldRoutingRequest,
+  YieldRoutingResponse,
+};
+
+/**
+ * What a method takes: the request schema's required fields, every field with a default optional
+ * (the service fills it in). The answers are the full response types.
+ */
+export type DecideInput = Pick<DecideRequest, 'goal'> & Partial<DecideRequest>;
+export type GuardInput = Pick<GuardRequest, 'action'> & Partial<GuardRequest>;
+export type StablecoinPegInput = Partial<StablecoinIntelligenceRequest>;
+export type BridgeRiskInput = Pick<BridgeRiskRequest, 'bridge_status_urls'> & Partial<BridgeRiskRequest>;
+export type YieldRouteInput = Omit<Partial<YieldRoutingRequest>, 'options'> & {
+  options: Array<Pick<YieldRouteOption, 'name' | 'apy'> & Partial<YieldRouteOption>>;
+};
+
+export interface ClientOptions {
+  /** The service, e.g. `https://preflight.example.com`. */
+  baseUrl: string;
+  /** Sent as `x-api-key`; takes precedence over paying. */
+  apiKey?: string;
+  /** Pays each call with x402 (0.01 USDC on Base) when given and no key is. */
+  payer?: LocalAccount;
+  /** Attempts after the first, for dropped connections, 429 and 503 (default 2). */
+  retries?: number;
+  /** The longest Retry-After the client waits for; a longer one is thrown (default 30 s). */
+  maxRetryWaitS?: number;
+  /** The fetch to use (default the global one). */
+  fetch?: typeof fetch;
+}
+
+/** A non-2xx answer: its status, body and, when the service named one, the wait before retrying. */
+export class PreflightError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly retryAfterS: number | null,
+  ) {
+    super(`preflight answered ${status}: ${detailOf(body)}`);
+    this.name = 'PreflightError';
+  }
+}
+
+export interface PreflightClient {
+  guard(req: GuardInput): Promise<DecideResponse>;
+  decide(req: DecideInput): Promise<DecideResponse>;
+  stablecoinPeg(req: StablecoinPegInput): Promise<StablecoinIntelligenceResponse>;
+  bridgeRisk(req: BridgeRiskInput): Promise<BridgeRiskResponse>;
+  yieldRoute(req: YieldRouteInput): Promise<YieldRoutingResponse>;
+}
+
+const PATHS = {
+  guard: '/v1/guard',
+  decide: '/v1/decide',
+  stablecoinPeg: '/v1/agents/stablecoin-intelligence/analyze',
+  bridgeRisk: '/v1/agents/bridge-risk/analyze',
+  yieldRoute: '/v1/agents/yield-routing/recommend',
+} as const;
+
+function detailOf(body: unknown): string {
+  const d = (body as { detail?: unknown } | null)?.detail;
+  if (typeof d === 'string') return d;
+  return JSON.stringify(d ?? body).slice(0, 300);
+}
+
+/** Seconds to wait from a Retry-After header (seconds or an HTTP date) or a body's `retry_after_s`. */
+function retryAfter(res: Response, body: unknown): number | null {
+  const h = res.headers.get('retry-after');
+  if (h !== null) {
+    if (/^\d+$/.test(h.trim())) return Number(h.trim());
+    const at = Date.parse(h);
+    if (!Number.isNaN(at)) return Math.max(0, Math.ceil((at - Date.now()) / 1000));
+  }
+  const b = body as { retry_after_s?: unknown; detail?: { retry_after_s?: unknown } } | null;
+  const s = b?.retry_after_s ?? b?.detail?.retry_after_s;
+  return typeof s === 'number' && s >= 0 ? s : null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function createClient(opts: ClientOptions): PreflightClient {
+  const base = opts.baseUrl.replace(/\/+$/, '');
+  const retries = opts.retries ?? 2;
+  const maxWaitS = opts.maxRetryWaitS ?? 30;
+  const plain = opts.fetch ?? fetch;
+  const paying = opts.apiKey === undefined && opts.payer !== undefined;
+
+  /** A fetch that pays with x402 under one payment identifier, the same for every retry of one call. */
+  function paidFetch(paymentId: string): typeof fetch {
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: opts.payer as LocalAccount });
+    client.onBeforePaymentCreation(async (ctx) => {
+      if (ctx.paymentRequired.extensions)
+        appendPaymentIdentifierToExtensions(ctx.paymentRequired.extensions, paymentId);
+    });
+    return wrapFetchWithPayment(plain, client) as typeof fetch;
+  }
+
+  async function call<T>(path: string, body: unknown): Promise<T> {
+    const send = paying ? paidFetch(generatePaymentId()) : plain;
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    if (opts.apiKey !== undefined) headers['x-api-key'] = opts.apiKey;
+    const text = JSON.stringify(body);
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await send(base + path, { method: 'POST', headers, body: text });
+      } catch (err) {
+        // A dropped connection or a refused one: the same call again (a paid one under the same id).
+        if (attempt >= retries) throw err;
+        await sleep(200 * 2 ** attempt);
+        continue;
+      }
+      const raw = await res.text();
+      let parsed: unknown = raw;
+      try {
+        parsed = JSON.parse(raw);
+      } catch {
+        /* not JSON: kept as text */
+      }
+      if (res.ok) return parsed as T;
+      const wait = retryAfter(res, parsed);
+      if ((res.status === 429 || res.status === 503) && attempt < retries && wait !== null && wait <= maxWaitS) {
+        await sleep(wait * 1000);
+        continue;
+      }
+      throw new PreflightError(res.status, parsed, wait);
+    }
+  }
+
+  return {
+    guard: (req) => call(PATHS.guard, req),
+    decide: (req) => call(PATHS.decide, req),
+    stablecoinPeg: (req) => call(PATHS.stablecoinPeg, req),
+    bridgeRisk: (req) => call(PATHS.bridgeRisk, req),
+    yieldRoute: (req) => call(PATHS.yieldRoute, req),
+  };
+}
+
+const VERDICT_TYPES = {
+  Verdict: [
+    { name: 'id', type: 'bytes32' },
+    { name: 'verdict', type: 'uint8' },
+    { name: 'risk', type: 'uint8' },
+    { name: 'confidenceBps', type: 'uint16' },
+    { name: 'requestHash', type: 'bytes32' },
+    { name: 'actionHash', type: 'bytes32' },
+    { name: 'issuedAt', type: 'uint64' },
+    { name: 'expiresAt', type: 'uint64' },
+  ],
+} as const;
+const VERDICTS = { proceed: 0, wait: 1, block: 2 } as const;
+const RISKS = { low: 0, medium: 1, high: 2 } as const;
+
+export interface VerifyOptions {
+  /** The address the service signs with (its /v1/capabilities `attestation.signer`). */
+  signer: string;
+  /** The request body exactly as sent: then the signed request hash must be its keccak256. */
+  requestBody?: string | Uint8Array;
+}
+
+/**
+ * True when `answer` carries an EIP-712 attestation that recovers to `signer` over the Preflight
+ * domain, and the signed verdict, risk, confidence and lifetime are the ones in the answer. A
+ * changed field, a changed signature or another signer gives false.
+ */
+export async function verifyAttestation(answer: DecideResponse, opts: VerifyOptions): Promise<boolean> {
+  const a = answer?.attestation as
+    | {
+        signer?: string;
+        signature?: string;
+        typed_data?: { domain?: Record<string, unknown>; primaryType?: string; message?: Record<string, unknown> };
+      }
+    | undefined;
+  const td = a?.typed_data;
+  const m = td?.message;
+  if (!a || typeof a.signature !== 'string' || !td || !m || td.primaryType !== 'Verdict') return false;
+  const d = td.domain ?? {};
+  if (d.name !== 'Preflight' || d.version !== '1' || 'verifyingContract' in d) return false;
+  try {
+    const num = (v: unknown) => BigInt(v as string | number);
+    if (num(m.verdict) !== BigInt(VERDICTS[answer.verdict])) return false;
+    if (num(m.risk) !== BigInt(RISKS[answer.risk])) return false;
+    if (num(m.confidenceBps) !== BigInt(Math.round(answer.confidence * 10000))) return false;
+    if (num(m.expiresAt) - num(m.issuedAt) !== BigInt(answer.expires_in)) return false;
+    if (opts.requestBody !== undefined) {
+      const bytes = typeof opts.requestBody === 'string' ? toBytes(opts.requestBody) : opts.requestBody;
+      if (String(m.requestHash).toLowerCase() !== keccak256(bytes)) return false;
+    }
+    const recovered = await recoverTypedDataAddress({
+      domain: { name: 'Preflight', version: '1', chainId: num(d.chainId) },
+      types: VERDICT_TYPES,
+      primaryType: 'Verdict',
+      message: {
+        id: m.id as Hex,
+        verdict: Number(m.verdict),
+        risk: Number(m.risk),
+        confidenceBps: Number(m.confidenceBps),
+        requestHash: m.requestHash as Hex,
+        actionHash: m.actionHash as Hex,
+        issuedAt: num(m.issuedAt),
+        expiresAt: num(m.expiresAt),
+      },
+      signature: a.signature as Hex,
+    });
+    const want = opts.signer.toLowerCase();
+    return recovered.toLowerCase() === want && (a.signer ?? '').toLowerCase() === want;
+  } catch {
+    return false;
+  }
+}
