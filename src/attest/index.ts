@@ -21,10 +21,8 @@ export async function createAttester(
     const candidate = newPrivateKey();
     key = (await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) })).privateKey;
   }
-  const attester = new Attester(key, { thread: true });
-  // The first answers do not wait for the signing thread to boot.
-  await attester.ready();
-  return attester;
+  // Answers are signed on the calling thread until the signing thread is up: start-up does not wait for it.
+  return new Attester(key, { thread: true });
 }
 
 /** Decide answers are signed for Base. */

@@ -20,6 +20,7 @@ export class SignThread {
   #failed: Error | null = null;
   #scheduled = false;
   readonly #ready: Promise<void>;
+  #up = false;
 
   constructor(privateKey: string) {
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
@@ -27,7 +28,10 @@ export class SignThread {
     });
     this.#worker.unref();
     this.#ready = new Promise<void>((resolve, reject) => {
-      this.#worker.once('message', () => resolve());
+      this.#worker.once('message', () => {
+        this.#up = true;
+        resolve();
+      });
       this.#worker.once('error', reject);
       this.#worker.once('exit', (code) => reject(new Error(`the signing thread exited (${code}) while starting`)));
     });
@@ -53,9 +57,13 @@ export class SignThread {
     return this.#ready;
   }
 
-  /** Whether the thread can still sign (false after it failed or was closed). */
+  /**
+   * Whether the thread signs now: false while it is still starting (a cold start on a busy machine
+   * takes seconds, which neither start-up nor any answer should wait for) and after it failed or
+   * was closed. Meanwhile the caller signs on its own thread.
+   */
   get alive(): boolean {
-    return this.#failed === null;
+    return this.#up && this.#failed === null;
   }
 
   /** r ‖ s ‖ v of `digest`, 0x hex, from the signing thread. */

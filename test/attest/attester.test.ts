@@ -46,6 +46,7 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
           : null,
     },
   }));
+  await threaded.ready();
   const threadedAll = await Promise.all(inputs.map(({ answer, input }) => threaded.attest(answer, input)));
   for (let i = 0; i < inputs.length; i++) {
     const a = await inline.attest(inputs[i].answer, inputs[i].input);
