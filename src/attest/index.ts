@@ -52,7 +52,7 @@ export async function attach<T extends Answer>(
 ): Promise<T & { attestation?: Attestation }> {
   if (!attester) return answer;
   const attestation = await attester.attest(answer, {
-    answerId: (res.locals.answerId as string | undefined) ?? (res.locals.requestId as string),
+    answerId: res.locals.answerId,
     body: req.rawBody ?? NO_BODY,
     chainId,
     transaction,

@@ -17,8 +17,26 @@ export interface ApiRequest extends IncomingMessage {
   originalUrl?: string;
 }
 
+/** What the chain leaves on the response for the steps after it (docs/endpoints.md §3). */
+export interface ApiLocals {
+  /** The request's id: the caller's X-Request-Id when well formed, else a fresh UUID. Set first. */
+  requestId: string;
+  /** What a signed answer's id is the hash of: unique per answer (docs/attestations.md §1). */
+  answerId: string;
+  /** The route pattern from the endpoint table, for metrics and the access line. */
+  route?: string;
+  /** Who pays for the call, set by the billing gate. */
+  billing?: { kind: 'key' | 'payment' | 'free'; keyId?: string; plan?: string };
+}
+
+declare global {
+  namespace Express {
+    interface Locals extends ApiLocals {}
+  }
+}
+
 export interface ApiResponse extends ServerResponse {
-  locals: Record<string, any>;
+  locals: ApiLocals;
 }
 
 export type Next = (err?: unknown) => void;
