@@ -1,6 +1,6 @@
 /** The bench's console output: the scenario table, the targets, the pool comparison. */
 import type { Row } from './session.js';
-import type { Verdict } from './targets.js';
+import type { TargetCheck } from './targets.js';
 import type { PoolRow } from './pool-mode.js';
 
 function table(head: string[], rows: string[][]): string {
@@ -37,10 +37,10 @@ export function printTable(rows: Row[], latencyMs: number): void {
   }
 }
 
-export function printVerdicts(verdicts: Verdict[]): void {
+export function printTargetChecks(checks: TargetCheck[]): void {
   process.stdout.write('\nTargets\n');
-  for (const v of verdicts) process.stdout.write(`  ${v.ok ? 'ok  ' : 'MISS'}  ${v.target}: ${v.detail}\n`);
-  const missed = verdicts.filter((v) => !v.ok).length;
+  for (const v of checks) process.stdout.write(`  ${v.ok ? 'ok  ' : 'MISS'}  ${v.target}: ${v.detail}\n`);
+  const missed = checks.filter((v) => !v.ok).length;
   process.stdout.write(missed === 0 ? '  all targets met\n' : `  ${missed} target(s) missed\n`);
 }
 

@@ -16,13 +16,13 @@ import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
-import { judge, judgeFleet, signingRatios, type Measured, type Verdict } from './targets.js';
+import { checkTargets, checkFleet, signingRatios, type Measured, type TargetCheck } from './targets.js';
 import { measureFleet, type FleetResult } from './fleet.js';
 import { startServerChild, type Child } from './child.js';
 import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
-import { printPool, printSigning, printTable, printVerdicts } from './report.js';
-import { judgeScrapes, scrape } from './scrape.js';
+import { printPool, printSigning, printTable, printTargetChecks } from './report.js';
+import { checkScrapes, scrape } from './scrape.js';
 
 interface Options {
   mode: 'all' | 'targets' | 'pool';
@@ -60,11 +60,11 @@ async function runTargets(
   opts: Options,
   upstreams: Upstreams,
   rig: PaymentRig | null,
-): Promise<{ rows: Row[]; verdicts: Verdict[]; signing: Record<string, number> }> {
+): Promise<{ rows: Row[]; checks: TargetCheck[]; signing: Record<string, number> }> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
   const scenarios = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   const rows: Row[] = [];
-  const scrapeVerdicts: Verdict[] = [];
+  const scrapeChecks: TargetCheck[] = [];
 
   // The yardsticks: bare express 5 (reference) and bare node:http (floor), each a process of its own.
   for (const [kind, script] of [
@@ -128,8 +128,8 @@ async function runTargets(
     await pending;
     // Only answered checks move the series: a run of just the 422 scenario has nothing to show.
     if (scrapeDuring !== undefined) {
-      scrapeVerdicts.push(
-        ...judgeScrapes(
+      scrapeChecks.push(
+        ...checkScrapes(
           before,
           underLoad,
           await scrape(service.url),
@@ -158,19 +158,19 @@ async function runTargets(
   const measured = new Map<string, Measured | null>(
     rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]),
   );
-  const verdicts = [...judge(measured, opts.latencyMs), ...scrapeVerdicts];
+  const checks = [...checkTargets(measured, opts.latencyMs), ...scrapeChecks];
   for (const r of rows) {
     if (r.ledger === undefined || r.result === null) continue;
     // Every answer the load paid for (the probe's included) ends settled on chain, none failed or pending.
     const { settled = 0, failed = 0, verified = 0, settling = 0 } = r.ledger;
     const paid = r.result.requests + r.result.warmupRequests + 1;
-    verdicts.push({
+    checks.push({
       target: `${r.name} payments all settled on chain`,
       ok: settled >= paid && failed === 0 && verified + settling === 0,
       detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers`,
     });
   }
-  return { rows, verdicts, signing: signingRatios(measured) };
+  return { rows, checks, signing: signingRatios(measured) };
 }
 
 async function main(): Promise<number> {
@@ -185,8 +185,8 @@ async function main(): Promise<number> {
     let fleet: FleetResult | { skipped: string } | null = null;
     if (targets && (opts.only === null || opts.only.includes('fleet'))) {
       fleet = await measureFleet(upstreams);
-      if ('skipped' in fleet) targets.verdicts.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
-      else targets.verdicts.push(...judgeFleet(fleet));
+      if ('skipped' in fleet) targets.checks.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
+      else targets.checks.push(...checkFleet(fleet));
     }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
@@ -194,7 +194,7 @@ async function main(): Promise<number> {
     if (targets) {
       printTable(targets.rows, opts.latencyMs);
       printSigning(targets.signing);
-      printVerdicts(targets.verdicts);
+      printTargetChecks(targets.checks);
     }
     if (pool) printPool(pool);
     const out = {
@@ -203,7 +203,7 @@ async function main(): Promise<number> {
       options: opts,
       upstreamLatencyMs: opts.latencyMs,
       scenarios: targets?.rows ?? null,
-      targets: targets?.verdicts ?? null,
+      targets: targets?.checks ?? null,
       signing: targets?.signing ?? null,
       fleet,
       pool,
@@ -213,7 +213,7 @@ async function main(): Promise<number> {
     mkdirSync(dir, { recursive: true });
     writeFileSync(`${dir}latest.json`, JSON.stringify(out, null, 2) + '\n');
     process.stdout.write(`\nwrote bench/results/latest.json (${out.elapsedSec} s)\n`);
-    return targets?.verdicts.some((v) => !v.ok) ? 1 : 0;
+    return targets?.checks.some((v) => !v.ok) ? 1 : 0;
   } finally {
     await rig?.close();
     await upstreams.close();

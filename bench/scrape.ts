@@ -5,7 +5,7 @@
  * package `prometheus`) is installed, `promtool check metrics` to accept the scrape taken under load.
  */
 import { spawnSync } from 'node:child_process';
-import type { Verdict } from './targets.js';
+import type { TargetCheck } from './targets.js';
 
 export async function scrape(url: string): Promise<string> {
   const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) });
@@ -34,8 +34,8 @@ const SERIES: Array<[string, string]> = [
 ];
 
 /** Verdicts on the scrapes: `pool` only when a scenario with uncached checks ran. */
-export function judgeScrapes(before: string, underLoad: string | null, after: string, pool: boolean): Verdict[] {
-  const out: Verdict[] = [];
+export function checkScrapes(before: string, underLoad: string | null, after: string, pool: boolean): TargetCheck[] {
+  const out: TargetCheck[] = [];
   for (const [label, name] of SERIES) {
     if (label === 'pool tasks' && !pool) continue;
     const delta = total(after, name) - total(before, name);

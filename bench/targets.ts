@@ -15,7 +15,7 @@ export interface Measured {
   errors: number;
 }
 
-export interface Verdict {
+export interface TargetCheck {
   target: string;
   ok: boolean;
   detail: string;
@@ -37,8 +37,8 @@ export const LIMITS = Object.freeze({
   delegationP50OverUpstreamMs: 15,
 });
 
-export function judge(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): Verdict[] {
-  const out: Verdict[] = [];
+export function checkTargets(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): TargetCheck[] {
+  const out: TargetCheck[] = [];
   const get = (name: string): Measured | null => results.get(name) ?? null;
   for (const [name, m] of results) {
     if (m === null) {
@@ -139,14 +139,14 @@ export function signingRatios(results: ReadonlyMap<string, Measured | null>): Re
   return out;
 }
 
-/** The fleet measurement's verdicts (bench/fleet.ts). */
-export function judgeFleet(fleet: {
+/** The fleet measurement's checks (bench/fleet.ts). */
+export function checkFleet(fleet: {
   perCheck: number;
   non200: number;
   upstreamRequests: number;
   distinctChecks: number;
   answers: number;
-}): Verdict[] {
+}): TargetCheck[] {
   return [
     {
       target: `fleet: upstream requests per distinct check <= ${LIMITS.fleetUpstreamPerCheck}`,

@@ -117,7 +117,7 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   if (deps.mcp) mountMcp(app, deps.mcp, routeLabel(MCP_PATH), json);
 
   for (const e of POST_ENDPOINTS) {
-    const handler = e.handler === 'decide' ? decideHandler(deps, e.path) : handlers[e.handler];
+    const handler = e.handler === 'decide' ? decideHandler(deps) : handlers[e.handler];
     if (!handler) continue; // only routes whose behaviour exists are mounted
     const chain: ApiHandler[] = [routeLabel(e.path), json, validateBody(e.request)];
     if (e.access !== 'free' && deps.billing) chain.push(deps.billing(e));

@@ -9,8 +9,8 @@
  * grow the registry without bound; past the cap every new value is reported as "other".
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Verdict } from './engine/judge.js';
 
-export type Verdict = 'proceed' | 'wait' | 'block';
 /** hit: this instance's cache; shared: the fleet's (Redis); join: a call already in flight. */
 export type CacheOutcome = 'hit' | 'miss' | 'join' | 'shared';
 export type CircuitState = 'closed' | 'open' | 'half_open';

@@ -5,13 +5,12 @@
  * errors are tolerated while one page passes, and warnings proceed with risk medium.
  */
 import type { ApiHandler } from '../http/api.js';
-import { sendJson } from '../http/errors.js';
 import type { CheckResult } from '../checks/types.js';
 import type { BridgeRiskRequest, BridgeRiskResponse } from '../generated/types.js';
 import { judge, type JudgePolicy } from '../engine/judge.js';
 import { summarize } from '../engine/decide-response.js';
 import type { AgentDeps } from './stablecoin.js';
-import { agentMeta } from './peg.js';
+import { answer, answerMeta, opening } from '../http/answer.js';
 
 type Bridge = BridgeRiskResponse['bridges'][number];
 
@@ -47,15 +46,11 @@ export function bridgeRiskResponse(
   body: BridgeRiskRequest,
   urls: string[],
   results: CheckResult[],
-  meta: ReturnType<typeof agentMeta>,
+  meta: ReturnType<typeof answerMeta>,
 ): BridgeRiskResponse {
   const v = judge(results, bridgePolicy(body.strict_mode));
   return {
-    verdict: v.verdict,
-    risk: v.risk,
-    confidence: v.confidence,
-    expires_in: v.expires_in,
-    ...(v.retry_after_s !== undefined ? { retry_after_s: v.retry_after_s } : {}),
+    ...opening(v),
     strict_mode: body.strict_mode,
     bridges: urls.map((u, i) => bridgeView(u, results[i])),
     summary: summarize(v, results.length),
@@ -66,20 +61,17 @@ export function bridgeRiskResponse(
 }
 
 export function bridgeRiskHandler(deps: AgentDeps): ApiHandler {
-  const { config, engine, logger, metrics } = deps;
-  return async (req, res) => {
-    const started = performance.now();
-    const body = req.body as BridgeRiskRequest;
-    const { requestId } = res.locals;
+  const { engine, logger } = deps;
+  return answer<BridgeRiskRequest>(deps, async (call) => {
+    const { body, requestId, deadlineMs } = call;
     const urls = [...new Set(body.bridge_status_urls)];
     const planned = urls.map((status_url, i) => ({
       name: urls.length > 1 ? `bridge_exploit_monitor[${i}]` : 'bridge_exploit_monitor',
       check: { type: 'bridge_exploit_monitor', status_url, expect_status: 200 },
     }));
-    const results = await engine.run(planned, { deadlineMs: config.requestDeadlineMs, requestId });
-    const response = bridgeRiskResponse(body, urls, results, agentMeta(requestId, started));
-    metrics?.verdict(res.locals.route ?? '/v1/agents/bridge-risk/analyze', response.verdict);
+    const results = await engine.run(planned, { deadlineMs, requestId });
+    const response = bridgeRiskResponse(body, urls, results, answerMeta(call));
     logger.debug({ reqId: requestId, urls: urls.length, verdict: response.verdict }, 'bridges analysed');
-    sendJson(res, 200, response);
-  };
+    return response;
+  });
 }

@@ -21,14 +21,3 @@ export const PEG_SEVERITY: Readonly<Record<PegStatus, number>> = { depegged: 3, 
 export function normaliseAssetId(id: string): string {
   return id.trim().toLowerCase();
 }
-
-export function agentMeta(
-  requestId: string,
-  startedMs: number,
-): { request_id: string; evaluated_at: string; latency_ms: number } {
-  return {
-    request_id: requestId,
-    evaluated_at: new Date().toISOString(),
-    latency_ms: Math.max(0, Math.round(performance.now() - startedMs)),
-  };
-}

@@ -5,7 +5,6 @@
  * unanswered provider waits).
  */
 import type { ApiHandler } from '../http/api.js';
-import { sendJson } from '../http/errors.js';
 import type { Config } from '../config.js';
 import type { CheckResult } from '../checks/types.js';
 import type { StablecoinIntelligenceRequest, StablecoinIntelligenceResponse } from '../generated/types.js';
@@ -17,7 +16,8 @@ import { DEPEG_TTL_S, evaluateDepeg } from '../checks/stablecoin_depeg.js';
 import { fromUpstreamFail } from '../checks/outcome.js';
 import { fmtPct } from '../checks/format.js';
 import { PriceSnapshots, type Snapshot } from './price-snapshot.js';
-import { PEG_SEVERITY, agentMeta, normaliseAssetId, pegStatus } from './peg.js';
+import { PEG_SEVERITY, normaliseAssetId, pegStatus } from './peg.js';
+import { answer, answerMeta, opening } from '../http/answer.js';
 
 export const DEFAULT_STABLECOINS = Object.freeze(['usd-coin', 'tether', 'dai', 'ethena-usde', 'paypal-usd']);
 
@@ -111,23 +111,17 @@ export interface AgentDeps {
 }
 
 export function stablecoinHandler(deps: AgentDeps): ApiHandler {
-  const { config, logger, metrics } = deps;
+  const { config, logger } = deps;
   const snapshots = new PriceSnapshots(DEPEG_TTL_S * 1000);
-  return async (req, res) => {
-    const started = performance.now();
-    const body = req.body as StablecoinIntelligenceRequest;
-    const { requestId } = res.locals;
+  return answer<StablecoinIntelligenceRequest>(deps, async (call) => {
+    const { body, requestId, deadlineMs } = call;
     const assets = requestedAssets(body);
     const quote = normaliseAssetId(body.quote);
-    const snap = await snapshots.get(config, assets, quote, AbortSignal.timeout(config.requestDeadlineMs));
+    const snap = await snapshots.get(config, assets, quote, AbortSignal.timeout(deadlineMs));
     const { results, views } = assessAssets({ ...body, quote }, assets, snap, Date.now());
     const v = judge(results, DEFAULT_POLICY);
     const response: StablecoinIntelligenceResponse = {
-      verdict: v.verdict,
-      risk: v.risk,
-      confidence: v.confidence,
-      expires_in: v.expires_in,
-      ...(v.retry_after_s !== undefined ? { retry_after_s: v.retry_after_s } : {}),
+      ...opening(v),
       quote,
       thresholds: { warn_deviation_pct: body.warn_deviation_pct, block_deviation_pct: body.block_deviation_pct },
       assets: views,
@@ -135,13 +129,12 @@ export function stablecoinHandler(deps: AgentDeps): ApiHandler {
       failure_modes: v.failure_modes,
       source: snap.res.source,
       cached: snap.cached,
-      ...agentMeta(requestId, started),
+      ...answerMeta(call),
     };
-    metrics?.verdict(res.locals.route ?? '/v1/agents/stablecoin-intelligence/analyze', response.verdict);
     logger.debug(
       { reqId: requestId, assets: assets.length, verdict: response.verdict, cached: snap.cached },
       'stablecoins analysed',
     );
-    sendJson(res, 200, response);
-  };
+    return response;
+  });
 }

@@ -4,12 +4,12 @@
  * yield-rank.ts excludes and orders the options.
  */
 import type { ApiHandler } from '../http/api.js';
-import { sendJson } from '../http/errors.js';
 import type { CheckResult } from '../checks/types.js';
 import type { YieldRoutingRequest, YieldRoutingResponse } from '../generated/types.js';
 import { GUARD_THRESHOLDS } from '../guard/plan.js';
 import type { AgentDeps } from './stablecoin.js';
-import { agentMeta, pegStatus } from './peg.js';
+import { pegStatus } from './peg.js';
+import { answer, answerMeta } from '../http/answer.js';
 import { SCORE_FORMULA, routeYield, stablecoinOf, summarise, type PegFinding } from './yield-rank.js';
 
 /** The depeg checks, one per distinct stablecoin, with the guard's peg thresholds. */
@@ -41,7 +41,7 @@ export function yieldResponse(
   body: YieldRoutingRequest,
   results: CheckResult[],
   assets: string[],
-  meta: ReturnType<typeof agentMeta>,
+  meta: ReturnType<typeof answerMeta>,
 ): YieldRoutingResponse {
   const pegs = pegFindings(results, assets);
   const routed = routeYield(body, pegs);
@@ -71,18 +71,16 @@ export function yieldResponse(
 }
 
 export function yieldRoutingHandler(deps: AgentDeps): ApiHandler {
-  const { config, engine, logger } = deps;
-  return async (req, res) => {
-    const started = performance.now();
-    const body = req.body as YieldRoutingRequest;
-    const { requestId } = res.locals;
+  const { engine, logger } = deps;
+  return answer<YieldRoutingRequest>(deps, async (call) => {
+    const { body, requestId, deadlineMs } = call;
     const planned = pegChecks(body);
-    const results = await engine.run(planned, { deadlineMs: config.requestDeadlineMs, requestId });
+    const results = await engine.run(planned, { deadlineMs, requestId });
     const response = yieldResponse(
       body,
       results,
       planned.map((p) => p.check.asset_id as string),
-      agentMeta(requestId, started),
+      answerMeta(call),
     );
     logger.debug(
       {
@@ -93,6 +91,6 @@ export function yieldRoutingHandler(deps: AgentDeps): ApiHandler {
       },
       'yield routed',
     );
-    sendJson(res, 200, response);
-  };
+    return response;
+  });
 }

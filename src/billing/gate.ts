@@ -5,6 +5,7 @@
 import type { ApiHandler, ApiRequest, ApiResponse, Next } from '../http/api.js';
 import type { Config } from '../config.js';
 import { HttpError } from '../http/errors.js';
+import { keyedPathFor, payPerCallPathFor, SIGNUP_PATH } from '../http/endpoints.js';
 import type { Logger } from '../log.js';
 import { PRICE_DISPLAY } from '../pricing.js';
 import type { Plan, Store } from '../store/types.js';
@@ -57,20 +58,18 @@ export interface BillingGateDeps {
   now?: () => Date;
 }
 
-export const SIGNUP_PATH = '/v1/api-keys/signup';
+export { SIGNUP_PATH };
 const BEARER_REALM = 'Bearer realm="preflight"';
 
 /** The x402 path serving the same request shape, for pointers in 429 and 401 answers. */
 function payPerCallPath(e: GatedEndpoint): string {
-  if (e.request === 'DecideRequest') return '/v1/x402/decide';
-  if (e.request === 'GuardRequest') return '/v1/x402/guard';
-  return e.path;
+  const paying = e.request === undefined ? null : payPerCallPathFor(e.request);
+  return paying ?? e.path;
 }
 
+/** The keyed path serving the same request shape, from the endpoint table. */
 function keyedPath(e: GatedEndpoint): string | null {
-  if (e.request === 'DecideRequest') return '/v1/decide';
-  if (e.request === 'GuardRequest') return '/v1/guard';
-  return null;
+  return e.request === undefined ? null : keyedPathFor(e.request);
 }
 
 const isoSeconds = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -6,7 +6,7 @@
  */
 import { fmtUsd } from './format.js';
 import {
-  judgeSignature,
+  matchSignatureRules,
   type SignatureFacts,
   type SignatureGrant,
   describeAsset,
@@ -69,7 +69,7 @@ export function evaluateSignature(
     validUntil: read.validUntil,
     nowS,
   };
-  const v = judgeSignature(facts);
+  const v = matchSignatureRules(facts);
   let until: bigint | null = null;
   for (const t of read.validUntil) if (until === null || t > until) until = t;
   const usd = signatureUsd(grants);

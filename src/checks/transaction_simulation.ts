@@ -7,7 +7,7 @@
  * for the chain (RPC_URLS) is trusted. No node at all is `error no_rpc`.
  */
 import { approvalChanges, assetChanges, type AssetChange } from '../scan/changes.js';
-import { judgeSimulation, type SimulationFacts, simulationMessage } from '../scan/rules.js';
+import { matchSimulationRules, type SimulationFacts, simulationMessage } from '../scan/rules.js';
 import { type StateOverrides, simulate } from '../scan/simulate.js';
 import { priceAssets, tokenMeta, usdValue } from '../scan/value.js';
 import { rpcSource } from '../net/rpc.js';
@@ -69,7 +69,7 @@ export function evaluateSimulation(
     approvalChanges: approvals,
     netUsdOut,
   };
-  const v = judgeSimulation(facts);
+  const v = matchSimulationRules(facts);
   const native = NATIVE_SYMBOLS[check.chain] ?? 'ETH';
   const observed = {
     method: sim.method,

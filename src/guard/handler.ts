@@ -3,13 +3,12 @@
  * GuardRequest is planned, run through the engine within the request's deadline, and judged.
  */
 import type { ApiHandler } from '../http/api.js';
-import { sendJson } from '../http/errors.js';
+import { answer } from '../http/answer.js';
 import type { Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Engine } from '../engine/runner.js';
-import { resolveDeadline } from '../engine/decide-response.js';
 import { planGuard } from './plan.js';
 import { guardResponse } from './guard-response.js';
 import { attach, guardChainId, type Attester } from '../attest/index.js';
@@ -29,12 +28,8 @@ export interface GuardDeps {
 }
 
 export function guardHandler(deps: GuardDeps): ApiHandler {
-  const { config, engine, logger, metrics, attester } = deps;
-  return async (req, res) => {
-    const started = performance.now();
-    const body = req.body as GuardRequest;
-    const { requestId } = res.locals;
-    const deadlineMs = resolveDeadline(config, body.context);
+  const { config, engine, logger, attester } = deps;
+  return answer<GuardRequest>(deps, async ({ req, res, body, requestId, deadlineMs, started }) => {
     const plan = planGuard(body, config);
     const planned = plan.planned.map(({ name, check }) => ({ name, check }));
     const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
@@ -43,12 +38,10 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
       deadlineMs,
       latencyMs: performance.now() - started,
     });
-    metrics?.verdict(res.locals.route ?? '/v1/guard', response.verdict);
     logger.debug(
       { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
       'guard judged',
     );
-    const signed = await attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
-    sendJson(res, 200, signed);
-  };
+    return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
+  });
 }

@@ -8,7 +8,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { BillingInfo } from '../billing/gate.js';
 
 export interface ApiRequest extends IncomingMessage {
   body?: unknown;
@@ -18,20 +17,26 @@ export interface ApiRequest extends IncomingMessage {
   originalUrl?: string;
 }
 
-/** What the chain keeps for one request (src/app.ts requestContext sets the first two on every request). */
-export interface Locals {
-  /** The caller's X-Request-Id when well-formed, else a new UUID; echoed in the answer's header and body. */
+/** What the chain leaves on the response for the steps after it (docs/endpoints.md §3). */
+export interface ApiLocals {
+  /** The request's id: the caller's X-Request-Id when well formed, else a fresh UUID. Set first. */
   requestId: string;
-  /** A value unique to this answer, whose hash is a signed answer's id (docs/attestations.md §1). */
+  /** What a signed answer's id is the hash of: unique per answer (docs/attestations.md §1). */
   answerId: string;
-  /** The route pattern, for metrics and the access log. */
+  /** The route pattern from the endpoint table, for metrics and the access line. */
   route?: string;
-  billing?: BillingInfo;
-  [feature: string]: unknown;
+  /** Who pays for the call, set by the billing gate. */
+  billing?: { kind: 'key' | 'payment' | 'free'; keyId?: string; plan?: string };
+}
+
+declare global {
+  namespace Express {
+    interface Locals extends ApiLocals {}
+  }
 }
 
 export interface ApiResponse extends ServerResponse {
-  locals: Locals;
+  locals: ApiLocals;
 }
 
 export type Next = (err?: unknown) => void;

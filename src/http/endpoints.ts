@@ -190,6 +190,33 @@ export const POST_ENDPOINTS: readonly PostEndpoint[] = [
   },
 ];
 
+function pathOf(e: PostEndpoint | undefined, what: string): string {
+  if (e === undefined) throw new Error(`the endpoint table has no ${what}`);
+  return e.path;
+}
+
+/** Where a free API key is taken. */
+export const SIGNUP_PATH = pathOf(
+  POST_ENDPOINTS.find((e) => e.handler === 'signup'),
+  'signup',
+);
+
+/**
+ * The path a caller with an API key uses for this request shape: the table's first `paid` entry
+ * with no agent serving it (`/v1/decide`, `/v1/guard`), or null when there is none.
+ */
+export function keyedPathFor(request: string): string | null {
+  return POST_ENDPOINTS.find((e) => e.request === request && e.access === 'paid' && !e.agent)?.path ?? null;
+}
+
+/**
+ * The path that takes an x402 payment for this request shape: the table's first `payment_only`
+ * entry serving it (`/v1/x402/decide`, `/v1/x402/guard`), or null when there is none.
+ */
+export function payPerCallPathFor(request: string): string | null {
+  return POST_ENDPOINTS.find((e) => e.request === request && e.access === 'payment_only')?.path ?? null;
+}
+
 export interface GetEndpoint {
   path: string;
   summary: string;

@@ -11,7 +11,7 @@
  * itself goes to body-parser.
  */
 import type http from 'node:http';
-import type { ApiErrorHandler, ApiHandler, ApiRequest, ApiResponse, Next } from './api.js';
+import type { ApiErrorHandler, ApiHandler, ApiLocals, ApiRequest, ApiResponse, Next } from './api.js';
 import { HttpError, jsonInvalid } from './errors.js';
 
 /**
@@ -83,8 +83,7 @@ export function postRouter(
     const req = rawReq as ApiRequest;
     const res = rawRes as ApiResponse;
     req.originalUrl = url;
-    // Filled in by the chain's first handler, requestContext (src/app.ts), as express's door does.
-    res.locals = { requestId: '', answerId: '' };
+    res.locals = {} as ApiLocals; // requestContext, first in every chain, sets requestId and answerId
 
     let i = 0;
     const fail = (err: unknown): void => {

@@ -48,7 +48,8 @@ export const CIRCUIT_LABELS = [
 ] as const;
 export type CircuitLabel = (typeof CIRCUIT_LABELS)[number];
 
-export type CallVerdict = 'success' | 'failure' | 'ignore';
+/** How the breaker counts one call against its host: for it, against it, or not at all. */
+export type CallClass = 'success' | 'failure' | 'ignore';
 export type Admission = { ok: true; probe: boolean } | { ok: false; retryAfterMs: number };
 
 /** The state machine of one host, with the clock injected. */
@@ -74,13 +75,13 @@ export class CircuitBreaker {
     return { ok: true, probe: true };
   }
 
-  record(probe: boolean, verdict: CallVerdict, now: number): void {
+  record(probe: boolean, cls: CallClass, now: number): void {
     if (probe) this.probing = false;
-    if (verdict === 'ignore') return;
+    if (cls === 'ignore') return;
     if (this.state === 'half_open') {
       // Only the probe decides; a call admitted before the circuit opened reports too late to count.
       if (!probe) return;
-      if (verdict === 'success') {
+      if (cls === 'success') {
         this.failures = 0;
         this.move('closed');
       } else {
@@ -89,7 +90,7 @@ export class CircuitBreaker {
       return;
     }
     if (this.state !== 'closed') return;
-    if (verdict === 'success') {
+    if (cls === 'success') {
       this.failures = 0;
       return;
     }
@@ -158,13 +159,13 @@ export interface CircuitCall {
 
 /**
  * Runs `call` through the host's breaker: answers `circuit_open` without calling while it is
- * open, otherwise records `judge(result)`.
+ * open, otherwise records `classify(result)`.
  */
 export async function throughCircuit<R>(
   c: CircuitCall,
   source: string,
   call: () => Promise<R>,
-  judge: (r: R) => CallVerdict,
+  classify: (r: R) => CallClass,
 ): Promise<R | UpstreamFail> {
   if (!enabled()) return call();
   const b = breakerFor(c.label, `${c.scope}|${c.label}|${c.host}`);
@@ -175,13 +176,13 @@ export async function throughCircuit<R>(
     const message = `circuit breaker open after ${FAILURES_TO_OPEN} failures in a row, not called; next try in ${retryAfterS} s`;
     return { ok: false, reason: 'circuit_open', message, source, latencyMs: 0, retryAfterS };
   }
-  let verdict: CallVerdict = 'ignore';
+  let cls: CallClass = 'ignore';
   try {
     const r = await call();
-    verdict = judge(r);
+    cls = classify(r);
     return r;
   } finally {
-    b.record(a.probe, verdict, performance.now());
+    b.record(a.probe, cls, performance.now());
   }
 }
 
@@ -191,7 +192,7 @@ export function cancelled(signal: AbortSignal | undefined): boolean {
 }
 
 /** Whether a failed call speaks against the host: no answer, or no usable one. */
-export function failureVerdict(reason: UpstreamErrorReason, status?: number): CallVerdict {
+export function failureClass(reason: UpstreamErrorReason, status?: number): CallClass {
   switch (reason) {
     case 'upstream_timeout':
     case 'upstream_unreachable':
@@ -207,10 +208,10 @@ export function failureVerdict(reason: UpstreamErrorReason, status?: number): Ca
   }
 }
 
-/** The common verdict on an UpstreamResult whose data carries the HTTP status. */
-export function hostVerdict(r: { ok: true; data: { status: number } } | UpstreamFail): CallVerdict {
+/** How the breaker counts an UpstreamResult whose data carries the HTTP status. */
+export function hostClass(r: { ok: true; data: { status: number } } | UpstreamFail): CallClass {
   if (r.ok) return r.data.status >= 500 ? 'failure' : 'success';
-  return failureVerdict(r.reason, r.status);
+  return failureClass(r.reason, r.status);
 }
 
 const RANK: Readonly<Record<CircuitState, number>> = { closed: 0, half_open: 1, open: 2 };

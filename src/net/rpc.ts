@@ -10,9 +10,9 @@
  * is the RPC host name alone: paths and query strings of RPC URLs routinely carry API keys.
  */
 import type { Dispatcher } from 'undici';
-import { fail, interpretJson, isObject, jsonVerdict, type JsonResponse } from '../upstreams/http.js';
+import { fail, interpretJson, isObject, jsonClassifier, type JsonResponse } from '../upstreams/http.js';
 import type { UpstreamResult } from '../upstreams/types.js';
-import type { CallVerdict } from './breaker.js';
+import type { CallClass } from './breaker.js';
 import { deadline } from './deadline.js';
 import { operatorDispatcher } from './dispatchers.js';
 import type { Answer } from './interceptors/types.js';
@@ -83,8 +83,8 @@ const isRpcAnswer = (json: unknown): json is Record<string, unknown> =>
 const accept = (s: number): boolean => s !== 429;
 
 /** A body shaped as a JSON-RPC answer: the node is up, whatever HTTP status came with it. */
-function rpcJudge(source: string): (a: Answer) => CallVerdict {
-  const base = jsonVerdict(source, accept);
+function rpcClassifier(source: string): (a: Answer) => CallClass {
+  const base = jsonClassifier(source, accept);
   return (a) => {
     const r = interpretJson(source, 0, a, accept);
     if (r.ok && (Array.isArray(r.data.json) || isRpcAnswer(r.data.json))) return 'success';
@@ -112,7 +112,7 @@ async function post(
       resolver: opts.resolver,
       dispatcher: opts.dispatcher,
       source,
-      circuit: { label: 'rpc_target', judge: rpcJudge(source) },
+      circuit: { label: 'rpc_target', classify: rpcClassifier(source) },
     });
     // safeFetch's messages are fragments ("connection reset before an answer"): name the node.
     if (!r.ok) return { ...r, message: `${source}: ${r.message}` };
@@ -132,7 +132,7 @@ async function post(
       headers: { ...HEADERS },
       body,
       signal: dl.signal,
-      circuit: { scope: 'provider', label: 'rpc', judge: rpcJudge(source) },
+      circuit: { scope: 'provider', label: 'rpc', classify: rpcClassifier(source) },
     });
   } finally {
     dl.done();

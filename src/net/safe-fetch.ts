@@ -6,7 +6,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { UpstreamResult } from '../upstreams/types.js';
-import type { CallVerdict } from './breaker.js';
+import type { CallClass } from './breaker.js';
 import { deadline } from './deadline.js';
 import { callerDispatcher, callerOver } from './dispatchers.js';
 import { sanitizeHeaders } from './headers.js';
@@ -36,7 +36,7 @@ export interface SafeFetchOptions {
    * http_target), and which complete answers count as failures of the host. By default none do:
    * a caller's page answering 500 is what the http and bridge checks judge, not a dead host.
    */
-  circuit?: { label?: string; judge?: (a: Answer) => CallVerdict };
+  circuit?: { label?: string; classify?: (a: Answer) => CallClass };
 }
 
 export interface SafeResponse extends RawResponse {
@@ -93,7 +93,7 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
       resolver: opts.resolver,
       maxRedirects: opts.maxRedirects ?? 3,
       maxBodyBytes: opts.maxBodyBytes,
-      circuit: { scope: 'target', label: opts.circuit?.label ?? 'http_target', judge: opts.circuit?.judge },
+      circuit: { scope: 'target', label: opts.circuit?.label ?? 'http_target', classify: opts.circuit?.classify },
       trail,
     });
   } finally {

@@ -108,25 +108,25 @@ export const SIMULATION_RULES: readonly Row<SimulationFacts>[] = [
   { status: 'warn', reason: 'approval_for_all', when: (f) => allTo(f, true).length > 0 },
 ];
 
-export interface Verdict {
+export interface RuleMatch {
   status: 'pass' | Signal['status'];
   reason: string | null;
   signals: Signal[];
 }
 
-function decide<F>(table: readonly Row<F>[], facts: F): Verdict {
+function decide<F>(table: readonly Row<F>[], facts: F): RuleMatch {
   const s = signals(table, facts);
   return s.length === 0
     ? { status: 'pass', reason: null, signals: [] }
     : { status: s[0].status, reason: s[0].reason, signals: s };
 }
 
-export const judgeSimulation = (f: SimulationFacts): Verdict => decide(SIMULATION_RULES, f);
+export const matchSimulationRules = (f: SimulationFacts): RuleMatch => decide(SIMULATION_RULES, f);
 
 /** The sentence for a simulation's result: what decided, then what leaves and what arrives. */
 export function simulationMessage(
   f: SimulationFacts,
-  v: Verdict,
+  v: RuleMatch,
   ctx: { method: string; block: number | null; revertReason: string | null; native: string },
 ): string {
   const at = `${ctx.method}${ctx.block === null ? '' : ` at block ${ctx.block}`}`;
@@ -243,4 +243,4 @@ export const SIGNATURE_RULES: readonly Row<SignatureFacts>[] = [
   { status: 'warn', reason: 'unrecognised_typed_data', when: (f) => f.kind === null },
 ];
 
-export const judgeSignature = (f: SignatureFacts): Verdict => decide(SIGNATURE_RULES, f);
+export const matchSignatureRules = (f: SignatureFacts): RuleMatch => decide(SIGNATURE_RULES, f);

@@ -5,7 +5,7 @@
  * rule here (request-supplied URLs go through net/safe-fetch). The pool, breaker, body cap and
  * retry are the operator dispatcher's (net/dispatchers.ts).
  */
-import type { CallVerdict } from '../net/breaker.js';
+import type { CallClass } from '../net/breaker.js';
 import { deadline } from '../net/deadline.js';
 import { operatorDispatcher } from '../net/dispatchers.js';
 import type { Answer } from '../net/interceptors/types.js';
@@ -24,9 +24,9 @@ export interface JsonRequest {
   accept?: (status: number) => boolean;
   /**
    * The host's circuit breaker (net/breaker.ts): its metric label (default `source`), and how a
-   * complete answer counts for the host (default jsonVerdict: an unparsable body or a 5xx is a failure).
+   * complete answer counts for the host (default jsonClassifier: an unparsable body or a 5xx is a failure).
    */
-  circuit?: { label: string; judge?: (a: Answer) => CallVerdict };
+  circuit?: { label: string; classify?: (a: Answer) => CallClass };
 }
 
 export interface JsonResponse {
@@ -68,8 +68,8 @@ export function statusFailure(
   });
 }
 
-/** The default verdict on a provider's answer: a 5xx, or a body that is not the JSON promised, is a failure. */
-export function jsonVerdict(source: string, accept?: (status: number) => boolean): (a: Answer) => CallVerdict {
+/** How the breaker counts a provider's answer: a 5xx, or a body that is not the JSON promised, is a failure. */
+export function jsonClassifier(source: string, accept?: (status: number) => boolean): (a: Answer) => CallClass {
   return (a) => {
     const r = interpretJson(source, 0, a, accept);
     if (r.ok) return r.data.status >= 500 ? 'failure' : 'success';
@@ -93,7 +93,7 @@ export async function requestJson(url: string, req: JsonRequest): Promise<Upstre
       circuit: {
         scope: 'provider',
         label: req.circuit?.label ?? req.source,
-        judge: req.circuit?.judge ?? jsonVerdict(req.source, req.accept),
+        classify: req.circuit?.classify ?? jsonClassifier(req.source, req.accept),
       },
     });
   } finally {

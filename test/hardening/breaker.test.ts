@@ -11,7 +11,7 @@ import {
   FAILURE_WINDOW_MS,
   FAILURES_TO_OPEN,
   watchCircuits,
-  type CallVerdict,
+  type CallClass,
 } from '../../src/net/breaker.js';
 import { safeFetch } from '../../src/net/safe-fetch.js';
 import type { CircuitState } from '../../src/metrics.js';
@@ -25,9 +25,9 @@ t.test('state machine', async (t) => {
   const changes: CircuitState[] = [];
   const b = new CircuitBreaker((s) => changes.push(s));
   let now = 1_000;
-  const call = (verdict: CallVerdict) => {
+  const call = (cls: CallClass) => {
     const a = b.admit(now);
-    if (a.ok) b.record(a.probe, verdict, now);
+    if (a.ok) b.record(a.probe, cls, now);
     return a;
   };
 

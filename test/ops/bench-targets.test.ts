@@ -1,6 +1,6 @@
 /** The bench's pass/fail rules (bench/targets.ts), table-driven over made-up measurements. */
 import t from 'tap';
-import { judge, signingRatios, type Measured } from '../../bench/targets.js';
+import { checkTargets, signingRatios, type Measured } from '../../bench/targets.js';
 
 const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({
   name,
@@ -23,10 +23,10 @@ function healthy(): Map<string, Measured | null> {
   ]);
 }
 
-const missed = (v: ReturnType<typeof judge>): string[] => v.filter((x) => !x.ok).map((x) => x.target);
+const missed = (v: ReturnType<typeof checkTargets>): string[] => v.filter((x) => !x.ok).map((x) => x.target);
 
 t.test('a healthy run meets every target', async (t) => {
-  t.same(missed(judge(healthy(), 50)), []);
+  t.same(missed(checkTargets(healthy(), 50)), []);
 });
 
 const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => void; miss: RegExp }> = [
@@ -72,7 +72,7 @@ for (const c of cases) {
   t.test(c.name, async (t) => {
     const r = healthy();
     c.change(r);
-    const out = missed(judge(r, 50));
+    const out = missed(checkTargets(r, 50));
     t.equal(out.length, 1, out.join('; '));
     t.match(out[0], c.miss);
   });

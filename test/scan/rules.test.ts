@@ -11,8 +11,8 @@ import {
   type SimulationFacts,
   exceedsDeclared,
   fmtUnits,
-  judgeSignature,
-  judgeSimulation,
+  matchSignatureRules,
+  matchSimulationRules,
 } from '../../src/scan/rules.js';
 import { decodeRevert, methodUnsupported, parseCallTrace } from '../../src/scan/simulate.js';
 import { kindOf } from '../../src/scan/typed-data.js';
@@ -125,7 +125,7 @@ t.test('simulation rules, one row each and their order', async (t) => {
     ],
   ];
   for (const [name, facts, status, reason, signals] of rows) {
-    const v = judgeSimulation(facts);
+    const v = matchSimulationRules(facts);
     t.equal(v.status, status, `${name}: status`);
     t.equal(v.reason, reason, `${name}: reason`);
     t.same(
@@ -185,7 +185,7 @@ t.test('signature rules, one row each and their order', async (t) => {
     ['an unknown type on another chain', sig({ kind: null, grants: [], domainChainId: 10n }), 'fail', 'chain_mismatch'],
   ];
   for (const [name, facts, status, reason] of rows) {
-    const v = judgeSignature(facts);
+    const v = matchSignatureRules(facts);
     t.equal(v.status, status, `${name}: status`);
     t.equal(v.reason, reason, `${name}: reason`);
   }

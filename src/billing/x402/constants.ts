@@ -11,7 +11,7 @@ export { NETWORK_V1, NETWORK_V2, PRICE_ATOMIC, USDC_BASE };
 export const CHAIN_ID = CHAIN_IDS.base;
 export const SCHEME = 'exact';
 export const MIME_TYPE = 'application/json';
-export const API_KEY_SIGNUP_PATH = '/v1/api-keys/signup';
+export { SIGNUP_PATH as API_KEY_SIGNUP_PATH } from '../../http/endpoints.js';
 
 export const EIP712_DOMAIN = Object.freeze({
   name: 'USD Coin',

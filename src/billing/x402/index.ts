@@ -296,11 +296,11 @@ export function createX402(deps: X402Deps): X402 {
       payload: p.payload,
     };
     if (facilitator !== null) {
-      const verdict = await facilitator.verify(stored);
-      if (verdict.kind === 'unavailable') return unavailable(res, p.version, a.from, 'facilitator', verdict.error);
-      if (verdict.kind === 'invalid') {
+      const verified = await facilitator.verify(stored);
+      if (verified.kind === 'unavailable') return unavailable(res, p.version, a.from, 'facilitator', verified.error);
+      if (verified.kind === 'invalid') {
         // The facilitator's own reason code, passed on; anything unlike a code is not repeated.
-        const reason = /^[a-z0-9_]{1,80}$/.test(verdict.reason) ? verdict.reason : 'unexpected_verify_error';
+        const reason = /^[a-z0-9_]{1,80}$/.test(verified.reason) ? verified.reason : 'unexpected_verify_error';
         return reject(reason as Rejection['reason'], 'The facilitator refused this payment.');
       }
     }

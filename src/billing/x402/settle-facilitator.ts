@@ -11,7 +11,7 @@ import { errorText } from './errors.js';
 import type { SendResult, SettlementSender } from './settle-local.js';
 import type { StoredPayment } from './types.js';
 
-export type FacilitatorVerdict =
+export type VerifyAnswer =
   | { kind: 'valid' }
   | { kind: 'invalid'; reason: string }
   | { kind: 'unavailable'; error: string };
@@ -28,7 +28,7 @@ export class FacilitatorClient implements SettlementSender {
       method: 'POST',
       body: JSON.stringify(body),
       timeoutMs: this.timeoutMs,
-      // An invalid payment may come with a 4xx that still carries the verdict: the body decides.
+      // An invalid payment may come with a 4xx that still carries its answer: the body decides.
       accept: () => true,
       circuit: { label: 'facilitator' },
     });
@@ -44,7 +44,7 @@ export class FacilitatorClient implements SettlementSender {
 
   async verify(
     p: Pick<StoredPayment, 'x402Version' | 'paymentPayload' | 'paymentRequirements'>,
-  ): Promise<FacilitatorVerdict> {
+  ): Promise<VerifyAnswer> {
     try {
       const out = await this.post('/verify', p);
       if (out.isValid === true) return { kind: 'valid' };

@@ -2,12 +2,12 @@
  * The circuit breaker of the call's host (net/breaker.ts) as a wrapper: while the host's circuit
  * is open the call is refused at once with `circuit_open`; otherwise the outcome is recorded when
  * the answer ends. A transport failure counts as the host's failure (timeout, reset, refused,
- * broken answer); a complete answer counts as the call's `circuit.judge` says (default: the host
+ * broken answer); a complete answer counts as the call's `circuit.classify` says (default: the host
  * is up). A call cancelled by its caller counts for nothing. Each redirect hop of a caller's URL
  * passes here on its own, so every hop's host has its own breaker.
  */
 import type { Dispatcher } from 'undici';
-import { cancelled, failureVerdict, hostPort, throughCircuit, type CallVerdict } from '../breaker.js';
+import { cancelled, failureClass, hostPort, throughCircuit, type CallClass } from '../breaker.js';
 import { classifyFailure } from '../transport.js';
 import type { UpstreamFail } from '../../upstreams/types.js';
 import {
@@ -66,13 +66,13 @@ class Watched extends Forward {
   }
 }
 
-function verdict(o: Outcome, c: CircuitOptions, signal: unknown): CallVerdict {
+function classOf(o: Outcome, c: CircuitOptions, signal: unknown): CallClass {
   if (cancelled(signal as AbortSignal | undefined)) return 'ignore';
-  if (o.ok) return c.judge ? c.judge(o.answer) : 'success';
+  if (o.ok) return c.classify ? c.classify(o.answer) : 'success';
   // An answer the redirect wrapper turned down (too many hops, a bad Location): the host did answer.
   if (o.answered && o.err instanceof NetRefusal) return 'success';
   const f = classifyFailure(o.err, signal as AbortSignal | undefined, 'connect');
-  return failureVerdict(f.reason, f.status);
+  return failureClass(f.reason, f.status);
 }
 
 export function circuitBreaker() {
@@ -86,9 +86,9 @@ export function circuitBreaker() {
       const call = (): Promise<Outcome> =>
         new Promise<Outcome>((settle) => {
           started = true;
-          dispatch(opts, new Watched(handler, c.judge !== undefined, settle));
+          dispatch(opts, new Watched(handler, c.classify !== undefined, settle));
         });
-      throughCircuit({ scope: c.scope, label: c.label, host }, host, call, (r) => verdict(r, c, o.signal)).then(
+      throughCircuit({ scope: c.scope, label: c.label, host }, host, call, (r) => classOf(r, c, o.signal)).then(
         (r) => {
           if (started || r.ok) return;
           // Refused without a call: the circuit is open.

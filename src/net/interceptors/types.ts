@@ -4,11 +4,11 @@
  * undici's handler chain; net/transport.ts turns it back into an upstream reason.
  */
 import type { Dispatcher } from 'undici';
-import type { CallVerdict } from '../breaker.js';
+import type { CallClass } from '../breaker.js';
 import type { Resolver } from '../resolver.js';
 import type { UpstreamErrorReason } from '../../upstreams/types.js';
 
-/** A complete answer as the breaker's judge sees it (the body only when a judge is set). */
+/** A complete answer as the breaker's classifier sees it (the body only when one is set). */
 export interface Answer {
   status: number;
   headers: Record<string, string>;
@@ -21,7 +21,7 @@ export interface CircuitOptions {
   /** Metric label (net/breaker.ts CIRCUIT_LABELS). */
   label: string;
   /** How a complete answer counts for the host; default: any answer means the host is up. */
-  judge?: (a: Answer) => CallVerdict;
+  classify?: (a: Answer) => CallClass;
 }
 
 /** Where the redirect wrapper reports the URL that answered (without userinfo) and the hops taken. */
