@@ -20,7 +20,7 @@ import {
   judgeDelegation,
 } from '../scan/delegation.js';
 import { type Simulation, simulate } from '../scan/simulate.js';
-import { priceAssets, tokenMeta, usdValue } from '../scan/value.js';
+import { valueChanges } from '../scan/value.js';
 import type { UpstreamResult } from '../upstreams/types.js';
 import { lookupSource, type SourceLookup, VERIFIED_FAIL_TTL_S, VERIFIED_PASS_TTL_S } from './contract_verified.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
@@ -122,42 +122,6 @@ async function probe(url: string, a: Authorization, rpcOpts: RpcOptions): Promis
   };
 }
 
-/** USD values and token metadata for what a probe moved (nothing to ask when it moved nothing). */
-async function priceSwept(
-  ctx: CheckContext,
-  check: DelegationScanCheck,
-  url: string,
-  rpcOpts: RpcOptions,
-  changes: AssetChange[],
-): Promise<void> {
-  if (changes.length === 0) return;
-  const tokens = [...new Set(changes.filter((c) => c.standard !== 'native').map((c) => c.asset))];
-  const fungible = [...new Set(changes.filter((c) => c.standard === 'erc20').map((c) => c.asset))];
-  const [priced, meta] = await Promise.all([
-    priceAssets(
-      ctx.config,
-      check.chain,
-      fungible,
-      changes.some((c) => c.standard === 'native'),
-      ctx.signal,
-    ),
-    tokens.length > 0 ? tokenMeta(url, check.chain, tokens, rpcOpts) : Promise.resolve({}),
-  ]);
-  const m = meta as Record<string, { decimals: number | null; symbol: string | null }>;
-  for (const c of changes) {
-    if (c.standard === 'native') {
-      c.usd = usdValue(c.amount, 18, priced.usd.native);
-      continue;
-    }
-    const info = m[c.asset];
-    if (info?.symbol) c.symbol = info.symbol;
-    if (c.standard === 'erc20') {
-      if (info?.decimals !== null && info?.decimals !== undefined) c.decimals = info.decimals;
-      c.usd = usdValue(c.amount, c.decimals, priced.usd[c.asset]);
-    }
-  }
-}
-
 interface Scanned {
   auth: Authorization;
   facts: DelegationFacts;
@@ -207,7 +171,7 @@ async function scanOne(
         probed?.source ?? null,
       ),
     );
-  if (p) await priceSwept(ctx, check, url, rpcOpts, p.assets);
+  if (p) await valueChanges(ctx.config, check.chain, url, rpcOpts, p.assets, ctx.signal);
   // A listed delegate's verdict does not rest on its source: a failed lookup only matters unlisted.
   if (src && src.verified === null && !listed) errors.push(fromUpstreamFail(src.fail, 0));
   if (!zero && !listed && chainId === null)

@@ -9,7 +9,7 @@
 import { approvalChanges, assetChanges, type AssetChange } from '../scan/changes.js';
 import { matchSimulationRules, type SimulationFacts, simulationMessage } from '../scan/rules.js';
 import { type StateOverrides, simulate } from '../scan/simulate.js';
-import { priceAssets, tokenMeta, usdValue } from '../scan/value.js';
+import { valueChanges } from '../scan/value.js';
 import { rpcSource } from '../net/rpc.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { isOperatorUrl } from './trust.js';
@@ -128,33 +128,7 @@ export const transactionSimulation: CheckModule<TransactionSimulationCheck> = {
     const sim = r.data;
     const changes = assetChanges(tx.from, sim.logs, sim.nativeTransfers);
     const approvals = approvalChanges(tx.from, sim.logs);
-    const fungible = [...new Set(changes.filter((c) => c.standard === 'erc20').map((c) => c.asset))];
-    const metaTokens = [
-      ...new Set([...fungible, ...changes.filter((c) => c.standard !== 'native').map((c) => c.asset)]),
-    ];
-    const [priced, meta] = await Promise.all([
-      priceAssets(
-        ctx.config,
-        check.chain,
-        fungible,
-        changes.some((c) => c.standard === 'native'),
-        ctx.signal,
-      ),
-      metaTokens.length > 0 ? tokenMeta(url, check.chain, metaTokens, rpcOpts) : Promise.resolve({}),
-    ]);
-    const m = meta as Record<string, { decimals: number | null; symbol: string | null }>;
-    for (const c of changes) {
-      if (c.standard === 'native') {
-        c.usd = usdValue(c.amount, 18, priced.usd.native);
-        continue;
-      }
-      const info = m[c.asset];
-      if (info?.symbol) c.symbol = info.symbol;
-      if (c.standard === 'erc20') {
-        if (info?.decimals !== null && info?.decimals !== undefined) c.decimals = info.decimals;
-        c.usd = usdValue(c.amount, c.decimals, priced.usd[c.asset]);
-      }
-    }
-    return evaluateSimulation(check, sim, changes, approvals, r.source, priced.error);
+    const priceError = await valueChanges(ctx.config, check.chain, url, rpcOpts, changes, ctx.signal);
+    return evaluateSimulation(check, sim, changes, approvals, r.source, priceError);
   }),
 };

@@ -11,6 +11,7 @@ import { AbiCoder } from 'ethers';
 import type { Config } from '../config.js';
 import { type RpcOptions, rpcBatch } from '../net/rpc.js';
 import { getSimplePrices, getTokenPrices } from '../upstreams/price.js';
+import type { AssetChange } from './changes.js';
 
 /** The provider's platform id for token prices, by chain (testnets have none). */
 export const PRICE_PLATFORMS: Readonly<Record<string, string>> = Object.freeze({
@@ -199,4 +200,46 @@ export function usdValue(
 export function forgetValues(): void {
   prices.clear();
   metas.clear();
+}
+
+/**
+ * Fills in USD values, symbols and decimals of what a simulation moved, in place: the prices (one
+ * token-price call, and the native coin's when it moved) and the tokens' metadata from the node,
+ * asked side by side. Nothing is asked when nothing moved. Returns the price provider's error, if
+ * any (the changes then stay unpriced).
+ */
+export async function valueChanges(
+  config: Readonly<Config>,
+  chain: string,
+  url: string,
+  rpcOpts: RpcOptions,
+  changes: AssetChange[],
+  signal?: AbortSignal,
+): Promise<string | null> {
+  if (changes.length === 0) return null;
+  const fungible = [...new Set(changes.filter((c) => c.standard === 'erc20').map((c) => c.asset))];
+  const tokens = [...new Set(changes.filter((c) => c.standard !== 'native').map((c) => c.asset))];
+  const [priced, meta] = await Promise.all([
+    priceAssets(
+      config,
+      chain,
+      fungible,
+      changes.some((c) => c.standard === 'native'),
+      signal,
+    ),
+    tokens.length > 0 ? tokenMeta(url, chain, tokens, rpcOpts) : Promise.resolve({} as Record<string, TokenMeta>),
+  ]);
+  for (const c of changes) {
+    if (c.standard === 'native') {
+      c.usd = usdValue(c.amount, 18, priced.usd.native);
+      continue;
+    }
+    const info = meta[c.asset];
+    if (info?.symbol) c.symbol = info.symbol;
+    if (c.standard === 'erc20') {
+      if (info?.decimals !== null && info?.decimals !== undefined) c.decimals = info.decimals;
+      c.usd = usdValue(c.amount, c.decimals, priced.usd[c.asset]);
+    }
+  }
+  return priced.error;
 }
