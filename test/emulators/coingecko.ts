@@ -1,6 +1,6 @@
 /**
  * CoinGecko emulator: /simple/price, /simple/token_price/{platform} and /ping in the provider's
- * shapes (shared/fixtures/upstreams/coingecko). Unknown ids and contract addresses are left out
+ * shapes (test/fixtures/upstreams/coingecko). Unknown ids and contract addresses are left out
  * of the answer, as upstream.
  */
 import { Emulator } from './core.js';

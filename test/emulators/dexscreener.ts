@@ -1,6 +1,6 @@
 /**
  * DexScreener emulator: /latest/dex/pairs/{chain}/{pair} in the provider's shape
- * (shared/fixtures/upstreams/dexscreener). Unknown pairs answer 200 with `pairs: null, pair: null`.
+ * (test/fixtures/upstreams/dexscreener). Unknown pairs answer 200 with `pairs: null, pair: null`.
  */
 import { Emulator } from './core.js';
 

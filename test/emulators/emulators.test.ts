@@ -1,8 +1,8 @@
 /**
- * The emulators answer in the shapes of the recorded upstream bodies (shared/fixtures/upstreams),
+ * The emulators answer in the shapes of the recorded upstream bodies (test/fixtures/upstreams),
  * and the fault core does what tests rely on.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { request } from 'undici';
@@ -13,8 +13,9 @@ import { SOURCIFY_429_BODY, SOURCIFY_500_BODY, startSourcify } from './sourcify.
 import { startStatusPage } from './statuspage.js';
 import { startEmulator } from './core.js';
 
+// The recorded bodies live in the repository (provenance in their PROVENANCE.md); from dist/test/emulators.
 const FIXTURES =
-  process.env.FIXTURES_DIR ?? fileURLToPath(new URL('../../../../shared/fixtures/upstreams/', import.meta.url));
+  process.env.FIXTURES_DIR ?? fileURLToPath(new URL('../../../test/fixtures/upstreams/', import.meta.url));
 const fixture = (p: string): unknown => JSON.parse(readFileSync(`${FIXTURES}${p}`, 'utf8'));
 const keys = (o: unknown): string[] => Object.keys(o as object).sort();
 async function get(url: string): Promise<{ status: number; json: unknown }> {
@@ -22,116 +23,111 @@ async function get(url: string): Promise<{ status: number; json: unknown }> {
   return { status: r.statusCode, json: await r.body.json() };
 }
 
-t.test(
-  'shapes match the recorded upstream bodies',
-  { skip: existsSync(FIXTURES) ? false : `fixtures not found at ${FIXTURES}` },
-  async (t) => {
-    const cg = await startCoinGecko();
-    const dex = await startDexScreener();
-    const sf = await startSourcify();
-    const es = await startEtherscan();
-    const sp = await startStatusPage();
-    t.teardown(async () => Promise.all([cg.close(), dex.close(), sf.close(), es.close(), sp.close()]));
+t.test('shapes match the recorded upstream bodies', async (t) => {
+  const cg = await startCoinGecko();
+  const dex = await startDexScreener();
+  const sf = await startSourcify();
+  const es = await startEtherscan();
+  const sp = await startStatusPage();
+  t.teardown(async () => Promise.all([cg.close(), dex.close(), sf.close(), es.close(), sp.close()]));
 
-    t.same(JSON.parse(CG_RATE_LIMIT_BODY), fixture('coingecko/error_429_rate_limit.json'));
-    t.same(
-      JSON.parse(CG_PRO_KEY_ON_PUBLIC_HOST_BODY),
-      fixture('coingecko/error_400_pro_key_on_public_host.reconstructed.json'),
-    );
-    cg.setPrice('bitcoin', 'usd', 76975, 1779092258);
-    const price = (await get(`${cg.url}/simple/price?ids=bitcoin&vs_currencies=usd&include_last_updated_at=true`))
-      .json as Record<string, object>;
-    const real = fixture('coingecko/simple_price_all_flags.oas-example.json') as Record<string, object>;
-    t.same(price.bitcoin, { usd: 76975, last_updated_at: 1779092258 });
-    t.ok(
-      keys(price.bitcoin).every((k) => k in real.bitcoin),
-      'price fields are a subset of the real ones',
-    );
-    t.same(
-      (await get(`${cg.url}/simple/price?ids=nope&vs_currencies=usd`)).json,
-      fixture('coingecko/simple_price_unknown_id.json'),
-    );
-    // /simple/token_price/{platform}: keyed by the lower-case contract address, as upstream.
-    const wbtc = '0x2260FAC5E5542a773Aa44fBCfeDf7C193bc2C599';
-    cg.setTokenPrice('ethereum', wbtc, 76721, 1779094527);
-    const tokenPrice = (
-      await get(
-        `${cg.url}/simple/token_price/ethereum?contract_addresses=${wbtc}&vs_currencies=usd&include_last_updated_at=true`,
-      )
-    ).json as Record<string, object>;
-    const realToken = fixture('coingecko/simple_token_price.oas-example.json') as Record<string, object>;
-    t.same(keys(tokenPrice), keys(realToken), 'the same address key');
-    const k = wbtc.toLowerCase();
-    t.same(tokenPrice[k], { usd: 76721, last_updated_at: 1779094527 });
-    t.ok(
-      keys(tokenPrice[k]).every((f) => f in realToken[k]),
-      'token price fields are a subset of the real ones',
-    );
+  t.same(JSON.parse(CG_RATE_LIMIT_BODY), fixture('coingecko/error_429_rate_limit.json'));
+  t.same(
+    JSON.parse(CG_PRO_KEY_ON_PUBLIC_HOST_BODY),
+    fixture('coingecko/error_400_pro_key_on_public_host.reconstructed.json'),
+  );
+  cg.setPrice('bitcoin', 'usd', 76975, 1779092258);
+  const price = (await get(`${cg.url}/simple/price?ids=bitcoin&vs_currencies=usd&include_last_updated_at=true`))
+    .json as Record<string, object>;
+  const real = fixture('coingecko/simple_price_all_flags.oas-example.json') as Record<string, object>;
+  t.same(price.bitcoin, { usd: 76975, last_updated_at: 1779092258 });
+  t.ok(
+    keys(price.bitcoin).every((k) => k in real.bitcoin),
+    'price fields are a subset of the real ones',
+  );
+  t.same(
+    (await get(`${cg.url}/simple/price?ids=nope&vs_currencies=usd`)).json,
+    fixture('coingecko/simple_price_unknown_id.json'),
+  );
+  // /simple/token_price/{platform}: keyed by the lower-case contract address, as upstream.
+  const wbtc = '0x2260FAC5E5542a773Aa44fBCfeDf7C193bc2C599';
+  cg.setTokenPrice('ethereum', wbtc, 76721, 1779094527);
+  const tokenPrice = (
+    await get(
+      `${cg.url}/simple/token_price/ethereum?contract_addresses=${wbtc}&vs_currencies=usd&include_last_updated_at=true`,
+    )
+  ).json as Record<string, object>;
+  const realToken = fixture('coingecko/simple_token_price.oas-example.json') as Record<string, object>;
+  t.same(keys(tokenPrice), keys(realToken), 'the same address key');
+  const k = wbtc.toLowerCase();
+  t.same(tokenPrice[k], { usd: 76721, last_updated_at: 1779094527 });
+  t.ok(
+    keys(tokenPrice[k]).every((f) => f in realToken[k]),
+    'token price fields are a subset of the real ones',
+  );
 
-    t.same(
-      (await get(`${dex.url}/latest/dex/pairs/base/0xnope`)).json,
-      fixture('dexscreener/pair_not_found.latest_dex_pairs.json'),
-    );
-    dex.setPair('injective', 'inj17ufy5gqw33t0prwhkwa6ensv0jpj3xfvylgx8j');
-    const pair = (
-      (await get(`${dex.url}/latest/dex/pairs/injective/inj17ufy5gqw33t0prwhkwa6ensv0jpj3xfvylgx8j`)).json as {
-        pair: object;
-      }
-    ).pair;
-    // The 2024 capture predates fdv/marketCap; the documented schema has them.
-    const realPair = (fixture('dexscreener/latest_dex_tokens_injective_2024.real.json') as { pairs: object[] })
-      .pairs[0];
-    const documented = (fixture('dexscreener/docs_reference_tokens_v1.schema-example.json') as object[])[0];
-    t.ok(
-      keys(pair).every((k) => k in realPair || k in documented),
-      `pair fields ${keys(pair).join(',')} are real field names`,
-    );
+  t.same(
+    (await get(`${dex.url}/latest/dex/pairs/base/0xnope`)).json,
+    fixture('dexscreener/pair_not_found.latest_dex_pairs.json'),
+  );
+  dex.setPair('injective', 'inj17ufy5gqw33t0prwhkwa6ensv0jpj3xfvylgx8j');
+  const pair = (
+    (await get(`${dex.url}/latest/dex/pairs/injective/inj17ufy5gqw33t0prwhkwa6ensv0jpj3xfvylgx8j`)).json as {
+      pair: object;
+    }
+  ).pair;
+  // The 2024 capture predates fdv/marketCap; the documented schema has them.
+  const realPair = (fixture('dexscreener/latest_dex_tokens_injective_2024.real.json') as { pairs: object[] }).pairs[0];
+  const documented = (fixture('dexscreener/docs_reference_tokens_v1.schema-example.json') as object[])[0];
+  t.ok(
+    keys(pair).every((k) => k in realPair || k in documented),
+    `pair fields ${keys(pair).join(',')} are real field names`,
+  );
 
-    const notVerified = await get(`${sf.url}/v2/contract/11155111/0xDFEBAd708F803af22e81044aD228Ff77C83C935c`);
-    t.equal(notVerified.status, 404);
-    t.same(notVerified.json, fixture('sourcify/v2_contract_not_verified_404.oas-example.json'));
-    sf.setVerified(11155111, '0xDFEBAd708F803af22e81044aD228Ff77C83C935c');
-    t.same(
-      keys((await get(`${sf.url}/v2/contract/11155111/0xDFEBAd708F803af22e81044aD228Ff77C83C935c`)).json),
-      keys(fixture('sourcify/v2_contract_minimal.oas-example.json')),
-    );
-    sf.unsupportedChains.add(9429413);
-    t.same(
-      (await get(`${sf.url}/v2/contract/9429413/0x1`)).json,
-      fixture('sourcify/v2_error_400_unsupported_chain.oas-example.json'),
-    );
-    t.same(JSON.parse(SOURCIFY_429_BODY), fixture('sourcify/v2_error_429_too_many_requests.oas-example.json'));
-    t.same(JSON.parse(SOURCIFY_500_BODY), fixture('sourcify/v2_error_500_internal.oas-example.json'));
+  const notVerified = await get(`${sf.url}/v2/contract/11155111/0xDFEBAd708F803af22e81044aD228Ff77C83C935c`);
+  t.equal(notVerified.status, 404);
+  t.same(notVerified.json, fixture('sourcify/v2_contract_not_verified_404.oas-example.json'));
+  sf.setVerified(11155111, '0xDFEBAd708F803af22e81044aD228Ff77C83C935c');
+  t.same(
+    keys((await get(`${sf.url}/v2/contract/11155111/0xDFEBAd708F803af22e81044aD228Ff77C83C935c`)).json),
+    keys(fixture('sourcify/v2_contract_minimal.oas-example.json')),
+  );
+  sf.unsupportedChains.add(9429413);
+  t.same(
+    (await get(`${sf.url}/v2/contract/9429413/0x1`)).json,
+    fixture('sourcify/v2_error_400_unsupported_chain.oas-example.json'),
+  );
+  t.same(JSON.parse(SOURCIFY_429_BODY), fixture('sourcify/v2_error_429_too_many_requests.oas-example.json'));
+  t.same(JSON.parse(SOURCIFY_500_BODY), fixture('sourcify/v2_error_500_internal.oas-example.json'));
 
-    t.same(JSON.parse(ETHERSCAN_RATE_LIMIT_BODY), fixture('etherscan/error_rate_limit.json'));
-    t.same(JSON.parse(ETHERSCAN_INVALID_KEY_BODY), fixture('etherscan/error_invalid_api_key.json'));
-    t.same(
-      (await get(`${es.apiUrl}?module=contract&action=getsourcecode&address=0x1&apikey=${es.apiKey}`)).json,
-      fixture('etherscan/error_missing_chainid.json'),
-    );
-    const unverified = (
-      await get(`${es.apiUrl}?chainid=1&module=contract&action=getsourcecode&address=0x1&apikey=${es.apiKey}`)
-    ).json;
-    t.same(unverified, fixture('etherscan/getsourcecode_unverified.reconstructed.json'));
-    es.setVerified(1, '0x2');
-    const verified = (
-      await get(`${es.apiUrl}?chainid=1&module=contract&action=getsourcecode&address=0x2&apikey=${es.apiKey}`)
-    ).json as { result: object[] };
-    t.same(
-      keys(verified.result[0]),
-      keys((fixture('etherscan/getsourcecode_verified.docs-example.json') as { result: object[] }).result[0]),
-    );
+  t.same(JSON.parse(ETHERSCAN_RATE_LIMIT_BODY), fixture('etherscan/error_rate_limit.json'));
+  t.same(JSON.parse(ETHERSCAN_INVALID_KEY_BODY), fixture('etherscan/error_invalid_api_key.json'));
+  t.same(
+    (await get(`${es.apiUrl}?module=contract&action=getsourcecode&address=0x1&apikey=${es.apiKey}`)).json,
+    fixture('etherscan/error_missing_chainid.json'),
+  );
+  const unverified = (
+    await get(`${es.apiUrl}?chainid=1&module=contract&action=getsourcecode&address=0x1&apikey=${es.apiKey}`)
+  ).json;
+  t.same(unverified, fixture('etherscan/getsourcecode_unverified.reconstructed.json'));
+  es.setVerified(1, '0x2');
+  const verified = (
+    await get(`${es.apiUrl}?chainid=1&module=contract&action=getsourcecode&address=0x2&apikey=${es.apiKey}`)
+  ).json as { result: object[] };
+  t.same(
+    keys(verified.result[0]),
+    keys((fixture('etherscan/getsourcecode_verified.docs-example.json') as { result: object[] }).result[0]),
+  );
 
-    sp.setIndicator('major');
-    const status = (await get(`${sp.url}/api/v2/status.json`)).json as { status: object; page: object };
-    const realStatus = fixture('statuspage/status_github_major.derived-from-real-summary.json') as {
-      status: object;
-      page: object;
-    };
-    t.same(status.status, realStatus.status);
-    t.same(keys(status.page), keys(realStatus.page));
-  },
-);
+  sp.setIndicator('major');
+  const status = (await get(`${sp.url}/api/v2/status.json`)).json as { status: object; page: object };
+  const realStatus = fixture('statuspage/status_github_major.derived-from-real-summary.json') as {
+    status: object;
+    page: object;
+  };
+  t.same(status.status, realStatus.status);
+  t.same(keys(status.page), keys(realStatus.page));
+});
 
 t.test('fault core: per-path faults win, `times` expires, stats count', async (t) => {
   const em = await startEmulator([{ method: 'GET', path: /.*/, handler: (req) => ({ body: { path: req.path } }) }]);

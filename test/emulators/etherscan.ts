@@ -1,6 +1,6 @@
 /**
  * Etherscan v2 emulator: `GET /v2/api?chainid=&module=contract&action=getsourcecode&address=&apikey=`
- * with the shapes of shared/fixtures/upstreams/etherscan. Errors come as HTTP 200 with status "0".
+ * with the shapes of test/fixtures/upstreams/etherscan. Errors come as HTTP 200 with status "0".
  * ETHERSCAN_API_URL is the emulator's `apiUrl`.
  */
 import { Emulator } from './core.js';

@@ -1,6 +1,6 @@
 /**
  * Sourcify v2 emulator: /v2/contract/{chainId}/{address} in the shapes of
- * shared/fixtures/upstreams/sourcify (200 minimal, 404 with match null, 400 unsupported chain).
+ * test/fixtures/upstreams/sourcify (200 minimal, 404 with match null, 400 unsupported chain).
  * Mount path: SOURCIFY_URL is the emulator's `url` (the real base includes /server).
  */
 import { Emulator } from './core.js';

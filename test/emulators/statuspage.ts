@@ -1,6 +1,6 @@
 /**
  * Status page / bridge notice emulator: Atlassian Statuspage JSON (/api/v2/status.json and
- * /api/v2/summary.json, shapes from shared/fixtures/upstreams/statuspage) plus arbitrary pages
+ * /api/v2/summary.json, shapes from test/fixtures/upstreams/statuspage) plus arbitrary pages
  * (HTML notices, redirects) set per path, for the http and bridge checks and for safeFetch tests.
  */
 import { Emulator, type Reply } from './core.js';
