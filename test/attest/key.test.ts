@@ -7,12 +7,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import t, { type Test } from 'tap';
 import { privateKeyToAccount } from 'viem/accounts';
 import { verifyTypedData } from 'viem';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/index.js';
+import { pgAdmin } from '../helpers/pg.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { spawnService } from '../helpers/spawn.js';
 
@@ -108,27 +108,9 @@ t.test('without ATTESTATION_KEY: made on first start, kept in SQLite, the same a
 });
 
 // PostgreSQL: two service processes started together on one fresh schema agree on one signer.
-const ADMIN_URLS = process.env.PG_TEST_URL
-  ? [process.env.PG_TEST_URL]
-  : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
-
-async function adminPool(): Promise<{ pool: pg.Pool; url: string } | string> {
-  let problem = '';
-  for (const url of ADMIN_URLS) {
-    const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 2000 });
-    try {
-      await pool.query('SELECT 1');
-      return { pool, url };
-    } catch (err) {
-      problem ||= (err as Error).message;
-      await pool.end().catch(() => undefined);
-    }
-  }
-  return problem;
-}
 
 t.test('PostgreSQL: two processes on one database sign as one signer, also after a restart', async (t) => {
-  const admin = await adminPool();
+  const admin = await pgAdmin();
   if (typeof admin === 'string') {
     if (process.env.CI === 'true') t.fail(`PostgreSQL is required in CI: ${admin}`);
     else t.plan(0, `skipped: PostgreSQL unreachable (${admin}); set PG_TEST_URL`);

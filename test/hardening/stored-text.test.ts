@@ -4,28 +4,9 @@
  * SQLite and PostgreSQL, and costs no signup; it is never a 503 "store unavailable".
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import t, { type Test } from 'tap';
+import { pgAdmin } from '../helpers/pg.js';
 import { startTestApp, post } from '../helpers/app.js';
-
-const PG_URLS = process.env.PG_TEST_URL
-  ? [process.env.PG_TEST_URL]
-  : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
-
-async function pgAdmin(): Promise<{ pool: pg.Pool; url: string } | string> {
-  let problem = '';
-  for (const url of PG_URLS) {
-    const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 2000 });
-    try {
-      await pool.query('SELECT 1');
-      return { pool, url };
-    } catch (err) {
-      problem ||= (err as Error).message;
-      await pool.end().catch(() => undefined);
-    }
-  }
-  return problem;
-}
 
 async function suite(t: Test, databaseUrl?: string): Promise<void> {
   const app = await startTestApp({
