@@ -10,7 +10,7 @@ import { type CheckOutcome, type CheckResult, DECISION_FIELDS } from '../checks/
 import type { Metrics } from '../metrics.js';
 import { ResultCache, type CacheEntry } from './cache.js';
 import type { SharedCache } from './shared-cache.js';
-import { canonical } from './canonical.js';
+import { canonicalMemo } from './canonical.js';
 import type { Executor } from './worker-pool.js';
 import type { ExecItem, ExecResult } from './timed-check.js';
 
@@ -174,7 +174,7 @@ export function createEngine(deps: {
 
     planned.forEach((p, i) => {
       const type = p.check.type;
-      const key = `${type}:${canonical(p.check)}`;
+      const key = `${type}:${canonicalMemo(p.check)}`;
       const hit = cache.get(key);
       if (hit) {
         const ageS = Math.floor((Date.now() - hit.storedAt) / 1000);

@@ -1,6 +1,6 @@
 /** The cache key: identical checks as the runner sees them (validated, defaults applied) share one key. */
 import t from 'tap';
-import { canonical } from '../../src/engine/canonical.js';
+import { canonical, canonicalMemo } from '../../src/engine/canonical.js';
 import { validator } from '../../src/http/validation.js';
 
 const check = (c: object): unknown => {
@@ -43,4 +43,22 @@ t.test('values that change the answer change the key', async (t) => {
     canonical(check({ type: 'stablecoin_depeg', asset_id: 'usd-coin' })),
     '{"asset_id":"usd-coin","block_deviation_pct":0.02,"quote":"usd","type":"stablecoin_depeg","warn_deviation_pct":0.005}',
   );
+});
+
+t.test('the remembered key is the computed key, whatever was asked before', async (t) => {
+  const cases = [
+    check({ type: 'http', url: 'https://a.example/' }),
+    check({ url: 'https://a.example/', must_contain: null, expect_status: 200, method: 'GET', type: 'http' }),
+    check({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1', null] }),
+    check({ type: 'rpc', rpc_url: 'https://r/', method_name: 'eth_getBalance', params: ['0x1'] }),
+    check({ type: 'price', asset_id: 'ethereum', min_price: 1 }),
+    check({ type: 'price', asset_id: 'ethereum', min_price: 2 }),
+    check({ type: 'http', url: 'https://a.example/', must_contain: 'x'.repeat(2500) }),
+  ] as object[];
+  for (let round = 0; round < 2; round++) {
+    for (const c of cases) t.equal(canonicalMemo(c), canonical(c), JSON.stringify(c).slice(0, 60));
+  }
+  // Past its bound the memo forgets the oldest texts and still answers right.
+  for (let i = 0; i < 5000; i++) canonicalMemo({ type: 'price', asset_id: `a${i}`, min_price: i });
+  for (const c of cases) t.equal(canonicalMemo(c), canonical(c));
 });
