@@ -3,7 +3,7 @@
  *
  * A key is `pvk_` + 32 random bytes in base64url (256 bits). Only its SHA-256 is stored; the raw
  * key is shown once, in the signup answer. Lookups sit on every paid request, so results (found,
- * revoked, or unknown) are cached in memory for `ttlMs` (default 5 s) in a bounded LRU: a revoked
+ * revoked, or unknown) are cached in this process's memory for `ttlMs` (default 5 s) in a bounded LRU: a revoked
  * key or a plan change takes effect within that time on every process. Quota counts are never
  * cached; they are always counted in the database.
  */
@@ -76,31 +76,35 @@ export class KeyResolver {
     this.now = opts.now ?? Date.now;
   }
 
-  /** The key's record (revoked ones included: the caller tells them apart), or null when unknown. */
+  /**
+   * The key's record (revoked ones included: the caller tells them apart), or null when unknown.
+   * The cache is keyed by the presented key itself, so a hit costs no hash (the SHA-256 is most
+   * of a hit's cost); the entry lives in this process's memory for `ttlMs` at most, like the
+   * request that carried the key, and is never written anywhere.
+   */
   async resolve(rawKey: string): Promise<ApiKeyRecord | null> {
-    if (!isWellFormedKey(rawKey)) return null;
-    const hash = hashApiKey(rawKey);
-    const hit = this.cache.get(hash);
-    if (hit && hit.expires > this.now()) {
+    const hit = this.cache.get(rawKey);
+    if (hit !== undefined && hit.expires > this.now()) {
       // Re-insert to mark it most recently used; Map keeps insertion order.
-      this.cache.delete(hash);
-      this.cache.set(hash, hit);
+      this.cache.delete(rawKey);
+      this.cache.set(rawKey, hit);
       return hit.record;
     }
-    let pending = this.inflight.get(hash);
+    if (!isWellFormedKey(rawKey)) return null;
+    let pending = this.inflight.get(rawKey);
     if (!pending) {
-      pending = this.store.findApiKeyByHash(hash).finally(() => this.inflight.delete(hash));
-      this.inflight.set(hash, pending);
+      pending = this.store.findApiKeyByHash(hashApiKey(rawKey)).finally(() => this.inflight.delete(rawKey));
+      this.inflight.set(rawKey, pending);
       const record = await pending;
-      this.remember(hash, record);
+      this.remember(rawKey, record);
       return record;
     }
     return pending;
   }
 
-  private remember(hash: string, record: ApiKeyRecord | null): void {
-    this.cache.delete(hash);
-    this.cache.set(hash, { record, expires: this.now() + this.ttlMs });
+  private remember(rawKey: string, record: ApiKeyRecord | null): void {
+    this.cache.delete(rawKey);
+    this.cache.set(rawKey, { record, expires: this.now() + this.ttlMs });
     while (this.cache.size > this.maxEntries) {
       const oldest = this.cache.keys().next().value as string;
       this.cache.delete(oldest);
