@@ -14,6 +14,66 @@ export const REDACT_PATHS = [
   '*.api_key',
 ];
 
+/** What TurnBatch needs of pino's stdout stream (sonic-boom). */
+interface Sink {
+  write(chunk: string): boolean;
+  flush(cb?: (err?: Error) => void): void;
+  flushSync(): void;
+}
+
+/**
+ * Log lines made in one turn of the event loop go to stdout as one write, at the end of that turn.
+ * A busy service logs a line per request, and one write per line cost a cached answer a tenth of
+ * its time; a line still reaches stdout as soon as the turn that made it ends. Lines waiting at
+ * exit are written synchronously before the process goes.
+ */
+const batches = new Set<TurnBatch>();
+const drainAll = (): void => {
+  for (const b of batches) b.drainSync();
+};
+
+export class TurnBatch implements DestinationStream {
+  #pending = '';
+  #scheduled = false;
+
+  constructor(private readonly sink: Sink) {
+    if (batches.size === 0) process.once('exit', drainAll);
+    batches.add(this);
+  }
+
+  /** Writes what waits, synchronously (at exit). */
+  drainSync(): void {
+    this.#drain();
+    try {
+      this.sink.flushSync();
+    } catch {
+      // stdout already gone: nothing left to tell
+    }
+  }
+
+  write(line: string): void {
+    this.#pending += line;
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => this.#drain());
+    }
+  }
+
+  /** pino's logger.flush(): the lines waiting now, then the stream's own flush. */
+  flush(cb?: (err?: Error) => void): void {
+    this.#drain();
+    this.sink.flush(cb);
+  }
+
+  #drain(): void {
+    this.#scheduled = false;
+    if (this.#pending === '') return;
+    const text = this.#pending;
+    this.#pending = '';
+    this.sink.write(text);
+  }
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
@@ -22,7 +82,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ sync: false }),
+    destination ?? new TurnBatch(pino.destination({ sync: false })),
   );
 }
 

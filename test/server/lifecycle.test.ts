@@ -85,3 +85,26 @@ t.test('SIGTERM drains: requests in flight are answered, then exit 0', async (t)
   await t.rejects(fetch(`${svc.url}/health`), 'no longer accepting');
   t.ok(svc.logs.some((l) => l.msg === 'draining') && svc.logs.some((l) => l.msg === 'stopped'));
 });
+
+t.test('log lines are written together, yet each reaches stdout within a second of an idle service', async (t) => {
+  const svc = await spawnService({ DATABASE_URL: `sqlite:${join(dir, 'logs.db')}` });
+  t.teardown(() => void svc.child.kill('SIGKILL'));
+  const ids = ['log-probe-1', 'log-probe-2', 'log-probe-3'];
+  // /v1/capabilities is held until the service is up, so these are answered by the app itself.
+  for (const id of ids) await (await fetch(`${svc.url}/v1/capabilities`, { headers: { 'x-request-id': id } })).text();
+  const sent = performance.now();
+  const seen = () => ids.filter((id) => svc.logs.some((l) => l.reqId === id && l.msg === 'request'));
+  while (seen().length < ids.length && performance.now() - sent < 5000) await new Promise((r) => setTimeout(r, 20));
+  t.same(
+    seen(),
+    ids,
+    `each request's access line arrived (${(performance.now() - sent).toFixed(0)} ms after the last)`,
+  );
+  t.ok(performance.now() - sent < 1000, 'within a second, with no further traffic');
+  svc.child.kill('SIGTERM');
+  t.same(await svc.exited, { code: 0, signal: null });
+  t.ok(
+    svc.logs.some((l) => l.msg === 'stopped'),
+    'the last line, written just before exit, is not lost',
+  );
+});
