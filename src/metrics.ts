@@ -10,6 +10,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Verdict } from './engine/judge.js';
+import { LeafHistogram } from './metric-histogram.js';
 
 /** hit: this instance's cache; shared: the fleet's (Redis); join: a call already in flight. */
 export type CacheOutcome = 'hit' | 'miss' | 'join' | 'shared';
@@ -86,6 +87,40 @@ class ChildCache<C> {
   }
 }
 
+/**
+ * A counter's labelled child that counts in a plain number. prom-client resolves a child's labels
+ * on every inc (validation and a hash of the label object), a measurable share of a cached answer
+ * that counts nine things; the counter's collect, run on every read of the counter (a scrape),
+ * hands each tally's count to prom-client first, so a read always sees every inc made before it.
+ */
+class Tally {
+  n = 0;
+  constructor(readonly child: { inc(value?: number): void }) {}
+  inc(): void {
+    this.n++;
+  }
+}
+
+/** The child factory and the collect hook of one tallied counter. */
+function tallies(): { add: (child: Tally['child']) => Tally; collect: () => void } {
+  const list: Tally[] = [];
+  return {
+    add(child) {
+      const t = new Tally(child);
+      list.push(t);
+      return t;
+    },
+    collect() {
+      for (const t of list) {
+        if (t.n === 0) continue;
+        const n = t.n;
+        t.n = 0;
+        t.child.inc(n);
+      }
+    },
+  };
+}
+
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -95,43 +130,51 @@ export function createMetrics(): Metrics {
     registry.removeSingleMetric(name);
   const reg = [registry];
 
-  const http = new Histogram({
+  const http = new LeafHistogram({
     name: 'preflight_http_request_duration_seconds',
     help: 'HTTP request duration by route pattern, method and status.',
     labelNames: ['route', 'method', 'status'],
     buckets: HTTP_BUCKETS,
     registers: reg,
   });
+  const verdictsTally = tallies();
   const verdicts = new Counter({
     name: 'preflight_verdicts_total',
     help: 'Verdicts returned, by endpoint and verdict.',
     labelNames: ['endpoint', 'verdict'],
     registers: reg,
+    collect: verdictsTally.collect,
   });
+  const checksTally = tallies();
   const checks = new Counter({
     name: 'preflight_checks_total',
     help: 'Checks evaluated, by check type and result status.',
     labelNames: ['type', 'status'],
     registers: reg,
+    collect: checksTally.collect,
   });
-  const checkDuration = new Histogram({
+  const checkDuration = new LeafHistogram({
     name: 'preflight_check_duration_seconds',
     help: 'Check duration by check type and cache outcome (hit, shared, miss, join).',
     labelNames: ['type', 'cache'],
     buckets: TASK_BUCKETS,
     registers: reg,
   });
+  const cacheTally = tallies();
   const cache = new Counter({
     name: 'preflight_cache_lookups_total',
     help: 'Check cache lookups by result: hit, shared (found in the fleet cache), miss, or join of a call in flight.',
     labelNames: ['result'],
     registers: reg,
+    collect: cacheTally.collect,
   });
+  const upstreamsTally = tallies();
   const upstreams = new Counter({
     name: 'preflight_upstream_requests_total',
     help: 'Upstream calls by upstream and outcome (ok or a reason code).',
     labelNames: ['upstream', 'outcome'],
     registers: reg,
+    collect: upstreamsTally.collect,
   });
   const poolTask = new Histogram({
     name: 'preflight_pool_task_duration_seconds',
@@ -139,17 +182,21 @@ export function createMetrics(): Metrics {
     buckets: TASK_BUCKETS,
     registers: reg,
   });
+  const paymentsTally = tallies();
   const payments = new Counter({
     name: 'preflight_payments_total',
     help: 'x402 payment attempts by outcome.',
     labelNames: ['outcome'],
     registers: reg,
+    collect: paymentsTally.collect,
   });
+  const quotaTally = tallies();
   const quota = new Counter({
     name: 'preflight_quota_rejections_total',
     help: 'Requests rejected for an exhausted plan quota, by plan.',
     labelNames: ['plan'],
     registers: reg,
+    collect: quotaTally.collect,
   });
   const circuit = new Gauge({
     name: 'preflight_circuit_breaker_state',
@@ -219,11 +266,13 @@ export function createMetrics(): Metrics {
     collect: () => ledgerRead,
   });
 
+  const sharedOpsTally = tallies();
   const sharedOps = new Counter({
     name: 'preflight_shared_cache_ops_total',
     help: 'Fleet cache (Redis) commands by operation (get, set, lock, wait) and outcome (hit, miss, ok, busy, corrupt, error, timeout).',
     labelNames: ['op', 'outcome'],
     registers: reg,
+    collect: sharedOpsTally.collect,
   });
   let sharedSource: (() => 'ok' | 'degraded' | null) | null = null;
   new Gauge({
@@ -237,15 +286,15 @@ export function createMetrics(): Metrics {
     },
   });
 
-  const httpChildren = new ChildCache((v) => http.labels(...v));
-  const verdictChildren = new ChildCache((v) => verdicts.labels(...v));
-  const checkChildren = new ChildCache((v) => checks.labels(...v));
-  const checkDurationChildren = new ChildCache((v) => checkDuration.labels(...v));
-  const cacheChildren = new ChildCache((v) => cache.labels(...v));
-  const upstreamChildren = new ChildCache((v) => upstreams.labels(...v));
-  const paymentChildren = new ChildCache((v) => payments.labels(...v));
-  const quotaChildren = new ChildCache((v) => quota.labels(...v));
-  const sharedChildren = new ChildCache((v) => sharedOps.labels(...v));
+  const httpChildren = new ChildCache((v) => http.leaf(v));
+  const verdictChildren = new ChildCache((v) => verdictsTally.add(verdicts.labels(...v)));
+  const checkChildren = new ChildCache((v) => checksTally.add(checks.labels(...v)));
+  const checkDurationChildren = new ChildCache((v) => checkDuration.leaf(v));
+  const cacheChildren = new ChildCache((v) => cacheTally.add(cache.labels(...v)));
+  const upstreamChildren = new ChildCache((v) => upstreamsTally.add(upstreams.labels(...v)));
+  const paymentChildren = new ChildCache((v) => paymentsTally.add(payments.labels(...v)));
+  const quotaChildren = new ChildCache((v) => quotaTally.add(quota.labels(...v)));
+  const sharedChildren = new ChildCache((v) => sharedOpsTally.add(sharedOps.labels(...v)));
   // Status codes are few; their label strings are made once.
   const statusText: string[] = [];
   for (let s = 100; s < 600; s++) statusText[s] = String(s);
