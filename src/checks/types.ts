@@ -52,8 +52,9 @@ export interface CheckOutcome {
   /** Seconds until a retry makes sense, for errors (429 retry-after, deadline). */
   retry_after_s?: number;
   /*
-   * What the decision reads besides the status. Not part of the evidence (the runner keeps them
-   * off the serialized item): they say how much weight the result carries, not what was seen.
+   * What the decision reads besides the status. Not part of the evidence (the runner's evidence
+   * item has a getter for each, off the serialized item): they say how much weight the result
+   * carries, not what was seen.
    */
   /** What a fail rests on; absent means `bound`. */
   basis?: Basis;
@@ -62,9 +63,6 @@ export interface CheckOutcome {
   /** For a result combined from several signals, their reasons: listed in failure_modes after it. */
   components?: string[];
 }
-
-/** The outcome fields the decision reads that the evidence item does not carry. */
-export const DECISION_FIELDS = ['basis', 'unknown_inputs', 'components'] as const;
 
 /** The evidence item (schemas/check-result.schema.json). */
 export interface CheckResult extends CheckOutcome {

@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config.js';
 import { upstreamLabel } from '../checks/index.js';
-import { type CheckOutcome, type CheckResult, DECISION_FIELDS } from '../checks/types.js';
+import type { CheckOutcome, CheckResult } from '../checks/types.js';
 import type { Metrics } from '../metrics.js';
 import { ResultCache, type CacheEntry } from './cache.js';
 import type { SharedCache } from './shared-cache.js';
@@ -40,10 +40,58 @@ const SWEEP_MS = 5000;
 export const LOCK_MARGIN_MS = 500;
 
 /**
- * The evidence item for an outcome. The fields only the decision reads (basis, unknown inputs,
- * components) ride along as non-enumerable properties: the decision sees them, the serialized
- * evidence does not.
+ * An evidence item. Every item is built the same way, in the order of its schema, so answers
+ * share one object shape and serialize fast. The fields only the decision reads (basis, unknown
+ * inputs, components) are getters on the class, read from the outcome: the decision sees them,
+ * the serialized evidence does not.
  */
+class Evidence implements CheckResult {
+  name: string;
+  type: string;
+  status: CheckOutcome['status'];
+  reason: string | null;
+  message: string;
+  observed: unknown;
+  expected: unknown;
+  source: string | null;
+  latency_ms: number;
+  cached: boolean;
+  age_s: number;
+  ttl_s: number;
+  declare retry_after_s?: number;
+  readonly #outcome: CheckOutcome;
+
+  constructor(name: string, type: string, outcome: CheckOutcome, latencyMs: number, cached: boolean, ageS: number) {
+    this.name = name;
+    this.type = type;
+    this.status = outcome.status;
+    this.reason = outcome.reason;
+    this.message = outcome.message;
+    this.observed = outcome.observed;
+    this.expected = outcome.expected;
+    this.source = outcome.source;
+    this.latency_ms = latencyMs;
+    this.cached = cached;
+    this.age_s = ageS;
+    this.ttl_s = outcome.ttl_s;
+    if (outcome.retry_after_s !== undefined) this.retry_after_s = outcome.retry_after_s;
+    this.#outcome = outcome;
+  }
+
+  get basis(): CheckOutcome['basis'] {
+    return this.#outcome.basis;
+  }
+
+  get unknown_inputs(): CheckOutcome['unknown_inputs'] {
+    return this.#outcome.unknown_inputs;
+  }
+
+  get components(): CheckOutcome['components'] {
+    return this.#outcome.components;
+  }
+}
+
+/** The evidence item for an outcome (see Evidence). */
 export function result(
   name: string,
   type: string,
@@ -52,25 +100,7 @@ export function result(
   cached: boolean,
   ageS: number,
 ): CheckResult {
-  const item: CheckResult = {
-    name,
-    type,
-    status: outcome.status,
-    reason: outcome.reason,
-    message: outcome.message,
-    observed: outcome.observed,
-    expected: outcome.expected,
-    source: outcome.source,
-    latency_ms: latencyMs,
-    cached,
-    age_s: ageS,
-    ttl_s: outcome.ttl_s,
-    ...(outcome.retry_after_s !== undefined ? { retry_after_s: outcome.retry_after_s } : {}),
-  };
-  for (const field of DECISION_FIELDS) {
-    if (outcome[field] !== undefined) Object.defineProperty(item, field, { value: outcome[field], enumerable: false });
-  }
-  return item;
+  return new Evidence(name, type, outcome, latencyMs, cached, ageS);
 }
 
 function deadlineOutcome(deadlineMs: number): CheckOutcome {
