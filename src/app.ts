@@ -6,7 +6,7 @@
  * claims a payment; POST /mcp reads JSON and bills per tool call inside (docs/mcp.md).
  */
 import type http from 'node:http';
-import express, { type RequestHandler } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -16,7 +16,7 @@ import { MAX_REQUEST_BODY_BYTES } from './pricing.js';
 import { errorHandler, methodNotAllowed, notFound } from './http/errors.js';
 import { validateBody } from './http/validation.js';
 import { postRouter, jsonBody } from './http/post-router.js';
-import type { ApiHandler, ApiRequest } from './http/api.js';
+import type { ApiErrorHandler, ApiHandler, ApiRequest } from './http/api.js';
 import {
   GET_ENDPOINTS,
   type GetHandlerKey,
@@ -93,7 +93,20 @@ const routeLabel =
     next();
   };
 
+/** What buildApp joins: the express app and the POST router's chains, both mounted from the endpoint table. */
+export interface Routes {
+  app: Express;
+  postChains: ReadonlyMap<string, readonly ApiHandler[]>;
+  onError: ApiErrorHandler;
+}
+
 export function buildApp(deps: AppDeps): http.RequestListener {
+  const { app, postChains, onError } = buildRoutes(deps);
+  return postRouter(app, postChains, onError, notFound);
+}
+
+/** The routes of buildApp, before the POST router is put in front (tests walk `app.router`). */
+export function buildRoutes(deps: AppDeps): Routes {
   const { config, logger } = deps;
   const app = express();
   app.disable('x-powered-by');
@@ -125,13 +138,17 @@ export function buildApp(deps: AppDeps): http.RequestListener {
     ...docsHandlers(),
     metrics: deps.metricsHandler,
   };
+  // The GET routes sit in a router of their own, which, as an express router does, answers OPTIONS
+  // on their paths itself (200, Allow: GET, HEAD); every other method falls through to the 405.
+  const pages = express.Router();
+  app.use(pages);
   for (const g of GET_ENDPOINTS) {
     const handler = getHandlers[g.handler];
     if (!handler) continue;
-    app.get(g.path, routeLabel(g.path), handler);
+    pages.get(g.path, routeLabel(g.path), handler);
     // The files handler labels what it serves itself; a name it does not know falls through to 404.
     const files = g.files === undefined ? undefined : getHandlers[g.files];
-    if (files) app.get(`${g.path}/:file`, files);
+    if (files) pages.get(`${g.path}/:file`, files);
     app.all(g.path, routeLabel(g.path), methodNotAllowed(['GET', 'HEAD']));
   }
 
@@ -155,5 +172,5 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   const onError = errorHandler(logger);
   app.use(notFound);
   app.use(onError);
-  return postRouter(app, postChains, onError, notFound);
+  return { app, postChains, onError };
 }
