@@ -224,3 +224,21 @@ t.test('no path outside the table answers', async (t) => {
       t.equal(got.status, 404, `${method} ${path}`);
     }
 });
+
+t.test('/mcp in /v1/capabilities and /openapi.json, from its row', async (t) => {
+  const caps = JSON.parse((await call('GET', '/v1/capabilities')).text);
+  t.equal(caps.mcp.endpoint, 'POST /mcp');
+  t.same(caps.auth.per_tool_endpoints, ['POST /mcp']);
+  t.notOk(caps.auth.free_endpoints.includes('POST /mcp'), 'not listed as free');
+  const paid = new Set(POST_ENDPOINTS.filter((e) => e.access === 'paid').map((e) => `POST ${e.path}`));
+  for (const tool of caps.mcp.tools) t.ok(paid.has(tool.endpoint), `${tool.name} is answered and billed by a paid row`);
+  const doc = JSON.parse((await call('GET', '/openapi.json')).text);
+  const op = doc.paths['/mcp']?.post;
+  t.match(op, { operationId: 'mcp', tags: ['mcp'], responses: { 200: {}, 401: {}, 402: {} } });
+  t.same(
+    op.requestBody.content['application/json'].schema.oneOf.map((s: { type: string }) => s.type),
+    ['object', 'array'],
+    'a JSON-RPC message or a batch of them',
+  );
+  t.same(Object.keys(doc.paths['/mcp']), ['post'], 'one operation');
+});
