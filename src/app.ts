@@ -1,10 +1,12 @@
 /**
  * buildApp(deps): routes and middleware. It never listens: the server, the tests and the
- * bench bind it themselves. Every POST goes: JSON body → schema validation (422) →
- * billing (401/402/429) → handler, so a bad body never costs quota or claims a payment.
+ * bench bind it themselves. Every route is a row of the endpoint table (src/http/endpoints.ts,
+ * docs/endpoints.md), mounted with the handler the row names. Every POST goes: JSON body →
+ * schema validation (422) → billing (401/402/429) → handler, so a bad body never costs quota or
+ * claims a payment; POST /mcp reads JSON and bills per tool call inside (docs/mcp.md).
  */
 import type http from 'node:http';
-import express, { type RequestHandler } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -14,25 +16,32 @@ import { MAX_REQUEST_BODY_BYTES } from './pricing.js';
 import { errorHandler, methodNotAllowed, notFound } from './http/errors.js';
 import { validateBody } from './http/validation.js';
 import { postRouter, jsonBody } from './http/post-router.js';
-import type { ApiHandler, ApiRequest } from './http/api.js';
-import { GET_ENDPOINTS, POST_ENDPOINTS, type HandlerKey, type PostEndpoint } from './http/endpoints.js';
-import { metaRouter } from './http/routes/meta.js';
+import type { ApiErrorHandler, ApiHandler, ApiRequest } from './http/api.js';
+import {
+  GET_ENDPOINTS,
+  type GetHandlerKey,
+  type HandlerKey,
+  POST_ENDPOINTS,
+  type SchemaPostEndpoint,
+} from './http/endpoints.js';
+import { metaHandlers } from './http/routes/meta.js';
+import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
-import { MCP_PATH, mountMcp } from './mcp/route.js';
 
 export interface AppDeps {
   config: Readonly<Config>;
   logger: Logger;
   metrics: Metrics;
   engine: Engine;
-  /** Credentials and payment for paid endpoints; absent when billing is off. */
-  billing?: ((endpoint: PostEndpoint) => ApiHandler) | null;
-  /** Handlers that live with their own feature modules. */
+  /** Credentials and payment for paid endpoints; absent when billing is off. Never given POST /mcp. */
+  billing?: ((endpoint: SchemaPostEndpoint) => ApiHandler) | null;
+  /**
+   * POST handlers that live with their own feature modules, by their key in the endpoint table
+   * (`mcp`: the MCP tools over streamable HTTP, src/mcp/http.ts). `decide` is built here.
+   */
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
-  /** POST /mcp, the MCP tools over streamable HTTP (src/mcp/http.ts). */
-  mcp?: ApiHandler | null;
-  /** GET /metrics. */
+  /** GET /metrics; the other GET handlers are built here. */
   metricsHandler?: RequestHandler;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
   attester?: Attester | null;
@@ -84,7 +93,20 @@ const routeLabel =
     next();
   };
 
+/** What buildApp joins: the express app and the POST router's chains, both mounted from the endpoint table. */
+export interface Routes {
+  app: Express;
+  postChains: ReadonlyMap<string, readonly ApiHandler[]>;
+  onError: ApiErrorHandler;
+}
+
 export function buildApp(deps: AppDeps): http.RequestListener {
+  const { app, postChains, onError } = buildRoutes(deps);
+  return postRouter(app, postChains, onError, notFound);
+}
+
+/** The routes of buildApp, before the POST router is put in front (tests walk `app.router`). */
+export function buildRoutes(deps: AppDeps): Routes {
   const { config, logger } = deps;
   const app = express();
   app.disable('x-powered-by');
@@ -96,7 +118,6 @@ export function buildApp(deps: AppDeps): http.RequestListener {
   // POSTs to the endpoints' exact paths skip the router (src/http/post-router.ts): same chains.
   const postChains = new Map<string, ApiHandler[]>();
 
-  const handlers = deps.handlers ?? {};
   const json = jsonBody(
     MAX_REQUEST_BODY_BYTES,
     express.json({
@@ -110,29 +131,46 @@ export function buildApp(deps: AppDeps): http.RequestListener {
     }),
   );
 
-  for (const g of GET_ENDPOINTS) app.get(g.path, routeLabel(g.path));
+  // Only rows whose handler exists are mounted; a path with none answers 404 like any unknown one.
   const shared = deps.engine.shared ?? null;
-  app.use(metaRouter(config, deps.attester ?? null, shared === null ? null : () => shared.state()));
-  if (deps.metricsHandler) app.get('/metrics', deps.metricsHandler);
-  if (deps.mcp) mountMcp(app, deps.mcp, routeLabel(MCP_PATH), json);
+  const getHandlers: Partial<Record<GetHandlerKey, RequestHandler>> = {
+    ...metaHandlers(config, deps.attester ?? null, shared === null ? null : () => shared.state()),
+    ...docsHandlers(),
+    metrics: deps.metricsHandler,
+  };
+  // The GET routes sit in a router of their own, which, as an express router does, answers OPTIONS
+  // on their paths itself (200, Allow: GET, HEAD); every other method falls through to the 405.
+  const pages = express.Router();
+  app.use(pages);
+  for (const g of GET_ENDPOINTS) {
+    const handler = getHandlers[g.handler];
+    if (!handler) continue;
+    pages.get(g.path, routeLabel(g.path), handler);
+    // The files handler labels what it serves itself; a name it does not know falls through to 404.
+    const files = g.files === undefined ? undefined : getHandlers[g.files];
+    if (files) pages.get(`${g.path}/:file`, files);
+    app.all(g.path, routeLabel(g.path), methodNotAllowed(['GET', 'HEAD']));
+  }
 
+  const postHandlers: Partial<Record<HandlerKey, ApiHandler>> = { ...deps.handlers, decide: decideHandler(deps) };
   for (const e of POST_ENDPOINTS) {
-    const handler = e.handler === 'decide' ? decideHandler(deps) : handlers[e.handler];
-    if (!handler) continue; // only routes whose behaviour exists are mounted
-    const chain: ApiHandler[] = [routeLabel(e.path), json, validateBody(e.request)];
-    if (e.access !== 'free' && deps.billing) chain.push(deps.billing(e));
+    const handler = postHandlers[e.handler];
+    if (!handler) continue;
+    const chain: ApiHandler[] = [routeLabel(e.path), json];
+    // per_tool (POST /mcp): no schema step (the transport answers JSON-RPC errors) and no billing
+    // gate, since each tool call is a POST to the tool's own endpoint and billed there.
+    if (e.access !== 'per_tool') {
+      chain.push(validateBody(e.request));
+      if (e.access !== 'free' && deps.billing) chain.push(deps.billing(e));
+    }
     chain.push(handler);
     app.post(e.path, ...chain);
     postChains.set(e.path, [context, ...chain]);
     app.all(e.path, routeLabel(e.path), methodNotAllowed(['POST']));
   }
-  for (const g of GET_ENDPOINTS) {
-    if (g.path === '/metrics' && !deps.metricsHandler) continue;
-    app.all(g.path, routeLabel(g.path), methodNotAllowed(['GET', 'HEAD']));
-  }
 
   const onError = errorHandler(logger);
   app.use(notFound);
   app.use(onError);
-  return postRouter(app, postChains, onError, notFound);
+  return { app, postChains, onError };
 }

@@ -26,7 +26,22 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   guard: 'Action descriptions turned into a plan of safety checks, paid with an API key or an x402 payment.',
   x402: 'The same answers, paid per call with x402 only (0.01 USDC on Base).',
   agents: 'The six analysis agents and their endpoints.',
+  mcp: 'The MCP tools over streamable HTTP: JSON-RPC 2.0, each tool call billed as a call to its endpoint.',
 };
+
+/** One JSON-RPC 2.0 message as MCP sends it (docs/mcp.md §1); the MCP transport checks the rest. */
+const JSON_RPC_MESSAGE = {
+  type: 'object',
+  description: 'A JSON-RPC 2.0 request, notification or response, e.g. initialize, tools/list or tools/call',
+  required: ['jsonrpc'],
+  properties: {
+    jsonrpc: { type: 'string', const: '2.0' },
+    id: { type: ['string', 'integer'] },
+    method: { type: 'string' },
+    params: { type: 'object' },
+  },
+};
+const oneOrMany = (schema: Json) => ({ oneOf: [schema, { type: 'array', items: schema, minItems: 1 }] });
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
@@ -66,7 +81,49 @@ export function buildOpenApi(serverUrl: string | null): Json {
     };
   }
 
+  /** The x402 challenge, as a paid endpoint and the MCP door answer it. */
+  const challenge = {
+    description: 'Payment required: the x402 challenge (v2 in the PAYMENT-REQUIRED header, v1 as the body)',
+    headers: {
+      'PAYMENT-REQUIRED': { schema: { type: 'string' }, description: 'base64 JSON of the x402 v2 PaymentRequired' },
+    },
+    content: { 'application/json': { schema: { type: 'object' } } },
+  };
+  const keyOrPayment: Json[] = [{ ApiKey: [] }, { BearerKey: [] }, { X402Payment: [] }, { X402PaymentV1: [] }];
+
   for (const e of POST_ENDPOINTS) {
+    if (e.access === 'per_tool') {
+      // The MCP door (docs/mcp.md §1, §4): credentials are checked as a paid endpoint checks
+      // them, and each tools/call is a call to the tool's endpoint, counted and paid there.
+      paths[e.path] = {
+        post: {
+          operationId: e.handler,
+          summary: e.summary,
+          description:
+            'The MCP streamable HTTP transport, stateless, with JSON answers. The client must accept both application/json and text/event-stream. initialize, tools/list and notifications are free; each tools/call counts against the key, or takes the x402 payment, as a call to the endpoint that answers the tool (GET /v1/capabilities lists them under mcp.tools).',
+          tags: [e.tag],
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: oneOrMany(JSON_RPC_MESSAGE) } },
+          },
+          responses: {
+            200: json(oneOrMany({ type: 'object', description: 'A JSON-RPC 2.0 response' }), 'The JSON-RPC answer'),
+            202: { description: 'Only notifications or responses were sent: accepted, no body' },
+            400: json({ type: 'object' }, 'Not a JSON-RPC message: the JSON-RPC error from the transport'),
+            401: json(errorBody, 'Unknown or revoked API key, or no credentials when payments are not configured'),
+            402: challenge,
+            406: json(
+              { type: 'object' },
+              'The Accept header does not take both application/json and text/event-stream',
+            ),
+            413: json(errorBody, 'Body larger than 256 KiB'),
+            422: json(ref('HTTPValidationError'), 'The body is not JSON'),
+          },
+          security: keyOrPayment,
+        },
+      };
+      continue;
+    }
     const responses: Json = {
       200: json(ref(e.response), 'The answer'),
       413: json(errorBody, 'Body larger than 256 KiB'),
@@ -74,13 +131,7 @@ export function buildOpenApi(serverUrl: string | null): Json {
     };
     const security: Json[] = [];
     if (e.access !== 'free') {
-      responses[402] = {
-        description: 'Payment required: the x402 challenge (v2 in the PAYMENT-REQUIRED header, v1 as the body)',
-        headers: {
-          'PAYMENT-REQUIRED': { schema: { type: 'string' }, description: 'base64 JSON of the x402 v2 PaymentRequired' },
-        },
-        content: { 'application/json': { schema: { type: 'object' } } },
-      };
+      responses[402] = challenge;
       responses[400] = json(errorBody, 'Malformed payment header or x402 payment identifier');
       responses[409] = json(
         errorBody,
@@ -93,7 +144,7 @@ export function buildOpenApi(serverUrl: string | null): Json {
         'Unknown or revoked API key, or no credentials when payments are not configured',
       );
       responses[429] = json(errorBody, 'Monthly quota used up (with limit, used, resets_at) or too many signups');
-      security.push({ ApiKey: [] }, { BearerKey: [] }, { X402Payment: [] }, { X402PaymentV1: [] });
+      security.push(...keyOrPayment);
     } else if (e.access === 'payment_only') {
       security.push({ X402Payment: [] }, { X402PaymentV1: [] });
     } else {

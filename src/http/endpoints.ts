@@ -1,12 +1,18 @@
 /**
- * Every endpoint of the service, once. The app mounts from this table, and the OpenAPI
- * document, /v1/capabilities and /v1/agents are generated from it.
+ * Every endpoint of the service, once, each with the handler that answers it (docs/endpoints.md).
+ * The app mounts every route from this table and nothing else, and the OpenAPI document,
+ * /v1/capabilities and /v1/agents are generated from it.
  */
 import type { SchemaId } from './validation.js';
 
-/** free: anyone; paid: an API key or an x402 payment; payment_only: an x402 payment. */
-export type Access = 'free' | 'paid' | 'payment_only';
-export type HandlerKey = 'decide' | 'guard' | 'stablecoin' | 'bridge' | 'yield' | 'signup';
+/**
+ * free: anyone; paid: an API key or an x402 payment; payment_only: an x402 payment;
+ * per_tool: the door checks credentials and bills nothing, each tool call it makes is a POST to the
+ * tool's own endpoint, billed there (POST /mcp, docs/mcp.md).
+ */
+export type Access = 'free' | 'paid' | 'payment_only' | 'per_tool';
+/** The POST handlers: `decide` is built in src/app.ts, the others come from src/compose.ts. */
+export type HandlerKey = 'decide' | 'guard' | 'stablecoin' | 'bridge' | 'yield' | 'signup' | 'mcp';
 
 export interface AgentMeta {
   name: string;
@@ -14,16 +20,30 @@ export interface AgentMeta {
   description: string;
 }
 
-export interface PostEndpoint {
+interface PostCommon {
   path: string;
   summary: string;
-  request: SchemaId;
-  response: string;
-  access: Access;
   handler: HandlerKey;
   tag: string;
   agent?: AgentMeta;
 }
+
+/** A POST whose body is validated against `request` and answered with `response`; the billing gate prices it. */
+export interface SchemaPostEndpoint extends PostCommon {
+  access: 'free' | 'paid' | 'payment_only';
+  request: SchemaId;
+  response: string;
+}
+
+/**
+ * POST /mcp: a JSON-RPC 2.0 message in, JSON-RPC out. The handler reads the parsed body itself
+ * (no schema step) and the billing gate is not applied: every tool call is billed by its endpoint.
+ */
+export interface ToolsPostEndpoint extends PostCommon {
+  access: 'per_tool';
+}
+
+export type PostEndpoint = SchemaPostEndpoint | ToolsPostEndpoint;
 
 const AGENTS = {
   decision: {
@@ -188,7 +208,22 @@ export const POST_ENDPOINTS: readonly PostEndpoint[] = [
     tag: 'agents',
     agent: AGENTS.yield,
   },
+  {
+    path: '/mcp',
+    summary: 'MCP tools over streamable HTTP (JSON-RPC 2.0), each tool call billed as its endpoint',
+    access: 'per_tool',
+    handler: 'mcp',
+    tag: 'mcp',
+  },
 ];
+
+/** Whether the entry takes a body of its own schema (every POST but /mcp). */
+export function hasSchema(e: PostEndpoint): e is SchemaPostEndpoint {
+  return e.access !== 'per_tool';
+}
+
+/** The POSTs with a request schema: what validation, the billing gate and the x402 catalogue see. */
+export const SCHEMA_POST_ENDPOINTS: readonly SchemaPostEndpoint[] = POST_ENDPOINTS.filter(hasSchema);
 
 function pathOf(e: PostEndpoint | undefined, what: string): string {
   if (e === undefined) throw new Error(`the endpoint table has no ${what}`);
@@ -206,7 +241,7 @@ export const SIGNUP_PATH = pathOf(
  * with no agent serving it (`/v1/decide`, `/v1/guard`), or null when there is none.
  */
 export function keyedPathFor(request: string): string | null {
-  return POST_ENDPOINTS.find((e) => e.request === request && e.access === 'paid' && !e.agent)?.path ?? null;
+  return POST_ENDPOINTS.find((e) => e.access === 'paid' && e.request === request && !e.agent)?.path ?? null;
 }
 
 /**
@@ -214,8 +249,22 @@ export function keyedPathFor(request: string): string | null {
  * entry serving it (`/v1/x402/decide`, `/v1/x402/guard`), or null when there is none.
  */
 export function payPerCallPathFor(request: string): string | null {
-  return POST_ENDPOINTS.find((e) => e.request === request && e.access === 'payment_only')?.path ?? null;
+  return POST_ENDPOINTS.find((e) => e.access === 'payment_only' && e.request === request)?.path ?? null;
 }
+
+/**
+ * The GET handlers: the meta ones are in src/http/routes/meta.ts, `docs` and `docsFiles` in
+ * src/http/routes/docs.ts, `metrics` in src/http/routes/metrics.ts (given by src/compose.ts).
+ */
+export type GetHandlerKey =
+  | 'root'
+  | 'health'
+  | 'capabilities'
+  | 'agents'
+  | 'openapi'
+  | 'docs'
+  | 'docsFiles'
+  | 'metrics';
 
 export interface GetEndpoint {
   path: string;
@@ -224,21 +273,30 @@ export interface GetEndpoint {
   /** Schema of the body, or a plain description when its shape is ours and free-form. */
   response: string | null;
   array?: boolean;
+  /** Which handler answers GET (and HEAD) on the path. */
+  handler: GetHandlerKey;
+  /**
+   * The handler of the files one level under the path (`/docs/swagger-ui.css`): it answers the names
+   * it knows and passes the rest on (404). They are the page's assets, not operations of the OpenAPI document.
+   */
+  files?: GetHandlerKey;
 }
 
 export const GET_ENDPOINTS: readonly GetEndpoint[] = [
-  { path: '/', summary: 'Service name, version and links', tag: 'meta', response: null },
+  { path: '/', summary: 'Service name, version and links', tag: 'meta', response: null, handler: 'root' },
   {
     path: '/health',
     summary: 'Liveness: {"status":"ok"}, version and uptime; no authentication',
     tag: 'meta',
     response: null,
+    handler: 'health',
   },
   {
     path: '/v1/capabilities',
     summary: 'Check types with fields and defaults, guard actions, agents, pricing, limits, auth',
     tag: 'meta',
     response: null,
+    handler: 'capabilities',
   },
   {
     path: '/v1/agents',
@@ -246,15 +304,24 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
     tag: 'agents',
     response: 'AgentInfo',
     array: true,
+    handler: 'agents',
   },
-  { path: '/openapi.json', summary: 'This OpenAPI 3.1 document', tag: 'meta', response: null },
+  { path: '/openapi.json', summary: 'This OpenAPI 3.1 document', tag: 'meta', response: null, handler: 'openapi' },
   {
     path: '/docs',
     summary: 'This document as an interactive reference (Swagger UI, HTML)',
     tag: 'meta',
     response: null,
+    handler: 'docs',
+    files: 'docsFiles',
   },
-  { path: '/metrics', summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tag: 'meta', response: null },
+  {
+    path: '/metrics',
+    summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)',
+    tag: 'meta',
+    response: null,
+    handler: 'metrics',
+  },
 ];
 
 /** The six agents as AgentInfo, each with its endpoints. */

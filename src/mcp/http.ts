@@ -21,8 +21,6 @@ import { SIGNUP_PATH } from '../billing/gate.js';
 import { KeyResolver, presentedKey } from '../billing/keys.js';
 import { type CallEndpoint, createToolServer } from './tools.js';
 
-export const MCP_PATH = '/mcp';
-
 export interface McpDeps {
   config: Readonly<Config>;
   store: Store;

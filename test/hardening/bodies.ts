@@ -8,11 +8,11 @@
  */
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { POST_ENDPOINTS, type PostEndpoint } from '../../src/http/endpoints.js';
+import { SCHEMA_POST_ENDPOINTS, type SchemaPostEndpoint } from '../../src/http/endpoints.js';
 import { mutate, mutationArb, serialize, stringArb, numberArb, type Mutation } from './values.js';
 
 export interface FuzzRequest {
-  endpoint: PostEndpoint;
+  endpoint: SchemaPostEndpoint;
   body: string | Buffer;
   headers: Record<string, string>;
   /** The request presents the issued key (x-api-key or Bearer). */
@@ -427,7 +427,7 @@ export function requestArb(sinkPort: number, apiKey: string): fc.Arbitrary<FuzzR
   const schemas = Object.keys(bodies);
   return fc
     .record({
-      endpoint: fc.constantFrom(...POST_ENDPOINTS),
+      endpoint: fc.constantFrom(...SCHEMA_POST_ENDPOINTS),
       foreign: fc.oneof(
         { weight: 9, arbitrary: fc.constant(null) },
         { weight: 1, arbitrary: fc.constantFrom(...schemas) },

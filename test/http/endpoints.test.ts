@@ -3,9 +3,15 @@
  * sold per call points at a keyed path and an x402 path of the same shape, and signup is free.
  */
 import t from 'tap';
-import { keyedPathFor, payPerCallPathFor, POST_ENDPOINTS, SIGNUP_PATH } from '../../src/http/endpoints.js';
+import {
+  keyedPathFor,
+  payPerCallPathFor,
+  POST_ENDPOINTS,
+  SCHEMA_POST_ENDPOINTS,
+  SIGNUP_PATH,
+} from '../../src/http/endpoints.js';
 
-const byPath = new Map(POST_ENDPOINTS.map((e) => [e.path, e]));
+const byPath = new Map(SCHEMA_POST_ENDPOINTS.map((e) => [e.path, e]));
 
 t.test('the gate points a request shape at the keyed and x402 paths serving it', async (t) => {
   t.equal(keyedPathFor('DecideRequest'), '/v1/decide');
@@ -14,7 +20,7 @@ t.test('the gate points a request shape at the keyed and x402 paths serving it',
   t.equal(payPerCallPathFor('GuardRequest'), '/v1/x402/guard');
   t.equal(keyedPathFor('StablecoinIntelligenceRequest'), null, 'an agent path is not offered as the keyed one');
   t.equal(payPerCallPathFor('YieldRoutingRequest'), null, 'no payment-only path for an agent shape');
-  for (const e of POST_ENDPOINTS.filter((x) => x.access === 'payment_only')) {
+  for (const e of SCHEMA_POST_ENDPOINTS.filter((x) => x.access === 'payment_only')) {
     const keyed = keyedPathFor(e.request);
     t.ok(keyed !== null, `${e.path} has a keyed alternative`);
     t.equal(byPath.get(keyed ?? '')?.request, e.request, `${keyed} serves the same shape as ${e.path}`);

@@ -4,7 +4,7 @@
  * discovery record x402 catalogues list an endpoint by (method, an input example, the input and
  * output schemas from schemas/).
  */
-import { POST_ENDPOINTS } from '../../http/endpoints.js';
+import { SCHEMA_POST_ENDPOINTS } from '../../http/endpoints.js';
 import { schemaMap } from '../../schema-info.js';
 
 export const PAYMENT_IDENTIFIER = 'payment-identifier';
@@ -99,7 +99,7 @@ const bazaarCache = new Map<string, Json | null>();
 export function bazaarDeclaration(path: string): Json | null {
   const cached = bazaarCache.get(path);
   if (cached !== undefined) return cached;
-  const e = POST_ENDPOINTS.find((x) => x.path === path && x.access !== 'free');
+  const e = SCHEMA_POST_ENDPOINTS.find((x) => x.path === path && x.access !== 'free');
   const example = e ? EXAMPLES[e.request] : undefined;
   let record: Json | null = null;
   if (e && example && schemaMap[e.request] && schemaMap[e.response]) {

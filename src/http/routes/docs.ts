@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Router } from 'express';
+import type { RequestHandler } from 'express';
 
 /** Only what the page needs: the service's own files, JSON fetched from it, and the CSS's data: images. */
 export const DOCS_CSP = [
@@ -92,21 +92,25 @@ function send(
   res.end(body);
 }
 
-export function docsRouter(): Router {
-  const r = Router();
-  r.get('/docs', (_req, res) => {
-    send(res, 'text/html; charset=utf-8', PAGE, 'no-cache');
-  });
-  r.get('/docs/init.js', (_req, res) => {
-    res.locals.route = '/docs/*';
-    send(res, 'text/javascript; charset=utf-8', INIT, 'no-cache');
-  });
-  r.get('/docs/:file', (req, res, next) => {
-    const type = Object.hasOwn(ASSETS, req.params.file) ? ASSETS[req.params.file] : undefined;
-    if (!type) return next();
-    res.locals.route = '/docs/*';
-    // The files change only with the package version, i.e. with a new release of the service.
-    send(res, type, asset(req.params.file), 'public, max-age=86400');
-  });
-  return r;
+/** The handlers of the endpoint table's `/docs` row: the page, and the files under it (`/docs/:file`). */
+export function docsHandlers(): { docs: RequestHandler; docsFiles: RequestHandler } {
+  return {
+    docs: (_req, res) => {
+      send(res, 'text/html; charset=utf-8', PAGE, 'no-cache');
+    },
+    docsFiles: (req, res, next) => {
+      const { file } = req.params;
+      if (typeof file !== 'string') return next();
+      if (file.toLowerCase() === 'init.js') {
+        res.locals.route = '/docs/*';
+        send(res, 'text/javascript; charset=utf-8', INIT, 'no-cache');
+        return;
+      }
+      const type = Object.hasOwn(ASSETS, file) ? ASSETS[file] : undefined;
+      if (!type) return next();
+      res.locals.route = '/docs/*';
+      // The files change only with the package version, i.e. with a new release of the service.
+      send(res, type, asset(file), 'public, max-age=86400');
+    },
+  };
 }

@@ -1,14 +1,14 @@
-/** The free read-only endpoints: /, /health, /v1/capabilities, /v1/agents, /openapi.json, /docs. */
-import { Router } from 'express';
+/** The free read-only endpoints' handlers: /, /health, /v1/capabilities, /v1/agents, /openapi.json. */
+import type { RequestHandler } from 'express';
 import { CHAIN_IDS, type Config } from '../../config.js';
 import { DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
 import { DOMAIN_NAME, DOMAIN_VERSION, RISK_CODES, VERDICT_CODES, VERDICT_TYPES } from '../../attest/verdict.js';
 import { VERSION } from '../../version.js';
 import { buildOpenApi } from '../../openapi.js';
-import { agentInfos, GET_ENDPOINTS, POST_ENDPOINTS } from '../endpoints.js';
+import { agentInfos, GET_ENDPOINTS, type GetHandlerKey, POST_ENDPOINTS } from '../endpoints.js';
+import { MCP_TOOLS } from '../../mcp/tools.js';
 import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } from '../../schema-info.js';
 import { MAX_DEPTH } from '../validation.js';
-import { docsRouter } from './docs.js';
 import {
   MAX_REQUEST_BODY_BYTES,
   NETWORK_V1,
@@ -49,6 +49,18 @@ function attestationInfo(attester: Attester | null): Record<string, unknown> | n
   };
 }
 
+/** The MCP door (docs/mcp.md): where it is and which endpoint answers, and bills, each tool. */
+function mcpInfo(): Record<string, unknown> | null {
+  const door = POST_ENDPOINTS.find((e) => e.handler === 'mcp');
+  if (door === undefined) return null;
+  return {
+    endpoint: `POST ${door.path}`,
+    transport: 'streamable HTTP, stateless, JSON answers',
+    billing: 'per tool call, as a call to the endpoint that answers the tool',
+    tools: MCP_TOOLS.map((tool) => ({ name: tool.name, endpoint: `POST ${tool.path}` })),
+  };
+}
+
 export function capabilities(config: Readonly<Config>, attester: Attester | null = null): Record<string, unknown> {
   return {
     service: 'preflight',
@@ -59,6 +71,7 @@ export function capabilities(config: Readonly<Config>, attester: Attester | null
     }),
     guard: { actions: GUARD_ACTIONS, fields: describeFields('GuardRequest') },
     agents: agentInfos(),
+    mcp: mcpInfo(),
     attestation: attestationInfo(attester),
     pricing: {
       per_call: {
@@ -101,56 +114,57 @@ export function capabilities(config: Readonly<Config>, attester: Attester | null
         ...POST_ENDPOINTS.filter((e) => e.access === 'free').map((e) => `POST ${e.path}`),
       ],
       payment_only_endpoints: POST_ENDPOINTS.filter((e) => e.access === 'payment_only').map((e) => `POST ${e.path}`),
+      per_tool_endpoints: POST_ENDPOINTS.filter((e) => e.access === 'per_tool').map((e) => `POST ${e.path}`),
     },
   };
 }
 
-export function metaRouter(
+/** The meta GET handlers by their key in the endpoint table; the bodies are built once, here. */
+export function metaHandlers(
   config: Readonly<Config>,
   attester: Attester | null = null,
   sharedState: (() => 'ok' | 'degraded') | null = null,
-): Router {
-  const r = Router();
+): Record<Extract<GetHandlerKey, 'root' | 'health' | 'capabilities' | 'agents' | 'openapi'>, RequestHandler> {
   const started = Date.now();
   const caps = capabilities(config, attester);
   const openapi = buildOpenApi(config.publicBaseUrl);
   const agents = agentInfos();
-  r.get('/', (_req, res) => {
-    res.json({
-      name: 'preflight',
-      description: 'Pre-execution verification for on-chain agents: proceed, wait or block before you act.',
-      version: VERSION,
-      links: {
-        health: '/health',
-        capabilities: '/v1/capabilities',
-        agents: '/v1/agents',
-        openapi: '/openapi.json',
-        docs: '/docs',
-        metrics: '/metrics',
-        signup: '/v1/api-keys/signup',
-      },
-    });
-  });
-  r.get('/health', (_req, res) => {
-    res.setHeader('cache-control', 'no-store');
-    // A fleet cache that is away degrades, it does not stop, the service: still 200 (docs/fleet.md).
-    const fleet = sharedState?.() ?? null;
-    res.json({
-      status: fleet === 'degraded' ? 'degraded' : 'ok',
-      version: VERSION,
-      uptime_s: Math.floor((Date.now() - started) / 1000),
-      ...(fleet === null ? {} : { shared_cache: fleet }),
-    });
-  });
-  r.get('/v1/capabilities', (_req, res) => {
-    res.json(caps);
-  });
-  r.get('/v1/agents', (_req, res) => {
-    res.json(agents);
-  });
-  r.get('/openapi.json', (_req, res) => {
-    res.json(openapi);
-  });
-  r.use(docsRouter());
-  return r;
+  return {
+    root: (_req, res) => {
+      res.json({
+        name: 'preflight',
+        description: 'Pre-execution verification for on-chain agents: proceed, wait or block before you act.',
+        version: VERSION,
+        links: {
+          health: '/health',
+          capabilities: '/v1/capabilities',
+          agents: '/v1/agents',
+          openapi: '/openapi.json',
+          docs: '/docs',
+          metrics: '/metrics',
+          signup: '/v1/api-keys/signup',
+        },
+      });
+    },
+    health: (_req, res) => {
+      res.setHeader('cache-control', 'no-store');
+      // A fleet cache that is away degrades, it does not stop, the service: still 200 (docs/fleet.md).
+      const fleet = sharedState?.() ?? null;
+      res.json({
+        status: fleet === 'degraded' ? 'degraded' : 'ok',
+        version: VERSION,
+        uptime_s: Math.floor((Date.now() - started) / 1000),
+        ...(fleet === null ? {} : { shared_cache: fleet }),
+      });
+    },
+    capabilities: (_req, res) => {
+      res.json(caps);
+    },
+    agents: (_req, res) => {
+      res.json(agents);
+    },
+    openapi: (_req, res) => {
+      res.json(openapi);
+    },
+  };
 }
