@@ -3,7 +3,7 @@
  *
  * A key is `pvk_` + 32 random bytes in base64url (256 bits). Only its SHA-256 is stored; the raw
  * key is shown once, in the signup answer. Lookups sit on every paid request, so results (found,
- * revoked, or unknown) are cached in this process's memory for `ttlMs` (default 5 s) in a bounded LRU: a revoked
+ * revoked, or unknown) are cached in this process's memory for `ttlMs` (default 5 s), at most `maxEntries`: a revoked
  * key or a plan change takes effect within that time on every process. Quota counts are never
  * cached; they are always counted in the database.
  */
@@ -59,7 +59,7 @@ export interface KeyResolverOptions {
   now?: () => number;
 }
 
-/** Resolves raw keys to records through a bounded, time-limited LRU with one lookup in flight per key. */
+/** Resolves raw keys to records through a bounded, time-limited cache with one lookup in flight per key. */
 export class KeyResolver {
   private readonly cache = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<ApiKeyRecord | null>>();
@@ -84,12 +84,9 @@ export class KeyResolver {
    */
   async resolve(rawKey: string): Promise<ApiKeyRecord | null> {
     const hit = this.cache.get(rawKey);
-    if (hit !== undefined && hit.expires > this.now()) {
-      // Re-insert to mark it most recently used; Map keeps insertion order.
-      this.cache.delete(rawKey);
-      this.cache.set(rawKey, hit);
-      return hit.record;
-    }
+    // A hit is not moved to the back: an entry lives `ttlMs` at most, so eviction by age of
+    // insertion differs from least-recently-used only past `maxEntries` keys within one TTL.
+    if (hit !== undefined && hit.expires > this.now()) return hit.record;
     if (!isWellFormedKey(rawKey)) return null;
     let pending = this.inflight.get(rawKey);
     if (!pending) {

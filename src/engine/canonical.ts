@@ -26,17 +26,19 @@ const MEMO_MAX_TEXT = 2048;
 const memo = new Map<string, string>();
 
 /**
- * `canonical(check)`, remembered by the check's plain JSON text. Agents repeat the same checks
- * written the same way, and the native JSON.stringify plus a lookup costs half the sort and walk
- * above. Equal texts are equal values, so the answer is the same as computing it; large checks and
- * a full memo (cleared, oldest first) only cost the computation.
+ * The cache and single-flight key of a validated check, `type:canonical(check)`, remembered by
+ * the check's plain JSON text. Agents repeat the same checks written the same way: the native
+ * JSON.stringify plus a lookup costs half the sorted walk, and handing back the same key string
+ * every time lets the cache's own lookups reuse its hash. Equal texts are equal values, so the
+ * answer is the same as computing it; large checks and a full memo (cleared oldest first) only
+ * cost the computation.
  */
-export function canonicalMemo(value: object): string {
-  const text = JSON.stringify(value);
-  if (text.length > MEMO_MAX_TEXT) return canonical(value);
+export function checkKey(check: { type: string }): string {
+  const text = JSON.stringify(check);
+  if (text.length > MEMO_MAX_TEXT) return `${check.type}:${canonical(check)}`;
   let key = memo.get(text);
   if (key === undefined) {
-    key = canonical(value);
+    key = `${check.type}:${canonical(check)}`;
     if (memo.size >= MEMO_MAX_ENTRIES) memo.delete(memo.keys().next().value as string);
     memo.set(text, key);
   }

@@ -10,7 +10,7 @@ import type { CheckOutcome, CheckResult } from '../checks/types.js';
 import type { Metrics } from '../metrics.js';
 import { ResultCache, type CacheEntry } from './cache.js';
 import type { SharedCache } from './shared-cache.js';
-import { canonicalMemo } from './canonical.js';
+import { checkKey } from './canonical.js';
 import type { Executor } from './worker-pool.js';
 import type { ExecItem, ExecResult } from './timed-check.js';
 
@@ -204,7 +204,7 @@ export function createEngine(deps: {
 
     planned.forEach((p, i) => {
       const type = p.check.type;
-      const key = `${type}:${canonicalMemo(p.check)}`;
+      const key = checkKey(p.check);
       const hit = cache.get(key);
       if (hit) {
         const ageS = Math.floor((Date.now() - hit.storedAt) / 1000);

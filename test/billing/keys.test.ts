@@ -42,7 +42,7 @@ t.test('the key a request presents', async (t) => {
   for (const [headers, want] of cases) t.equal(presentedKey({ headers }), want, JSON.stringify(headers));
 });
 
-t.test('the resolver caches found, revoked and unknown keys briefly, in a bounded LRU', async (t) => {
+t.test('the resolver caches found, revoked and unknown keys briefly, in a bounded map', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pf-keys-'));
   const store = await openStore({ databaseUrl: `sqlite:${join(dir, 'k.db')}` });
   t.teardown(async () => {
