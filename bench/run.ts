@@ -9,6 +9,8 @@
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
  *                                            three-instance measurement (PostgreSQL and Redis)
+ *   --rounds=3                               the yardsticks and the cached decides run this many times,
+ *                                            interleaved, and each reports its median run (1 with --quick)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +21,7 @@ import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
 import { checkTargets, checkFleet, signingRatios, type Measured, type TargetCheck } from './targets.js';
 import { measureFleet, type FleetResult } from './fleet.js';
 import { startServerChild, type Child } from './child.js';
-import { scenarioRunner, serviceEnv, signup, type Row } from './session.js';
+import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printSigning, printTable, printTargetChecks } from './report.js';
 import { checkScrapes, scrape } from './scrape.js';
@@ -30,10 +32,11 @@ interface Options {
   latencyMs: number;
   billing: boolean;
   only: string[] | null;
+  rounds: number;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { mode: 'all', quick: false, latencyMs: 50, billing: true, only: null };
+  const opts: Options = { mode: 'all', quick: false, latencyMs: 50, billing: true, only: null, rounds: 0 };
   for (const a of argv) {
     const [k, v] = a.replace(/^--/, '').split('=');
     if (k === 'mode' && (v === 'all' || v === 'targets' || v === 'pool')) opts.mode = v;
@@ -41,11 +44,13 @@ function parseArgs(argv: string[]): Options {
     else if (k === 'latency' && /^\d+$/.test(v ?? '')) opts.latencyMs = Number(v);
     else if (k === 'billing' && (v === 'on' || v === 'off')) opts.billing = v === 'on';
     else if (k === 'only' && v) opts.only = v.split(',');
+    else if (k === 'rounds' && /^[1-9]\d?$/.test(v ?? '')) opts.rounds = Number(v);
     else
       throw new Error(
-        `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b)`,
+        `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b, --rounds=N)`,
       );
   }
+  if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
   const names = [...SCENARIOS.map((s) => s.name), 'fleet'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
@@ -56,14 +61,64 @@ function parseArgs(argv: string[]): Options {
 /** Every scenario's run is bounded; the whole bench aborts past this. */
 const HARD_LIMIT_MS = 9 * 60_000;
 
+/**
+ * The scenarios whose throughput the targets compare (the yardsticks and the cached decides). On a
+ * shared host the machine's speed drifts by more than the differences measured, so these run
+ * interleaved: every server starts once, then each round runs each scenario in turn, and each
+ * reports its median round. A ratio is then of runs minutes apart at most, never of one run in a
+ * fast minute against another in a slow one.
+ */
+const PAIRED = ['floor', 'reference', 'decide-cached', 'decide-cached-unsigned'];
+
+async function runPaired(
+  paired: Scenario[],
+  opts: Options,
+  upstreams: Upstreams,
+  rig: PaymentRig | null,
+): Promise<Row[]> {
+  if (paired.length === 0) return [];
+  const servers = new Map<Scenario, { child: Child; run: ReturnType<typeof scenarioRunner> }>();
+  try {
+    for (const s of paired) {
+      if (s.server === 'service') {
+        const child = await startServerChild(
+          './service.js',
+          serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
+        );
+        const apiKey = opts.billing ? await signup(child.url) : null;
+        servers.set(s, {
+          child,
+          run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey, upstreams, rig, billing: opts.billing }),
+        });
+      } else {
+        const child = await startServerChild(s.server === 'floor' ? './floor.js' : './reference.js', {});
+        servers.set(s, {
+          child,
+          run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey: null, upstreams, rig, billing: false }),
+        });
+      }
+    }
+    const runs = new Map<Scenario, Row[]>(paired.map((s) => [s, []]));
+    for (let round = 0; round < opts.rounds; round++) {
+      for (const s of paired) runs.get(s)!.push(await servers.get(s)!.run(s, 0));
+    }
+    return paired.map((s) => medianRun(runs.get(s)!));
+  } finally {
+    for (const { child } of servers.values()) await child.stop();
+  }
+}
+
 async function runTargets(
   opts: Options,
   upstreams: Upstreams,
   rig: PaymentRig | null,
 ): Promise<{ rows: Row[]; checks: TargetCheck[]; signing: Record<string, number> }> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
-  const scenarios = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
-  const rows: Row[] = [];
+  const selected = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
+  // The ratios' terms run as interleaved rounds (runPaired); everything else once, below.
+  const paired = opts.rounds > 1 ? selected.filter((s) => PAIRED.includes(s.name)) : [];
+  const scenarios = selected.filter((s) => !paired.includes(s));
+  const rows: Row[] = await runPaired(paired, opts, upstreams, rig);
   const scrapeChecks: TargetCheck[] = [];
 
   // The yardsticks: bare express 5 (reference) and bare node:http (floor), each a process of its own.

@@ -171,3 +171,12 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     return row;
   };
 }
+
+/** The run with the median throughput (a run that failed counts as the slowest), noting them all. */
+export function medianRun(runs: Row[]): Row {
+  const rps = (r: Row): number => r.result?.rps ?? -1;
+  const sorted = [...runs].sort((a, b) => rps(a) - rps(b));
+  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  const all = runs.map((r) => (r.result ? String(r.result.rps) : 'failed')).join(', ');
+  return { ...median, note: [median.note, `median of ${runs.length} rounds: ${all} req/s`].filter(Boolean).join('; ') };
+}
