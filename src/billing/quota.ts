@@ -6,9 +6,15 @@ import type { ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
 import type { Plan } from '../store/types.js';
 
-/** The quota period containing `now`, e.g. `2026-11`. */
+let period = { from: 0, until: -1, text: '' };
+
+/** The quota period containing `now`, e.g. `2026-11`; kept until the month turns, as every paid call asks. */
 export function usagePeriod(now: Date): string {
-  return now.toISOString().slice(0, 7);
+  const t = now.getTime();
+  if (t >= period.from && t < period.until) return period.text;
+  const from = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+  period = { from, until: nextPeriodStart(now).getTime(), text: now.toISOString().slice(0, 7) };
+  return period.text;
 }
 
 /** The start of the next UTC calendar month: when the quota resets. */

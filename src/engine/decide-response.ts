@@ -1,4 +1,5 @@
 /** Shapes a DecideResponse from results and the judge's judgement; shared by decide, guard and agents. */
+import { isoNow } from '../clock.js';
 import type { CheckResult } from '../checks/types.js';
 import type { DecideResponse } from '../generated/types.js';
 import { judge, type Judgement, type JudgePolicy } from './judge.js';
@@ -33,7 +34,7 @@ export function buildDecideResponse(
     summary: summarize(v, results.length),
     counts: v.counts,
     request_id: meta.requestId,
-    evaluated_at: new Date().toISOString(),
+    evaluated_at: isoNow(),
     deadline_ms: meta.deadlineMs,
     ...meta.judged,
   };

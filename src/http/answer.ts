@@ -5,6 +5,7 @@
  * the configured bounds (docs/rules.md §5), note the start, and after `fn` count the decision by
  * route and send the body with status 200. `fn` only computes the body.
  */
+import { isoNow } from '../clock.js';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import { resolveDeadline } from '../engine/decide-response.js';
@@ -71,7 +72,7 @@ export function opening(
 export function answerMeta(call: Call<unknown>): { request_id: string; evaluated_at: string; latency_ms: number } {
   return {
     request_id: call.requestId,
-    evaluated_at: new Date().toISOString(),
+    evaluated_at: isoNow(),
     latency_ms: Math.max(0, Math.round(performance.now() - call.started)),
   };
 }

@@ -56,3 +56,13 @@ t.test('the quota view never shows a negative remainder', async (t) => {
   });
   t.equal(quotaView(5, 9, now).remaining, 0, 'a lowered plan limit below the count');
 });
+
+t.test('the period is right on both sides of a month boundary, asked in any order', async (t) => {
+  const edge = Date.UTC(2026, 11, 1); // 2026-12-01T00:00:00Z
+  const at = (ms: number) => usagePeriod(new Date(ms));
+  t.equal(at(edge - 1), '2026-11');
+  t.equal(at(edge), '2026-12');
+  t.equal(at(edge - 1), '2026-11', 'back again');
+  t.equal(at(Date.UTC(2027, 0, 31, 23, 59, 59, 999)), '2027-01');
+  t.equal(at(Date.UTC(2026, 1, 28, 12)), '2026-02');
+});
