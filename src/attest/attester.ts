@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { keccak256 } from '../crypto/keccak.js';
 import { loadNativeSecp256k1 } from '../crypto/secp256k1.js';
-import { SignThread } from './sign-thread.js';
+import { SignThread, type SignJob, type Signed } from './sign-thread.js';
 import {
   DOMAIN_NAME,
   DOMAIN_VERSION,
@@ -114,39 +114,56 @@ export class Attester {
   /** The signature of `answer` for `input`, with the typed data it signs. */
   async attest(answer: Answer, input: AttestInput): Promise<Attestation> {
     const issuedAt = input.issuedAt ?? Math.floor(Date.now() / 1000);
-    const fields: VerdictFields = {
-      id: keccak256(Buffer.from(input.answerId, 'utf8')),
-      verdict: VERDICT_CODES[answer.verdict],
-      risk: RISK_CODES[answer.risk],
-      confidenceBps: Math.round(answer.confidence * 10000),
-      requestHash: keccak256(input.body),
-      actionHash: input.transaction ? actionHash(input.chainId, input.transaction) : ZERO32,
-      issuedAt,
-      expiresAt: issuedAt + answer.expires_in,
-    };
-    const digest = verdictDigest(input.chainId, fields);
-    // A thread that failed (it should not) leaves the signing to this one: slower, same answer.
-    const signature = this.#thread?.alive
-      ? await this.#thread.sign(digest).catch(() => this.#sign(digest))
-      : this.#sign(digest);
+    const verdict = VERDICT_CODES[answer.verdict];
+    const risk = RISK_CODES[answer.risk];
+    const confidenceBps = Math.round(answer.confidence * 10000);
+    const expiresAt = issuedAt + answer.expires_in;
+    const action = input.transaction ? actionHash(input.chainId, input.transaction) : ZERO32;
+    // On the signing thread the hashes are made there too; a thread that failed (it should not)
+    // leaves all of it to this one: slower, same answer.
+    const job = { chainId: input.chainId, verdict, risk, confidenceBps, issuedAt, expiresAt, actionHash: action };
+    const signed = this.#thread?.alive
+      ? await this.#thread
+          .sign({ ...job, answerId: input.answerId, body: input.body })
+          .catch(() => this.#signHere(job, input))
+      : this.#signHere(job, input);
     return {
       signer: this.address,
-      signature,
+      signature: signed.signature,
       typed_data: {
         domain: { name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId: input.chainId },
         types: VERDICT_TYPES,
         primaryType: 'Verdict',
         message: {
-          id: hex(fields.id),
-          verdict: String(fields.verdict),
-          risk: String(fields.risk),
-          confidenceBps: String(fields.confidenceBps),
-          requestHash: hex(fields.requestHash),
-          actionHash: hex(fields.actionHash),
-          issuedAt: String(fields.issuedAt),
-          expiresAt: String(fields.expiresAt),
+          id: hex(signed.id),
+          verdict: String(verdict),
+          risk: String(risk),
+          confidenceBps: String(confidenceBps),
+          requestHash: hex(signed.requestHash),
+          actionHash: hex(action),
+          issuedAt: String(issuedAt),
+          expiresAt: String(expiresAt),
         },
       },
+    };
+  }
+
+  /** The hashes and the signature made on the calling thread. */
+  #signHere(job: Omit<SignJob, 'answerId' | 'body'>, input: Pick<AttestInput, 'answerId' | 'body'>): Signed {
+    const fields: VerdictFields = {
+      id: keccak256(Buffer.from(input.answerId, 'utf8')),
+      verdict: job.verdict,
+      risk: job.risk,
+      confidenceBps: job.confidenceBps,
+      requestHash: keccak256(input.body),
+      actionHash: job.actionHash,
+      issuedAt: job.issuedAt,
+      expiresAt: job.expiresAt,
+    };
+    return {
+      id: fields.id,
+      requestHash: fields.requestHash,
+      signature: this.#sign(verdictDigest(job.chainId, fields)),
     };
   }
 

@@ -1,20 +1,70 @@
 /**
  * Signing off the event loop. One libsecp256k1 signature costs about 45 µs of CPU, as much as
  * the rest of a cached decide: on the main thread it would halve the service's throughput. The
- * digests of the answers made in one turn of the event loop go to a signing thread in one message
+ * answers made in one turn of the event loop go to a signing thread in one message
  * (workers/sign-worker.ts) and come back as one; the answers wait for that round trip, the event
- * loop does not. The bench measures it (`decide-cached` against `decide-cached-unsigned`).
+ * loop does not. The thread also makes the answer's hashes (its id, the request body's hash and
+ * the EIP-712 digest), so the event loop only packs the fields. The bench measures it
+ * (`decide-cached` against `decide-cached-unsigned`).
  */
 import { Worker } from 'node:worker_threads';
 
+/** What the thread needs to sign one answer (docs/attestations.md §1). */
+export interface SignJob {
+  chainId: number;
+  verdict: number;
+  risk: number;
+  confidenceBps: number;
+  issuedAt: number;
+  expiresAt: number;
+  actionHash: Buffer;
+  /** Its keccak256 is the signed `id`. */
+  answerId: string;
+  /** The request body bytes as received; its keccak256 is `requestHash`. */
+  body: Uint8Array;
+}
+
+/** What comes back: the two hashes the message shows, and r ‖ s ‖ v as 0x hex. */
+export interface Signed {
+  id: Buffer;
+  requestHash: Buffer;
+  signature: string;
+}
+
+/**
+ * A job's fixed part, then the answer id's UTF-8 bytes and the body's: chain id (f64 at 0),
+ * verdict (u8 at 8), risk (u8 at 9), confidence bps (u16 at 10), issuedAt and expiresAt (f64 at 12
+ * and 20), the action hash (32 bytes at 28), the id's and the body's lengths (u32 at 60 and 64).
+ */
+export const JOB_HEADER_BYTES = 68;
+/** Per answer back: id ‖ requestHash ‖ r ‖ s ‖ v. */
+export const SIGNED_BYTES = 32 + 32 + 65;
+
+export function packJob(job: SignJob): Buffer {
+  const idLen = Buffer.byteLength(job.answerId, 'utf8');
+  const b = Buffer.allocUnsafe(JOB_HEADER_BYTES + idLen + job.body.byteLength);
+  b.writeDoubleBE(job.chainId, 0);
+  b[8] = job.verdict;
+  b[9] = job.risk;
+  b.writeUInt16BE(job.confidenceBps, 10);
+  b.writeDoubleBE(job.issuedAt, 12);
+  b.writeDoubleBE(job.expiresAt, 20);
+  job.actionHash.copy(b, 28);
+  b.writeUInt32BE(idLen, 60);
+  b.writeUInt32BE(job.body.byteLength, 64);
+  b.write(job.answerId, JOB_HEADER_BYTES, idLen, 'utf8');
+  b.set(job.body, JOB_HEADER_BYTES + idLen);
+  return b;
+}
+
 interface Batch {
-  resolve: Array<(signature: string) => void>;
+  resolve: Array<(signed: Signed) => void>;
   reject: Array<(err: Error) => void>;
 }
 
 export class SignThread {
   readonly #worker: Worker;
-  #digests: Buffer[] = [];
+  #jobs: Buffer[] = [];
   #current: Batch = { resolve: [], reject: [] };
   readonly #inFlight: Batch[] = [];
   #failed: Error | null = null;
@@ -37,12 +87,19 @@ export class SignThread {
     });
     // Seen by nobody when the thread starts well; a failure is reported through ready().
     this.#ready.catch(() => undefined);
-    this.#worker.on('message', (sigs: ArrayBuffer | string) => {
-      if (typeof sigs === 'string') return; // 'ready'
+    this.#worker.on('message', (out: ArrayBuffer | string) => {
+      if (typeof out === 'string') return; // 'ready'
       const batch = this.#inFlight.shift();
       if (!batch) return;
-      const hex = Buffer.from(sigs).toString('hex');
-      for (let i = 0; i < batch.resolve.length; i++) batch.resolve[i](`0x${hex.slice(i * 130, i * 130 + 130)}`);
+      const all = Buffer.from(out);
+      for (let i = 0; i < batch.resolve.length; i++) {
+        const at = i * SIGNED_BYTES;
+        batch.resolve[i]({
+          id: all.subarray(at, at + 32),
+          requestHash: all.subarray(at + 32, at + 64),
+          signature: `0x${all.toString('hex', at + 64, at + SIGNED_BYTES)}`,
+        });
+      }
     });
     const fail = (err: Error): void => {
       this.#failed ??= err;
@@ -66,11 +123,12 @@ export class SignThread {
     return this.#up && this.#failed === null;
   }
 
-  /** r ‖ s ‖ v of `digest`, 0x hex, from the signing thread. */
-  sign(digest: Buffer): Promise<string> {
+  /** The answer's hashes and signature, from the signing thread. */
+  sign(job: SignJob): Promise<Signed> {
     if (this.#failed) return Promise.reject(this.#failed);
-    return new Promise<string>((resolve, reject) => {
-      this.#digests.push(digest);
+    const packed = packJob(job);
+    return new Promise<Signed>((resolve, reject) => {
+      this.#jobs.push(packed);
       this.#current.resolve.push(resolve);
       this.#current.reject.push(reject);
       if (!this.#scheduled) {
@@ -83,9 +141,9 @@ export class SignThread {
 
   #flush(): void {
     this.#scheduled = false;
-    const digests = Buffer.concat(this.#digests);
+    const jobs = Buffer.concat(this.#jobs);
     const batch = this.#current;
-    this.#digests = [];
+    this.#jobs = [];
     this.#current = { resolve: [], reject: [] };
     if (this.#failed) {
       for (const r of batch.reject) r(this.#failed);
@@ -93,7 +151,7 @@ export class SignThread {
     }
     this.#inFlight.push(batch);
     // A copy of exactly the batch's bytes, transferred rather than cloned.
-    const buf = digests.buffer.slice(digests.byteOffset, digests.byteOffset + digests.byteLength);
+    const buf = jobs.buffer.slice(jobs.byteOffset, jobs.byteOffset + jobs.byteLength);
     this.#worker.postMessage(buf, [buf]);
   }
 

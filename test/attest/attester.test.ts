@@ -31,7 +31,7 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
       expires_in: [0, 1, 30, 300, 86400][i % 5],
     },
     input: {
-      answerId: `answer-${i}-${randomBytes(4).toString('hex')}`,
+      answerId: `answer-${i}-${i % 7 === 0 ? 'réponse-✓' : ''}${randomBytes(4).toString('hex')}`,
       body: randomBytes(i * 50),
       chainId: [8453, 1, 0, 42161, 11155111, 2 ** 40][i % 6],
       issuedAt: 1_700_000_000 + i * 1000,
@@ -54,6 +54,7 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
     const expected = await wallet.signTypedData(domain, { Verdict: [...types.Verdict] }, message);
     t.equal(a.signature, expected, `#${i}: the inline signature is ethers' signature`);
     t.equal(threadedAll[i].signature, expected, `#${i}: so is the one from the signing thread`);
+    t.same(threadedAll[i].typed_data, a.typed_data, `#${i}: the thread's hashes are the same typed data`);
   }
 });
 
