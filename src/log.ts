@@ -22,6 +22,12 @@ interface Sink {
   flushSync(): void;
 }
 
+/** Every TurnBatch, drained synchronously when the process exits. */
+const batches = new Set<TurnBatch>();
+const drainAll = (): void => {
+  for (const b of batches) b.drainSync();
+};
+
 /**
  * Log lines made in one turn of the event loop go to stdout as one write, at the end of that turn.
  * A busy service logs a line per request, and one write per line cost a cached answer a tenth of
@@ -29,11 +35,6 @@ interface Sink {
  * synchronous, as Node's own stdout is on Linux for files and pipes: one system call per turn,
  * no hand-off to the thread pool, and nothing left waiting when the process exits.
  */
-const batches = new Set<TurnBatch>();
-const drainAll = (): void => {
-  for (const b of batches) b.drainSync();
-};
-
 export class TurnBatch implements DestinationStream {
   #pending = '';
   #scheduled = false;

@@ -3,9 +3,9 @@
  *
  * A key is `pvk_` + 32 random bytes in base64url (256 bits). Only its SHA-256 is stored; the raw
  * key is shown once, in the signup answer. Lookups sit on every paid request, so results (found,
- * revoked, or unknown) are cached in this process's memory for `ttlMs` (default 5 s), at most `maxEntries`: a revoked
- * key or a plan change takes effect within that time on every process. Quota counts are never
- * cached; they are always counted in the database.
+ * revoked, or unknown) are cached in this process's memory for `ttlMs` (default 5 s), at most
+ * `maxEntries` of them: a revoked key or a plan change takes effect within that time on every
+ * process. Quota counts are never cached; they are always counted in the database.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
