@@ -62,13 +62,13 @@ function parseArgs(argv: string[]): Options {
 const HARD_LIMIT_MS = 9 * 60_000;
 
 /**
- * The scenarios whose throughput the targets compare (the yardsticks and the cached decides). On a
- * shared host the machine's speed drifts by more than the differences measured, so these run
- * interleaved: every server starts once, then each round runs each scenario in turn, and each
- * reports its median round. A ratio is then of runs minutes apart at most, never of one run in a
- * fast minute against another in a slow one.
+ * The scenarios whose throughput the targets compare (the yardsticks and the cached decides, with
+ * and without signing and with the fleet cache). On a shared host the machine's speed drifts by
+ * more than the differences measured, so these run interleaved: every server starts once, then
+ * each round runs each scenario in turn, and each reports its median round. A ratio is then of
+ * runs a minute apart at most, never of one run in a fast minute against another in a slow one.
  */
-const PAIRED = ['floor', 'reference', 'decide-cached', 'decide-cached-unsigned'];
+const PAIRED = ['floor', 'reference', 'decide-cached', 'decide-cached-unsigned', 'decide-cached-redis'];
 
 async function runPaired(
   paired: Scenario[],
