@@ -70,6 +70,37 @@ const HARD_LIMIT_MS = 9 * 60_000;
  */
 const PAIRED = ['floor', 'reference', 'decide-cached', 'decide-cached-unsigned', 'decide-cached-redis'];
 
+interface Server {
+  child: Child;
+  run: ReturnType<typeof scenarioRunner>;
+}
+
+/**
+ * The server a scenario runs against: its yardstick, or a service process with the scenario's own
+ * settings and (billing on) a fresh API key.
+ */
+async function startFor(s: Scenario, opts: Options, upstreams: Upstreams, rig: PaymentRig | null): Promise<Server> {
+  if (s.server !== 'service') {
+    const child = await startServerChild(s.server === 'floor' ? './floor.js' : './reference.js', {});
+    const run = scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey: null, upstreams, rig, billing: false });
+    return { child, run };
+  }
+  const child = await startServerChild(
+    './service.js',
+    serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
+  );
+  try {
+    const apiKey = opts.billing ? await signup(child.url) : null;
+    return {
+      child,
+      run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey, upstreams, rig, billing: opts.billing }),
+    };
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+}
+
 async function runPaired(
   paired: Scenario[],
   opts: Options,
@@ -77,27 +108,9 @@ async function runPaired(
   rig: PaymentRig | null,
 ): Promise<Row[]> {
   if (paired.length === 0) return [];
-  const servers = new Map<Scenario, { child: Child; run: ReturnType<typeof scenarioRunner> }>();
+  const servers = new Map<Scenario, Server>();
   try {
-    for (const s of paired) {
-      if (s.server === 'service') {
-        const child = await startServerChild(
-          './service.js',
-          serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
-        );
-        const apiKey = opts.billing ? await signup(child.url) : null;
-        servers.set(s, {
-          child,
-          run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey, upstreams, rig, billing: opts.billing }),
-        });
-      } else {
-        const child = await startServerChild(s.server === 'floor' ? './floor.js' : './reference.js', {});
-        servers.set(s, {
-          child,
-          run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey: null, upstreams, rig, billing: false }),
-        });
-      }
-    }
+    for (const s of paired) servers.set(s, await startFor(s, opts, upstreams, rig));
     const runs = new Map<Scenario, Row[]>(paired.map((s) => [s, []]));
     for (let round = 0; round < opts.rounds; round++) {
       for (const s of paired) runs.get(s)!.push(await servers.get(s)!.run(s, 0));
@@ -197,16 +210,11 @@ async function runTargets(
   }
   // Scenarios with settings of their own (signing off): each on a service process of its own.
   for (const s of scenarios.filter((x) => x.server === 'service' && x.env !== undefined)) {
-    const own = await startServerChild(
-      './service.js',
-      serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
-    );
+    const own = await startFor(s, opts, upstreams, rig);
     try {
-      const apiKey = opts.billing ? await signup(own.url) : null;
-      const run = scenarioRunner({ pid: own.proc.pid, url: own.url, apiKey, upstreams, rig, billing: opts.billing });
-      rows.push(await run(s, 0));
+      rows.push(await own.run(s, 0));
     } finally {
-      await own.stop();
+      await own.child.stop();
     }
   }
 

@@ -8,7 +8,7 @@
  * Each metric caps its distinct label sets so a caller that passes a raw URL by mistake cannot
  * grow the registry without bound; past the cap every new value is reported as "other".
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, type CounterConfiguration, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Verdict } from './engine/judge.js';
 import { LeafHistogram } from './metric-histogram.js';
 
@@ -101,15 +101,14 @@ class Tally {
   }
 }
 
-/** The child factory and the collect hook of one tallied counter. */
-function tallies(): { add: (child: Tally['child']) => Tally; collect: () => void } {
+/**
+ * A Counter whose labelled children are Tallies, resolved once per label tuple (ChildCache); its
+ * collect hands every tally's count to prom-client before the counter is read.
+ */
+function talliedCounter(config: CounterConfiguration<string>): ChildCache<Tally> {
   const list: Tally[] = [];
-  return {
-    add(child) {
-      const t = new Tally(child);
-      list.push(t);
-      return t;
-    },
+  const counter = new Counter({
+    ...config,
     collect() {
       for (const t of list) {
         if (t.n === 0) continue;
@@ -118,7 +117,12 @@ function tallies(): { add: (child: Tally['child']) => Tally; collect: () => void
         t.child.inc(n);
       }
     },
-  };
+  });
+  return new ChildCache((v) => {
+    const t = new Tally(counter.labels(...v));
+    list.push(t);
+    return t;
+  });
 }
 
 export function createMetrics(): Metrics {
@@ -137,21 +141,17 @@ export function createMetrics(): Metrics {
     buckets: HTTP_BUCKETS,
     registers: reg,
   });
-  const verdictsTally = tallies();
-  const verdicts = new Counter({
+  const verdictChildren = talliedCounter({
     name: 'preflight_verdicts_total',
     help: 'Verdicts returned, by endpoint and verdict.',
     labelNames: ['endpoint', 'verdict'],
     registers: reg,
-    collect: verdictsTally.collect,
   });
-  const checksTally = tallies();
-  const checks = new Counter({
+  const checkChildren = talliedCounter({
     name: 'preflight_checks_total',
     help: 'Checks evaluated, by check type and result status.',
     labelNames: ['type', 'status'],
     registers: reg,
-    collect: checksTally.collect,
   });
   const checkDuration = new LeafHistogram({
     name: 'preflight_check_duration_seconds',
@@ -160,21 +160,17 @@ export function createMetrics(): Metrics {
     buckets: TASK_BUCKETS,
     registers: reg,
   });
-  const cacheTally = tallies();
-  const cache = new Counter({
+  const cacheChildren = talliedCounter({
     name: 'preflight_cache_lookups_total',
     help: 'Check cache lookups by result: hit, shared (found in the fleet cache), miss, or join of a call in flight.',
     labelNames: ['result'],
     registers: reg,
-    collect: cacheTally.collect,
   });
-  const upstreamsTally = tallies();
-  const upstreams = new Counter({
+  const upstreamChildren = talliedCounter({
     name: 'preflight_upstream_requests_total',
     help: 'Upstream calls by upstream and outcome (ok or a reason code).',
     labelNames: ['upstream', 'outcome'],
     registers: reg,
-    collect: upstreamsTally.collect,
   });
   const poolTask = new Histogram({
     name: 'preflight_pool_task_duration_seconds',
@@ -182,21 +178,17 @@ export function createMetrics(): Metrics {
     buckets: TASK_BUCKETS,
     registers: reg,
   });
-  const paymentsTally = tallies();
-  const payments = new Counter({
+  const paymentChildren = talliedCounter({
     name: 'preflight_payments_total',
     help: 'x402 payment attempts by outcome.',
     labelNames: ['outcome'],
     registers: reg,
-    collect: paymentsTally.collect,
   });
-  const quotaTally = tallies();
-  const quota = new Counter({
+  const quotaChildren = talliedCounter({
     name: 'preflight_quota_rejections_total',
     help: 'Requests rejected for an exhausted plan quota, by plan.',
     labelNames: ['plan'],
     registers: reg,
-    collect: quotaTally.collect,
   });
   const circuit = new Gauge({
     name: 'preflight_circuit_breaker_state',
@@ -266,13 +258,11 @@ export function createMetrics(): Metrics {
     collect: () => ledgerRead,
   });
 
-  const sharedOpsTally = tallies();
-  const sharedOps = new Counter({
+  const sharedChildren = talliedCounter({
     name: 'preflight_shared_cache_ops_total',
     help: 'Fleet cache (Redis) commands by operation (get, set, lock, wait) and outcome (hit, miss, ok, busy, corrupt, error, timeout).',
     labelNames: ['op', 'outcome'],
     registers: reg,
-    collect: sharedOpsTally.collect,
   });
   let sharedSource: (() => 'ok' | 'degraded' | null) | null = null;
   new Gauge({
@@ -287,14 +277,7 @@ export function createMetrics(): Metrics {
   });
 
   const httpChildren = new ChildCache((v) => http.leaf(v));
-  const verdictChildren = new ChildCache((v) => verdictsTally.add(verdicts.labels(...v)));
-  const checkChildren = new ChildCache((v) => checksTally.add(checks.labels(...v)));
   const checkDurationChildren = new ChildCache((v) => checkDuration.leaf(v));
-  const cacheChildren = new ChildCache((v) => cacheTally.add(cache.labels(...v)));
-  const upstreamChildren = new ChildCache((v) => upstreamsTally.add(upstreams.labels(...v)));
-  const paymentChildren = new ChildCache((v) => paymentsTally.add(payments.labels(...v)));
-  const quotaChildren = new ChildCache((v) => quotaTally.add(quota.labels(...v)));
-  const sharedChildren = new ChildCache((v) => sharedOpsTally.add(sharedOps.labels(...v)));
   // Status codes are few; their label strings are made once.
   const statusText: string[] = [];
   for (let s = 100; s < 600; s++) statusText[s] = String(s);
