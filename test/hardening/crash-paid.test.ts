@@ -18,7 +18,9 @@ import { PATH, PRICE, postJson, until, v2Fetch } from '../billing/x402/fixture.j
 const PAYERS = 8;
 const CALLS_PER_PAYER = 20;
 const MIN_LOAD_MS = 1000;
-const MAX_LOAD_MS = 8000;
+// The kill waits for MIN_SERVED served calls; on a loaded 2-core machine (the test suite runs
+// two files at once) a paid call can take seconds, so the wait is bounded generously.
+const MAX_LOAD_MS = 25_000;
 const MIN_SERVED = 16;
 
 t.test('paid calls across kill -9 and a restart', async (t) => {
