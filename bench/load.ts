@@ -43,7 +43,7 @@ export interface LoadResult {
 
 function run(job: LoadJob, durationSec: number, counter: { n: number }): Promise<autocannon.Result> {
   const template = job.body;
-  const perRequest = template !== undefined && template.includes('{{n');
+  const perRequest = template?.includes('{{n') === true;
   const pool = job.headerPool;
   const request: autocannon.Request = { method: job.method, path: job.path, headers: job.headers, body: template };
   if (perRequest || pool !== undefined) {
