@@ -5,16 +5,14 @@
  */
 import type { RpcCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
-import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
+import { checkError, fromUpstreamFail, neverThrow, rateLimitedError } from './outcome.js';
 import { hexQuantity } from './format.js';
-import { rpcBatch, type RpcReply } from '../net/rpc.js';
+import { RPC_RATE_LIMIT_CODES, rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 
 export type { RpcReply };
 
 export const RPC_TTL_S = 10;
-/** Node rate-limit codes (Tenderly/Infura -32005, Base public RPC -32016): not the method's answer. */
-export const RPC_RATE_LIMIT_CODES: ReadonlySet<number> = new Set([-32005, -32016]);
 const HEX = /^0x[0-9a-fA-F]*$/;
 /** Results larger than this are summarised in observed instead of copied. */
 const MAX_OBSERVED_RESULT_CHARS = 1024;
@@ -27,7 +25,7 @@ function observedResult(result: unknown): Record<string, unknown> {
 
 function rateLimited(source: string, e: { code: number; message: string }): CheckOutcome {
   const message = `The RPC node refused the call as rate-limited (${e.code}: ${e.message}).`;
-  return checkError('upstream_rate_limited', message, source, { retry_after_s: 60, observed: { rpc_error: e } });
+  return rateLimitedError(message, source, { observed: { rpc_error: e } });
 }
 
 function describe(result: unknown): string {

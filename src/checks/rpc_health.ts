@@ -5,10 +5,9 @@
  * (RPC_URLS) is trusted. Trust comes from the configuration, never from the check object.
  */
 import type { CheckModule, CheckOutcome } from './types.js';
-import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
+import { checkError, fromUpstreamFail, neverThrow, rateLimitedError } from './outcome.js';
 import { hexQuantity } from './format.js';
-import { RPC_RATE_LIMIT_CODES, type RpcReply } from './rpc.js';
-import { rpcBatch } from '../net/rpc.js';
+import { RPC_RATE_LIMIT_CODES, rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 
 export const RPC_HEALTH_TTL_S = 10;
@@ -40,11 +39,10 @@ export function evaluateRpcHealth(
   for (const [method, reply] of named) {
     if (!reply?.error) continue;
     if (RPC_RATE_LIMIT_CODES.has(reply.error.code)) {
-      return checkError(
-        'upstream_rate_limited',
+      return rateLimitedError(
         `The RPC node refused ${method} as rate-limited (${reply.error.code}: ${reply.error.message}).`,
         source,
-        { retry_after_s: 60 },
+        { observed: { method, rpc_error: reply.error } },
       );
     }
     return {

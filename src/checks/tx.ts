@@ -4,10 +4,9 @@
  */
 import type { TxCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
-import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
+import { checkError, fromUpstreamFail, neverThrow, rateLimitedError } from './outcome.js';
 import { hexQuantity } from './format.js';
-import { rpcBatch } from '../net/rpc.js';
-import { RPC_RATE_LIMIT_CODES, type RpcReply } from './rpc.js';
+import { RPC_RATE_LIMIT_CODES, rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 
 /** A pending transaction may land any second; a mined one changes only with a reorg. */
@@ -17,12 +16,8 @@ export const TX_FINAL_TTL_S = 300;
 function receiptError(check: TxCheck, e: NonNullable<RpcReply['error']>, source: string): CheckOutcome {
   const limited = RPC_RATE_LIMIT_CODES.has(e.code);
   const message = `eth_getTransactionReceipt for ${check.tx_hash.slice(0, 10)}… answered JSON-RPC error ${e.code}: ${e.message}.`;
-  const extra = {
-    observed: { rpc_error: e },
-    expected: { mined: true, success: check.require_success },
-    ...(limited ? { retry_after_s: 60 } : {}),
-  };
-  return checkError(limited ? 'upstream_rate_limited' : 'upstream_error', message, source, extra);
+  const extra = { observed: { rpc_error: e }, expected: { mined: true, success: check.require_success } };
+  return limited ? rateLimitedError(message, source, extra) : checkError('upstream_error', message, source, extra);
 }
 
 export function evaluateTx(check: TxCheck, receiptReply: RpcReply, headReply: RpcReply, source: string): CheckOutcome {

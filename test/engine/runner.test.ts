@@ -8,6 +8,7 @@ import { startCoinGecko } from '../emulators/coingecko.js';
 import { startDexScreener } from '../emulators/dexscreener.js';
 import { startSourcify } from '../emulators/sourcify.js';
 import { startStatusPage } from '../emulators/statuspage.js';
+import { startJsonRpc } from '../emulators/jsonrpc.js';
 
 const ADDR = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
@@ -165,6 +166,24 @@ t.test(
     });
   },
 );
+
+t.test('a node that answers a rate-limit code inside its JSON-RPC reply is not asked again either', async (t) => {
+  const node = await startJsonRpc();
+  t.teardown(() => node.close());
+  node.setError('eth_blockNumber', -32016, 'over rate limit');
+  await withApp({}, async (app) => {
+    const body = {
+      goal: 'limited node',
+      checks: [{ type: 'rpc', rpc_url: node.url, method_name: 'eth_blockNumber', expect_hex_result: true }],
+    };
+    const first = await post(`${app.url}/v1/decide`, body);
+    t.match(first.body.evidence, [{ status: 'error', reason: 'upstream_rate_limited', cached: false, ttl_s: 60 }]);
+    const second = await post(`${app.url}/v1/decide`, body);
+    t.match(second.body.evidence, [{ status: 'error', reason: 'upstream_rate_limited', cached: true }]);
+    t.equal(node.calls.length, 1, 'asked once: the -32016 is answered from cache for its 60 s');
+    t.match(second.body, { verdict: 'wait', decision: { retry_after_s: 60 } });
+  });
+});
 
 t.test('a rate limit is kept for its retry-after: the provider that said stop is not asked again', async (t) => {
   await withApp({}, async (app, { cg }) => {
