@@ -1,6 +1,6 @@
 /** The OpenAPI 3.1 document, generated from schemas/ and the endpoint table. */
 import { schemas } from './generated/schemas.js';
-import { GET_ENDPOINTS, POST_ENDPOINTS } from './http/endpoints.js';
+import { GET_ENDPOINTS, POST_ENDPOINTS, type PostEndpoint, type SchemaPostEndpoint } from './http/endpoints.js';
 import { VERSION } from './version.js';
 
 type Json = Record<string, any>;
@@ -43,6 +43,33 @@ const JSON_RPC_MESSAGE = {
 };
 const oneOrMany = (schema: Json) => ({ oneOf: [schema, { type: 'array', items: schema, minItems: 1 }] });
 
+/** What the handlers without an agent do, for the operations' descriptions (docs/rules.md §3, §4). */
+const HANDLER_TEXT: Partial<Record<PostEndpoint['handler'], string>> = {
+  signup:
+    'Creates an API key on the free plan and shows it once, in this answer; only its hash is kept. Limited per client address.',
+  decide:
+    "Runs the goal's explicit checks concurrently under the request's deadline, each answered from cache while its `ttl_s` lasts, and judges them: `block` when a check fails, `wait` when one warns or could not be evaluated, `proceed` when they pass.",
+  guard:
+    'Turns the action description (swap, transfer, bridge, approve, ...) and what it carries (a transaction to simulate, typed data to sign, an EIP-7702 authorization) into a plan of safety checks, runs the plan and judges it as decide does.',
+};
+
+/** What a DecideResponse carries besides the verdict. */
+const DECIDE_ANSWER =
+  ' The answer carries confidence, risk, `expires_in`, every result as evidence, and an EIP-712 attestation of the verdict signed by the service (the signer is in GET /v1/capabilities).';
+
+/** Who may call, by access (docs/rules.md §6). */
+const ACCESS_TEXT: Record<SchemaPostEndpoint['access'], string> = {
+  free: ' No credentials.',
+  paid: ' Paid: an API key (`x-api-key` or `Authorization: Bearer`), one call against its monthly quota, or an x402 payment per call (without either: 402 with the x402 challenge, or 401 where payments are not configured).',
+  payment_only: ' Paid per call with x402 only: a request without a payment is answered 402 with the challenge.',
+};
+
+/** The operation's description: what the row's agent or handler does, what it answers, who may call. */
+function postDescription(e: SchemaPostEndpoint): string {
+  const what = e.agent?.description ?? HANDLER_TEXT[e.handler] ?? '';
+  return `${what}${e.response === 'DecideResponse' ? DECIDE_ANSWER : ''}${ACCESS_TEXT[e.access]}`;
+}
+
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
 
@@ -73,10 +100,15 @@ export function buildOpenApi(serverUrl: string | null): Json {
           `get${e.path.replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}` ||
           'getRoot',
         summary: e.summary,
+        description: e.description,
         tags: [e.tag],
-        // Free: an empty requirement says so (no credentials), instead of leaving it unstated.
-        security: [],
-        responses: { 200: ok },
+        // Free: an empty requirement says so (no credentials), instead of leaving it unstated;
+        // /metrics takes the operator's token when one is set, so it is optional there.
+        security: e.path === '/metrics' ? [{}, { MetricsToken: [] }] : [],
+        responses:
+          e.path === '/metrics'
+            ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
+            : { 200: ok },
       },
     };
   }
@@ -156,6 +188,7 @@ export function buildOpenApi(serverUrl: string | null): Json {
           .replace(/^\/v1\//, '')
           .replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : '')),
         summary: e.summary,
+        description: postDescription(e),
         tags: [e.tag],
         requestBody: { required: true, content: { 'application/json': { schema: ref(e.request) } } },
         responses,
@@ -184,6 +217,11 @@ export function buildOpenApi(serverUrl: string | null): Json {
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
         BearerKey: { type: 'http', scheme: 'bearer', description: 'The API key as a Bearer token' },
+        MetricsToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: "GET /metrics only: the operator's METRICS_TOKEN, required when one is set",
+        },
         X402Payment: {
           type: 'apiKey',
           in: 'header',

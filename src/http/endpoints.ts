@@ -269,6 +269,8 @@ export type GetHandlerKey =
 export interface GetEndpoint {
   path: string;
   summary: string;
+  /** What a caller gets and when, for the OpenAPI document (shown by /docs). */
+  description: string;
   tag: string;
   /** Schema of the body, or a plain description when its shape is ours and free-form. */
   response: string | null;
@@ -283,10 +285,19 @@ export interface GetEndpoint {
 }
 
 export const GET_ENDPOINTS: readonly GetEndpoint[] = [
-  { path: '/', summary: 'Service name, version and links', tag: 'meta', response: null, handler: 'root' },
+  {
+    path: '/',
+    summary: 'Service name, version and links',
+    description: "The service's name, version and the paths of its free endpoints. No credentials; never billed.",
+    tag: 'meta',
+    response: null,
+    handler: 'root',
+  },
   {
     path: '/health',
     summary: 'Liveness: {"status":"ok"}, version and uptime; no authentication',
+    description:
+      'Liveness for load balancers and probes: `status` is `ok`, or `degraded` (still 200) while the fleet cache (Redis) is unreachable and every answer is computed by this instance alone; with version and uptime. Not cached (Cache-Control: no-store). No credentials.',
     tag: 'meta',
     response: null,
     handler: 'health',
@@ -294,6 +305,8 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
   {
     path: '/v1/capabilities',
     summary: 'Check types with fields and defaults, guard actions, agents, pricing, limits, auth',
+    description:
+      "What this deployment offers: every check type with its fields and defaults, the guard's actions and fields, the agents, the MCP tools, the attestation signer and domain, prices, quotas and body limits, and which endpoints are free, paid or x402 only. No credentials.",
     tag: 'meta',
     response: null,
     handler: 'capabilities',
@@ -301,15 +314,27 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
   {
     path: '/v1/agents',
     summary: 'The analysis agents and their endpoints',
+    description:
+      'The six analysis agents, each with its name, slug, description and the endpoint that answers it. No credentials.',
     tag: 'agents',
     response: 'AgentInfo',
     array: true,
     handler: 'agents',
   },
-  { path: '/openapi.json', summary: 'This OpenAPI 3.1 document', tag: 'meta', response: null, handler: 'openapi' },
+  {
+    path: '/openapi.json',
+    summary: 'This OpenAPI 3.1 document',
+    description:
+      'This document, generated from the request and response schemas the service validates with. No credentials.',
+    tag: 'meta',
+    response: null,
+    handler: 'openapi',
+  },
   {
     path: '/docs',
     summary: 'This document as an interactive reference (Swagger UI, HTML)',
+    description:
+      'This document rendered as an interactive reference page. The page and its scripts are served by the service itself and load nothing from another origin. No credentials.',
     tag: 'meta',
     response: null,
     handler: 'docs',
@@ -318,6 +343,8 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
   {
     path: '/metrics',
     summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)',
+    description:
+      'The Prometheus text exposition: requests, verdicts, checks, cache, upstreams, payments, quota and the worker pool. When the operator sets METRICS_TOKEN it must be sent as `Authorization: Bearer <token>` (401 otherwise). Not cached.',
     tag: 'meta',
     response: null,
     handler: 'metrics',

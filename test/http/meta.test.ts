@@ -83,6 +83,18 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document with every path', asyn
     'all fourteen POST paths, /mcp among them',
   );
   await t.resolves(SwaggerParser.validate(structuredClone(doc)), 'swagger-parser validates it with zero errors');
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(ops)) {
+      t.ok(typeof op.description === 'string' && op.description.length > 40, `${method} ${path} is described`);
+    }
+  }
+  t.match(doc.paths['/v1/decide'].post.description, /block.*wait.*proceed.*attestation.*API key.*x402/s);
+  t.match(doc.paths['/v1/x402/guard'].post.description, /x402 only/);
+  t.match(doc.paths['/v1/api-keys/signup'].post.description, /No credentials/);
+  const metrics = doc.paths['/metrics'].get;
+  t.same(metrics.security, [{}, { MetricsToken: [] }], '/metrics: no credentials, or the operator token when set');
+  t.ok(metrics.responses['401'], '/metrics documents its 401');
+  t.same(doc.paths['/health'].get.security, [], 'the other free GETs need no credentials');
 });
 
 t.test('error catalogue', async (t) => {
