@@ -46,6 +46,17 @@ function stopper(proc: ChildProcess, graceMs = 5000): () => Promise<void> {
     });
 }
 
+/**
+ * Where server children write a V8 CPU profile of their whole life (`--profile=DIR`), or null.
+ * Each writes `CPU.<date>.<pid>.<thread>.<n>.cpuprofile` when it exits, one per thread; open them
+ * in Chrome DevTools (Performance) or any .cpuprofile viewer.
+ */
+let profileDir: string | null = null;
+
+export function profileServersInto(dir: string): void {
+  profileDir = dir;
+}
+
 /** Forks a server script (compiled, next to this file) that sends `{url}` once it listens. */
 export async function startServerChild(
   script: string,
@@ -53,6 +64,8 @@ export async function startServerChild(
   stdio: 'ignore' | 'inherit' = 'ignore',
 ): Promise<Child> {
   const proc = fork(here(script), [], {
+    execArgv:
+      profileDir === null ? process.execArgv : [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${profileDir}`],
     env: { ...process.env, ...env },
     stdio: [stdio === 'inherit' ? 'inherit' : 'ignore', stdio, 'inherit', 'ipc'],
   });

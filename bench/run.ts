@@ -11,6 +11,8 @@
  *                                            three-instance measurement (PostgreSQL and Redis)
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
+ *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
+ *                                            DIR when it stops (bench/README.md, "Profiling")
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +22,7 @@ import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
 import { checkTargets, checkFleet, signingRatios, type Measured, type TargetCheck } from './targets.js';
 import { measureFleet, type FleetResult } from './fleet.js';
-import { startServerChild, type Child } from './child.js';
+import { profileServersInto, startServerChild, type Child } from './child.js';
 import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printSigning, printTable, printTargetChecks } from './report.js';
@@ -33,10 +35,19 @@ interface Options {
   billing: boolean;
   only: string[] | null;
   rounds: number;
+  profile: string | null;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { mode: 'all', quick: false, latencyMs: 50, billing: true, only: null, rounds: 0 };
+  const opts: Options = {
+    mode: 'all',
+    quick: false,
+    latencyMs: 50,
+    billing: true,
+    only: null,
+    rounds: 0,
+    profile: null,
+  };
   for (const a of argv) {
     const [k, v] = a.replace(/^--/, '').split('=');
     if (k === 'mode' && (v === 'all' || v === 'targets' || v === 'pool')) opts.mode = v;
@@ -45,9 +56,10 @@ function parseArgs(argv: string[]): Options {
     else if (k === 'billing' && (v === 'on' || v === 'off')) opts.billing = v === 'on';
     else if (k === 'only' && v) opts.only = v.split(',');
     else if (k === 'rounds' && /^[1-9]\d?$/.test(v ?? '')) opts.rounds = Number(v);
+    else if (k === 'profile' && v) opts.profile = v;
     else
       throw new Error(
-        `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b, --rounds=N)`,
+        `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b, --rounds=N, --profile=DIR)`,
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
@@ -238,6 +250,10 @@ async function runTargets(
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.profile !== null) {
+    mkdirSync(opts.profile, { recursive: true });
+    profileServersInto(opts.profile);
+  }
   const started = Date.now();
   const upstreams = await startUpstreams(opts.latencyMs, COLD_KEYS);
   let rig: PaymentRig | null = null;
