@@ -67,7 +67,7 @@ const ACCESS_TEXT: Record<SchemaPostEndpoint['access'], string> = {
 /** The operation's description: what the row's agent or handler does, what it answers, who may call. */
 function postDescription(e: SchemaPostEndpoint): string {
   const what = e.agent?.description ?? HANDLER_TEXT[e.handler] ?? '';
-  return `${what}${e.response === 'DecideResponse' ? DECIDE_ANSWER : ''}${ACCESS_TEXT[e.access]}`;
+  return `${what}${e.response === 'DecideResponse' ? DECIDE_ANSWER : ''}${ACCESS_TEXT[e.access]}`.trim();
 }
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
