@@ -188,6 +188,9 @@ export function toolResult(answer: HttpAnswer): CallToolResult {
   return toolError(`HTTP ${answer.status}: ${detail}${retry ? ` (Retry-After: ${retry} s)` : ''}`);
 }
 
+/** A call the caller's side chose not to make (a payment it will not sign): its message is the tool error as it is. */
+export class CallNotMade extends Error {}
+
 /**
  * An MCP server with the five tools, each answered by `call`. Arguments go to the endpoint as
  * they are: the endpoint validates them, so a tool error names the same fields a 422 would.
@@ -212,6 +215,7 @@ export function createToolServer(call: CallEndpoint, onError?: (err: unknown, to
       answer = await call(tool.path, request.params.arguments ?? {});
     } catch (err) {
       onError?.(err, tool.name);
+      if (err instanceof CallNotMade) return toolError(err.message);
       return toolError(`The service could not be reached: ${(err as Error).message}`);
     }
     return toolResult(answer);

@@ -199,28 +199,33 @@ export async function captureHeader(version: 1 | 2, chain: UsdcChain, wallet: Wa
 /**
  * A loopback TCP relay in front of `target` that, while `drop` is on, lets a paid request reach
  * the service, reads the service's whole answer, and closes the client's connection without
- * passing any of it on: a connection dropped after the service answered.
+ * passing any of it on: a connection dropped after the service answered. With `drop.times`, that
+ * many drops turn `drop.on` off, for a client in another process that retries on its own.
  */
 export async function droppingRelay(
   target: string,
-): Promise<{ url: string; drop: { on: boolean }; close(): Promise<void> }> {
+): Promise<{ url: string; drop: { on: boolean; times?: number }; close(): Promise<void> }> {
   const { port: tport } = new URL(target);
-  const drop = { on: false };
+  const drop: { on: boolean; times?: number } = { on: false };
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(tport), '127.0.0.1');
     sockets.add(client).add(upstream);
     let paid = false;
+    let dropped = false;
     client.on('data', (d) => {
       if (/payment-signature:/i.test(d.toString('latin1'))) paid = true;
       upstream.write(d);
     });
     upstream.on('data', (d) => {
-      if (paid && drop.on) client.destroy();
-      else if (!client.destroyed) client.write(d);
+      if (paid && drop.on && !dropped) {
+        dropped = true;
+        if (drop.times !== undefined && --drop.times <= 0) drop.on = false;
+        client.destroy();
+      } else if (!dropped && !client.destroyed) client.write(d);
     });
     client.on('close', () => {
-      if (!(paid && drop.on)) upstream.destroy();
+      if (!dropped) upstream.destroy();
     });
     client.on('error', () => undefined);
     upstream.on('error', () => undefined);
