@@ -22,7 +22,7 @@ import type {
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
-} from '../../../src/generated/types.js';
+} from './types.js';
 
 export type {
   BridgeRiskRequest,
