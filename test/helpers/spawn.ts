@@ -1,9 +1,28 @@
-/** Runs the real service entry (dist/src/server.js) as a child process on an ephemeral port. */
+/** Runs the real service entry (dist/src/server.js) as a child process on an ephemeral port, and the stdio MCP bin. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { OFFLINE_UPSTREAMS } from './offline.js';
 
 export const SERVER_ENTRY = fileURLToPath(new URL('../../src/server.js', import.meta.url));
+/** The `preflight-mcp` bin (dist/src/mcp/stdio.js). */
+export const MCP_BIN = fileURLToPath(new URL('../../src/mcp/stdio.js', import.meta.url));
+
+/** Runs the stdio MCP bin with only PATH and `env` until it exits: its exit code and what it wrote. */
+export async function runMcpBin(
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [MCP_BIN], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  child.stdout.on('data', (d) => (stdout += String(d)));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
 
 export interface ServiceProcess {
   child: ChildProcess;

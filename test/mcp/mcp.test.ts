@@ -5,9 +5,6 @@
  * credentials and the quota are the real gate's.
  */
 import t from 'tap';
-import { fileURLToPath } from 'node:url';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -16,11 +13,11 @@ import { verifyTypedData } from 'viem';
 import { schemas } from '../../src/generated/schemas.js';
 import { post, startTestApp, type TestApp } from '../helpers/app.js';
 import { startAnvil, type Anvil } from '../helpers/anvil.js';
+import { MCP_BIN, runMcpBin } from '../helpers/spawn.js';
 import { startCoinGecko, type CoinGeckoEmulator } from '../emulators/coingecko.js';
 import { startDexScreener, type DexScreenerEmulator } from '../emulators/dexscreener.js';
 import { startStatusPage, type StatusPageEmulator } from '../emulators/statuspage.js';
 
-const BIN = fileURLToPath(new URL('../../src/mcp/stdio.js', import.meta.url));
 const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
 const QUOTA = 6;
 const EXAMPLE = { action: 'bridge', chain: 'base', amount_usd: 2500, strict_mode: true };
@@ -70,7 +67,7 @@ async function stdioClient(key: string | null): Promise<Client> {
   const client = new Client({ name: 'preflight-test', version: '1.0.0' });
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', PREFLIGHT_URL: app.url };
   if (key !== null) env.PREFLIGHT_API_KEY = key;
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN], env, stderr: 'pipe' }));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [MCP_BIN], env, stderr: 'pipe' }));
   return client;
 }
 
@@ -270,15 +267,7 @@ t.test('stateless: GET and DELETE /mcp are 405; the stdio bin without PREFLIGHT_
     t.equal(r.status, 405, method);
     t.equal(r.headers.get('allow'), 'POST');
   }
-  const child = spawn(process.execPath, [BIN], {
-    env: { PATH: process.env.PATH ?? '' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  let stdout = '';
-  child.stderr.on('data', (d) => (stderr += String(d)));
-  child.stdout.on('data', (d) => (stdout += String(d)));
-  const [code] = (await once(child, 'exit')) as [number | null];
+  const { code, stdout, stderr } = await runMcpBin({});
   t.equal(code, 2);
   t.match(stderr, /set PREFLIGHT_URL/);
   t.equal(stdout, '', 'nothing on the MCP channel');

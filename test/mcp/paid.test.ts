@@ -5,18 +5,14 @@
  * The stdio bin pays the same way from PREFLIGHT_PAYER_KEY: once per call, never above its cap,
  * and once only when its connection drops after the service answered.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { MCP_BIN, runMcpBin } from '../helpers/spawn.js';
 import { startUsdcChain } from '../helpers/usdc.js';
 import { PRICE, decodeHeader, droppingRelay, startPaidServer, until, v2Fetch } from '../billing/x402/fixture.js';
-
-const BIN = fileURLToPath(new URL('../../src/mcp/stdio.js', import.meta.url));
 
 const chain = await startUsdcChain();
 t.teardown(() => chain.close());
@@ -68,7 +64,7 @@ async function stdioBin(url: string, env: Record<string, string>): Promise<Clien
   const client = new Client({ name: 'preflight-test', version: '1.0.0' });
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [BIN],
+    args: [MCP_BIN],
     env: { PATH: process.env.PATH ?? '', PREFLIGHT_URL: url, ...env },
     stderr: 'pipe',
   });
@@ -172,15 +168,7 @@ t.test(
 );
 
 t.test('a PREFLIGHT_PAYER_KEY that is not a private key: the bin exits 2 saying why', async (t) => {
-  const child = spawn(process.execPath, [BIN], {
-    env: { PATH: process.env.PATH ?? '', PREFLIGHT_URL: srv.url, PREFLIGHT_PAYER_KEY: '0x1234' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  let stdout = '';
-  child.stderr.on('data', (d) => (stderr += String(d)));
-  child.stdout.on('data', (d) => (stdout += String(d)));
-  const [code] = (await once(child, 'exit')) as [number | null];
+  const { code, stdout, stderr } = await runMcpBin({ PREFLIGHT_URL: srv.url, PREFLIGHT_PAYER_KEY: '0x1234' });
   t.equal(code, 2);
   t.match(stderr, /PREFLIGHT_PAYER_KEY must be a private key/);
   t.notMatch(stderr, /0x1234/, 'the value itself is not repeated');
