@@ -1,7 +1,8 @@
 /**
  * The hand-written EIP-712 encoding against ethers' encoder: libsecp256k1 and ethers both derive
  * nonces by RFC 6979, so for the same key and typed data they must produce the same signature
- * byte for byte. Also on the signing thread, whose batches must keep each answer's signature.
+ * byte for byte. Also on the signing thread, whose batches (at most eight answers each, several in
+ * flight at once) must keep each answer's signature.
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
