@@ -77,8 +77,9 @@ const HARD_LIMIT_MS = 9 * 60_000;
  * The scenarios whose throughput the targets compare (the yardsticks and the cached decides, with
  * and without signing and with the fleet cache). On a shared host the machine's speed drifts by
  * more than the differences measured, so these run interleaved: every server starts once, then
- * each round runs each scenario in turn, and each reports its median round. A ratio is then of
- * runs a minute apart at most, never of one run in a fast minute against another in a slow one.
+ * each round runs each scenario in turn, and each reports its median round. A ratio target is the
+ * median of the rounds' own ratios (bench/targets.ts): each of runs seconds apart, never of one
+ * run in a fast minute against another in a slow one.
  */
 const PAIRED = ['floor', 'reference', 'decide-cached', 'decide-cached-unsigned', 'decide-cached-redis'];
 
@@ -231,7 +232,10 @@ async function runTargets(
   }
 
   const measured = new Map<string, Measured | null>(
-    rows.map((r) => [r.name, r.result === null ? null : { name: r.name, ...r.result }]),
+    rows.map((r) => [
+      r.name,
+      r.result === null ? null : { name: r.name, ...r.result, ...(r.rounds ? { rounds: r.rounds } : {}) },
+    ]),
   );
   const checks = [...checkTargets(measured, opts.latencyMs), ...scrapeChecks];
   for (const r of rows) {

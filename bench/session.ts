@@ -24,6 +24,8 @@ export interface Row {
   cpuMsPerRequest: number | null;
   /** Paid scenarios: the payment ledger once settlement had up to 60 s to finish. */
   ledger?: Record<string, number>;
+  /** Interleaved scenarios: each round's req/s in round order (0 for a run that failed). */
+  rounds?: number[];
 }
 
 /** The ledger's state counts from the service's /metrics. */
@@ -178,5 +180,9 @@ export function medianRun(runs: Row[]): Row {
   const sorted = [...runs].sort((a, b) => rps(a) - rps(b));
   const median = sorted[Math.floor((sorted.length - 1) / 2)];
   const all = runs.map((r) => (r.result ? String(r.result.rps) : 'failed')).join(', ');
-  return { ...median, note: [median.note, `median of ${runs.length} rounds: ${all} req/s`].filter(Boolean).join('; ') };
+  return {
+    ...median,
+    note: [median.note, `median of ${runs.length} rounds: ${all} req/s`].filter(Boolean).join('; '),
+    rounds: runs.map((r) => r.result?.rps ?? 0),
+  };
 }

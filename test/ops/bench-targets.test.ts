@@ -1,6 +1,6 @@
 /** The bench's pass/fail rules (bench/targets.ts), table-driven over made-up measurements. */
 import t from 'tap';
-import { checkTargets, signingRatios, type Measured } from '../../bench/targets.js';
+import { checkTargets, signingRatios, throughputRatio, type Measured } from '../../bench/targets.js';
 import { medianRun, type Row } from '../../bench/session.js';
 
 const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({
@@ -120,4 +120,33 @@ t.test('interleaved rounds: each scenario reports its median run, and notes them
   t.equal(med.note, 'median of 3 rounds: 30000, 9000, 20000 req/s');
   t.equal(medianRun([row(null), row(5000), row(6000)]).result?.rps, 5000, 'a failed run counts as the slowest');
   t.equal(medianRun([row(7000, 'probe ok')]).note, 'probe ok; median of 1 rounds: 7000 req/s');
+  t.same(med.rounds, [30000, 9000, 20000], 'every round kept, in order');
+  t.same(medianRun([row(null), row(5000)]).rounds, [0, 5000], 'a failed round as 0');
+});
+
+t.test("a ratio of interleaved scenarios is the median of the rounds' own ratios", async (t) => {
+  // The host slows down over the run: each round's pair is even, the medians of each are not.
+  const floor = { ...m('floor', 30000, 1, 3), rounds: [40000, 20000, 30000] };
+  const unsigned = { ...m('decide-cached-unsigned', 14000, 2, 5), rounds: [20400, 10200, 14000] };
+  const r = throughputRatio(unsigned, floor);
+  t.equal(r.ratio, 0.51);
+  t.match(r.detail, /^0\.51, the median of the rounds' ratios 0\.51, 0\.51, 0\.47 \(medians 14000 vs 30000 req\/s\)$/);
+  const run = healthy();
+  run.set('floor', floor);
+  run.set('decide-cached-unsigned', unsigned);
+  t.notOk(
+    missed(checkTargets(run, 50)).some((x) => x.startsWith('decide-cached-unsigned')),
+    'met, as two rounds of three were',
+  );
+  run.set('decide-cached-unsigned', { ...unsigned, rounds: [20400, 9000, 14000] });
+  t.ok(
+    missed(checkTargets(run, 50)).some((x) => x.startsWith('decide-cached-unsigned >= 0.5 x floor')),
+    'missed, as two rounds of three were',
+  );
+  t.equal(throughputRatio(m('a', 900, 1, 1), m('b', 1000, 1, 1)).ratio, 0.9, 'without rounds: the ratio of req/s');
+  t.equal(
+    throughputRatio({ ...m('a', 900, 1, 1), rounds: [900, 900] }, m('b', 1000, 1, 1)).ratio,
+    0.9,
+    'rounds on one side only: the ratio of req/s',
+  );
 });
