@@ -3,9 +3,9 @@
  * the rest of a cached decide: on the main thread it would halve the service's throughput. The
  * answers made in one turn of the event loop go to a signing thread in messages of at most eight
  * (workers/sign-worker.ts; MAX_BATCH) and come back the same way; the answers wait for that round
- * trip, the event loop does not. The thread also makes the answer's hashes (its id, the request body's hash and
- * the EIP-712 digest), so the event loop only packs the fields. The bench measures it
- * (`decide-cached` against `decide-cached-unsigned`).
+ * trip, the event loop does not. The thread also makes the answer's hashes (its id, the request
+ * body's hash and the EIP-712 digest), so the event loop only packs the fields. The bench
+ * measures it (`decide-cached` against `decide-cached-unsigned`).
  */
 import { Worker } from 'node:worker_threads';
 
