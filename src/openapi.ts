@@ -85,15 +85,15 @@ export function buildOpenApi(serverUrl: string | null): Json {
         ? { type: 'array', items: ref(e.response) }
         : ref(e.response)
       : { type: 'object' };
-    const ok =
-      e.path === '/metrics'
-        ? {
-            description: 'Prometheus text exposition format',
-            content: { 'text/plain': { schema: { type: 'string' } } },
-          }
-        : e.path === '/docs'
-          ? { description: 'The reference page', content: { 'text/html': { schema: { type: 'string' } } } }
-          : json(schema, 'OK');
+    const metrics = e.path === '/metrics';
+    const ok = metrics
+      ? {
+          description: 'Prometheus text exposition format',
+          content: { 'text/plain': { schema: { type: 'string' } } },
+        }
+      : e.path === '/docs'
+        ? { description: 'The reference page', content: { 'text/html': { schema: { type: 'string' } } } }
+        : json(schema, 'OK');
     paths[e.path] = {
       get: {
         operationId:
@@ -104,11 +104,10 @@ export function buildOpenApi(serverUrl: string | null): Json {
         tags: [e.tag],
         // Free: an empty requirement says so (no credentials), instead of leaving it unstated;
         // /metrics takes the operator's token when one is set, so it is optional there.
-        security: e.path === '/metrics' ? [{}, { MetricsToken: [] }] : [],
-        responses:
-          e.path === '/metrics'
-            ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
-            : { 200: ok },
+        security: metrics ? [{}, { MetricsToken: [] }] : [],
+        responses: metrics
+          ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
+          : { 200: ok },
       },
     };
   }

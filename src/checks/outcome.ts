@@ -46,24 +46,12 @@ export function fromUpstreamFail(
 
 /**
  * A rate limit the check read in an upstream's answer (a JSON-RPC -32005 or -32016 inside a 200):
- * answered and kept like one the HTTP layer saw, for its retry-after (docs/rules.md §2.1), so the
- * node that said stop is not asked again at once.
+ * the same outcome as one the HTTP layer saw (fromUpstreamFail), kept for its retry-after
+ * (docs/rules.md §2.1), so the node that said stop is not asked again at once.
  */
-export function rateLimitedError(
-  message: string,
-  source: string | null,
-  extra: Partial<CheckOutcome> = {},
-): CheckOutcome {
-  const retryAfter = RETRY_AFTER_S.upstream_rate_limited;
-  return {
-    status: 'error',
-    reason: 'upstream_rate_limited',
-    message,
-    source,
-    ttl_s: retryAfter,
-    retry_after_s: retryAfter,
-    ...extra,
-  };
+export function rateLimitedError(message: string, source: string, extra: Partial<CheckOutcome> = {}): CheckOutcome {
+  const fail: UpstreamFail = { ok: false, reason: 'upstream_rate_limited', message, source, latencyMs: 0 };
+  return { ...fromUpstreamFail(fail, 0), ...extra };
 }
 
 /** An error the check found itself in an upstream answer (a missing field, a wrong shape). */
