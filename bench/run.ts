@@ -8,7 +8,8 @@
  *   --latency=50                             upstream answer delay in ms
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
- *                                            three-instance measurement (PostgreSQL and Redis)
+ *                                            three-instance measurement (PostgreSQL and Redis),
+ *                                            `first-answers` a fresh process's first answers
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
  *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
@@ -20,12 +21,24 @@ import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
-import { checkTargets, checkFleet, signingRatios, type Measured, type TargetCheck } from './targets.js';
+import {
+  checkFirstAnswers,
+  checkFleet,
+  checkSigning,
+  checkTargets,
+  signingCpuUs,
+  signingRatios,
+  LIMITS,
+  type Measured,
+  type TargetCheck,
+} from './targets.js';
+import { measureFirstAnswers, rampCapacity, STATUS_PAGE_MS, type FirstAnswers, type Ramp } from './cold.js';
+import { timeBareSignature, type BareSignature } from './signing.js';
 import { measureFleet, type FleetResult } from './fleet.js';
 import { profileServersInto, startServerChild, type Child } from './child.js';
 import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
-import { printPool, printSigning, printTable, printTargetChecks } from './report.js';
+import { printCold, printPool, printSigning, printTable, printTargetChecks } from './report.js';
 import { checkScrapes, scrape } from './scrape.js';
 
 interface Options {
@@ -63,7 +76,7 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet'];
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'first-answers'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -138,7 +151,14 @@ async function runTargets(
   opts: Options,
   upstreams: Upstreams,
   rig: PaymentRig | null,
-): Promise<{ rows: Row[]; checks: TargetCheck[]; signing: Record<string, number> }> {
+): Promise<{
+  rows: Row[];
+  checks: TargetCheck[];
+  signing: Record<string, number>;
+  bare: BareSignature | null;
+  signingUs: number | null;
+  ramp: Ramp | null;
+}> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
   const selected = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   // The ratios' terms run as interleaved rounds (runPaired); everything else once, below.
@@ -146,6 +166,7 @@ async function runTargets(
   const scenarios = selected.filter((s) => !paired.includes(s));
   const rows: Row[] = await runPaired(paired, opts, upstreams, rig);
   const scrapeChecks: TargetCheck[] = [];
+  let ramp: Ramp | null = null;
 
   // The yardsticks: bare express 5 (reference) and bare node:http (floor), each a process of its own.
   for (const [kind, script] of [
@@ -205,6 +226,8 @@ async function runTargets(
       }
       rows.push(await run(s, 0));
       clearTimeout(timer);
+      // The highest rate of fresh checks whose p99 holds, right after the 300 req/s run.
+      if (s.name === 'decide-cold-capacity') ramp = await rampCapacity(run, s, LIMITS.p99Ms, opts.quick);
     }
     await pending;
     // Only answered checks move the series: a run of just the 422 scenario has nothing to show.
@@ -234,10 +257,20 @@ async function runTargets(
   const measured = new Map<string, Measured | null>(
     rows.map((r) => [
       r.name,
-      r.result === null ? null : { name: r.name, ...r.result, ...(r.rounds ? { rounds: r.rounds } : {}) },
+      r.result === null
+        ? null
+        : {
+            name: r.name,
+            ...r.result,
+            cpuMsPerRequest: r.cpuMsPerRequest,
+            ...(r.rounds ? { rounds: r.rounds } : {}),
+            ...(r.cpuRounds ? { cpuRounds: r.cpuRounds } : {}),
+          },
     ]),
   );
-  const checks = [...checkTargets(measured, opts.latencyMs), ...scrapeChecks];
+  // A bare signature and its hashes, timed here between the runs, beside what signing cost them.
+  const bare = measured.has('decide-cached') && measured.has('decide-cached-unsigned') ? timeBareSignature() : null;
+  const checks = [...checkTargets(measured, opts.latencyMs), ...checkSigning(measured, bare), ...scrapeChecks];
   for (const r of rows) {
     if (r.ledger === undefined || r.result === null) continue;
     // Every answer the load paid for (the probe's included) ends settled on chain, none failed or pending.
@@ -249,7 +282,7 @@ async function runTargets(
       detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers`,
     });
   }
-  return { rows, checks, signing: signingRatios(measured) };
+  return { rows, checks, signing: signingRatios(measured), bare, signingUs: signingCpuUs(measured), ramp };
 }
 
 async function main(): Promise<number> {
@@ -271,12 +304,18 @@ async function main(): Promise<number> {
       if ('skipped' in fleet) targets.checks.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
       else targets.checks.push(...checkFleet(fleet));
     }
+    let first: FirstAnswers | null = null;
+    if (targets && (opts.only === null || opts.only.includes('first-answers'))) {
+      first = await measureFirstAnswers(upstreams);
+      targets.checks.push(...checkFirstAnswers(first, opts.latencyMs, STATUS_PAGE_MS));
+    }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
     if (targets) {
       printTable(targets.rows, opts.latencyMs);
-      printSigning(targets.signing);
+      printSigning(targets.signing, targets.bare, targets.signingUs);
+      printCold(targets.ramp, first);
       printTargetChecks(targets.checks);
     }
     if (pool) printPool(pool);
@@ -287,7 +326,11 @@ async function main(): Promise<number> {
       upstreamLatencyMs: opts.latencyMs,
       scenarios: targets?.rows ?? null,
       targets: targets?.checks ?? null,
-      signing: targets?.signing ?? null,
+      signing: targets
+        ? { ratios: targets.signing, bareSignature: targets.bare, signedMinusUnsignedCpuUs: targets.signingUs }
+        : null,
+      coldCapacityRamp: targets?.ramp ?? null,
+      firstAnswers: first,
       fleet,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),

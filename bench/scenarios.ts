@@ -27,6 +27,8 @@ export interface Scenario {
   env?: Record<string, string>;
   /** More text the probe answer must contain (the load checks `expectBody` only). */
   probeAlso?: string;
+  /** Where its `{{n}}` numbers start, so scenarios on one service never share cache keys. */
+  nStart?: number;
 }
 
 const decideBody = (checks: unknown[]): string =>
@@ -105,6 +107,11 @@ const SIGNED = '"attestation":{"signer":"0x';
 /** The request rate at which the keyed and the paid decide are compared. */
 export const PAID_RATE = 50;
 export const COLD_RATE = 50;
+/**
+ * Fresh checks a second one instance must carry (bench/README.md, "Cold path"): agents' questions
+ * are mostly new, and fleets add instances under load.
+ */
+export const COLD_CAPACITY_RATE = 300;
 
 const std = { durationSec: 10, warmupSec: 2 };
 
@@ -183,6 +190,21 @@ export const SCENARIOS: readonly Scenario[] = [
     expectBody: PROCEED,
     connections: 4,
     overallRate: COLD_RATE,
+    ...std,
+  },
+  {
+    name: 'decide-cold-capacity',
+    about: `API key, 4 fresh checks per request, upstreams answer in LATENCY ms, ${COLD_CAPACITY_RATE} req/s`,
+    server: 'service',
+    path: '/v1/decide',
+    body: COLD_DECIDE,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 30,
+    overallRate: COLD_CAPACITY_RATE,
+    // Above decide-cold's keys (50 req/s for 12 s), below the capacity ramp's (bench/cold.ts).
+    nStart: 1000,
     ...std,
   },
   {

@@ -8,6 +8,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import { runTimedCheck, type ExecItem, type ExecResult } from './timed-check.js';
+import { warmUp } from './warm-up.js';
 
 export interface PoolStats {
   queueSize: number;
@@ -20,8 +21,13 @@ export interface Executor {
   /** Calls `onResult` once per item; rejects items still open when the worker dies. */
   execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void>;
   stats(): PoolStats;
-  /** Resolves once every worker has loaded the check modules (inline: at once). */
+  /**
+   * Resolves once every thread that runs checks has run the warm-up (src/engine/warm-up.ts):
+   * each worker of the pool, or the main thread inline.
+   */
   ready(): Promise<void>;
+  /** How many threads have run the warm-up so far. */
+  readonly warmThreads: number;
   close(): Promise<void>;
   /** The pool itself, for operators and fault tests; null inline. */
   readonly pool: Piscina | null;
@@ -37,7 +43,18 @@ class InlineExecutor implements Executor {
   stats(): PoolStats {
     return { queueSize: 0, utilization: 0, threads: 0 };
   }
-  async ready(): Promise<void> {}
+  #warmed: Promise<void> | null = null;
+  warmThreads = 0;
+  /** The main thread's own warm-up (src/engine/warm-up.ts), once. */
+  ready(): Promise<void> {
+    this.#warmed ??= warmUp(this.config).then(
+      () => {
+        this.warmThreads = 1;
+      },
+      () => undefined,
+    );
+    return this.#warmed;
+  }
   async close(): Promise<void> {}
 }
 
@@ -61,17 +78,32 @@ class PoolExecutor implements Executor {
     });
     // A dying worker is replaced by piscina; its tasks are rejected and answered as errors.
     this.pool.on('error', () => {});
-    // Piscina marks its first workers ready before they have loaded the check modules; a few
-    // empty tasks per thread make every worker load them now rather than on a caller's time.
-    this.started = Promise.all(
-      Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true })),
-    ).then(
+    // Piscina marks its first workers ready before they have loaded the check modules. Every
+    // thread runs the warm-up (src/engine/warm-up.ts) before the pool counts as ready, so no
+    // caller's check waits on a thread that is still loading or compiling.
+    this.started = this.#warmEveryThread(config.poolThreads).then(
       () => {
         this.warm = true;
       },
       () => undefined, // a pool destroyed while warming up is not an error of its own
     );
   }
+
+  /**
+   * One warm-up task per thread at a time (piscina's balancer gives each to an idle thread) until
+   * every thread has answered one; bounded, since a pool that keeps replacing threads must still
+   * start.
+   */
+  async #warmEveryThread(threads: number): Promise<void> {
+    const seen = new Set<number>();
+    for (let round = 0; round < 4 && seen.size < threads; round++) {
+      const ids = await Promise.all(Array.from({ length: threads }, () => this.pool.run({ warm: true })));
+      for (const id of ids) seen.add(id as number);
+    }
+    this.warmThreads = seen.size;
+  }
+
+  warmThreads = 0;
 
   ready(): Promise<void> {
     return this.started;
