@@ -94,7 +94,15 @@ const HARD_LIMIT_MS = 9 * 60_000;
  * median of the rounds' own ratios (bench/targets.ts): each of runs seconds apart, never of one
  * run in a fast minute against another in a slow one.
  */
-const PAIRED = ['floor', 'reference', 'decide-cached', 'decide-cached-unsigned', 'decide-cached-redis'];
+const PAIRED = [
+  'floor',
+  'reference',
+  'decide-cached',
+  'decide-cached-thread',
+  'decide-cached-inline',
+  'decide-cached-unsigned',
+  'decide-cached-redis',
+];
 
 interface Server {
   child: Child;

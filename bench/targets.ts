@@ -225,6 +225,8 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
 
 /** Names of the yardsticks the signed cached decide is compared with, when they ran. */
 export const YARDSTICKS = ['reference', 'floor', 'decide-cached-unsigned'] as const;
+/** The signed cached decide with the signature made one way only (docs/attestations.md). */
+export const SIGNING_WAYS = ['decide-cached-thread', 'decide-cached-inline'] as const;
 
 /**
  * What signing costs (docs/attestations.md): the signed cached decide's throughput as a ratio to
@@ -237,6 +239,13 @@ export function signingRatios(results: ReadonlyMap<string, Measured | null>): Re
   for (const name of YARDSTICKS) {
     const y = results.get(name);
     if (y && y.rps > 0) out[name] = Math.round(throughputRatio(signed, y).ratio * 100) / 100;
+  }
+  // Each way alone against the unsigned path, under the way's own name.
+  const unsigned = results.get('decide-cached-unsigned');
+  for (const name of SIGNING_WAYS) {
+    const w = results.get(name);
+    if (w && unsigned && unsigned.rps > 0)
+      out[`${name} vs decide-cached-unsigned`] = Math.round(throughputRatio(w, unsigned).ratio * 100) / 100;
   }
   return out;
 }
