@@ -1,10 +1,9 @@
 /**
  * Where checks run: a Piscina pool of worker threads tuned for I/O (many concurrent tasks per
  * thread, bounded queue), or inline on the main thread (POOL_THREADS=0). A request's cold checks
- * go to the pool as ONE task; each check's result streams back on a MessagePort as soon as it is
- * ready, so a slow check never holds back a fast one.
+ * go to the pool as ONE task; each check's result streams back to the main thread as soon as it
+ * is ready, so a slow check never holds back a fast one.
  */
-import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import { runTimedCheck, type ExecItem, type ExecResult } from './timed-check.js';
@@ -78,6 +77,14 @@ class PoolExecutor implements Executor {
     });
     // A dying worker is replaced by piscina; its tasks are rejected and answered as errors.
     this.pool.on('error', () => {});
+    // Each check's result comes back on its worker's own channel to this thread, tagged with its
+    // task (workers/check-worker.ts): one channel per worker for the pool's life, where a channel
+    // made, transferred and closed per task cost the event loop 20 to 50 µs a request.
+    this.pool.on('message', (m: { task?: number; results?: ExecResult[] }) => {
+      if (typeof m?.task !== 'number' || !Array.isArray(m.results)) return;
+      const deliver = this.#tasks.get(m.task);
+      if (deliver) for (const r of m.results) deliver(r);
+    });
     // Piscina marks its first workers ready before they have loaded the check modules. Every
     // thread runs the warm-up (src/engine/warm-up.ts) before the pool counts as ready, so no
     // caller's check waits on a thread that is still loading or compiling.
@@ -109,21 +116,25 @@ class PoolExecutor implements Executor {
     return this.started;
   }
 
+  /** Tasks whose results are still streaming back, by the key their results carry. */
+  readonly #tasks = new Map<number, (r: ExecResult) => void>();
+  #nextTask = 0;
+
   execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {
     if (!this.warm) return this.inline.execute(items, hardTimeoutMs, onResult);
     return new Promise<void>((resolve) => {
       const open = new Set(items.map((i) => i.id));
-      const { port1, port2 } = new MessageChannel();
+      const task = this.#nextTask++;
       const finish = () => {
-        port1.close();
+        this.#tasks.delete(task);
         resolve();
       };
-      port1.on('message', (r: ExecResult) => {
+      this.#tasks.set(task, (r) => {
         if (!open.delete(r.id)) return;
         onResult(r);
         if (open.size === 0) finish();
       });
-      this.pool.run({ items, hardTimeoutMs, port: port2 }, { transferList: [port2] }).catch((err: Error) => {
+      this.pool.run({ items, hardTimeoutMs, task }).catch((err: Error) => {
         // Let results already posted by the worker arrive, then answer the rest as errors.
         setImmediate(() => {
           const saturated = /queue/i.test(err?.message ?? '');
