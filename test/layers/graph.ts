@@ -134,3 +134,66 @@ export function cycles(files: string[], edges: Edge[]): string[][] {
   for (const f of files) if (!index.has(f)) connect(f);
   return out;
 }
+
+/** One row of the layer table: its rank and its entries (`net/` a folder, `config.ts` a file). */
+export interface Layer {
+  rank: number;
+  entries: string[];
+}
+
+/** The table of docs/layers.md §1: rows `| rank | `entry` `entry` … | … |` under its heading. */
+export function parseLayers(markdown: string): Layer[] {
+  const section = markdown.split(/^## /m).find((s) => s.startsWith('1. '));
+  if (section === undefined) throw new Error('docs/layers.md has no section "## 1."');
+  const layers: Layer[] = [];
+  for (const line of section.split('\n')) {
+    const row = /^\|\s*(\d+)\s*\|([^|]*)\|/.exec(line);
+    if (!row) continue;
+    const entries = [...row[2].matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+    layers.push({ rank: Number(row[1]), entries });
+  }
+  return layers;
+}
+
+/** The rank of a file: the row whose entry matches it, the longest folder entry winning. */
+export function rankOf(layers: Layer[], file: string): number | undefined {
+  let best: { rank: number; length: number } | undefined;
+  for (const { rank, entries } of layers) {
+    for (const entry of entries) {
+      const hit = entry.endsWith('/') ? file.startsWith(entry) : file === entry;
+      if (hit && (best === undefined || entry.length > best.length)) best = { rank, length: entry.length };
+    }
+  }
+  return best?.rank;
+}
+
+const show = (e: Edge): string => `src/${e.from} → src/${e.to}${e.typeOnly ? ' (type only)' : ''}`;
+
+/** Files in no row of the table. */
+export function unplaced(layers: Layer[], files: string[]): string[] {
+  return files.filter((f) => rankOf(layers, f) === undefined).map((f) => `src/${f}`);
+}
+
+/** Imports of a higher layer (rule 1), each with both ranks. */
+export function upwardImports(layers: Layer[], edges: Edge[]): string[] {
+  const out: string[] = [];
+  for (const e of edges) {
+    const from = rankOf(layers, e.from);
+    const to = rankOf(layers, e.to);
+    if (from === undefined || to === undefined) continue; // named by unplaced()
+    if (to > from) out.push(`${show(e)}: layer ${from} imports layer ${to}`);
+  }
+  return out;
+}
+
+/** Circles whose files sit in more than one folder (rule 2). */
+export function crossFolderCycles(files: string[], edges: Edge[]): string[] {
+  return cycles(files, edges)
+    .filter((c) => new Set(c.map(folderOf)).size > 1)
+    .map((c) => `a circle of ${c.length} files over ${[...new Set(c.map(folderOf))].join(', ')}: ${c.join(', ')}`);
+}
+
+/** Imports from files under `under` to anything outside `allowed` (folders or top-level files). */
+export function importsOutside(edges: Edge[], under: string, allowed: (to: string) => boolean): string[] {
+  return edges.filter((e) => e.from.startsWith(under) && !allowed(e.to)).map(show);
+}
