@@ -11,10 +11,9 @@ import { isoTime } from '../scan/typed-data.js';
 import { priceAssets, type TokenMeta, tokenMeta, usdValue } from '../scan/value.js';
 import { rpcSource } from '../net/rpc.js';
 import { checkError } from './outcome.js';
-import type { SignatureScanCheck } from './signature_scan.js';
 import { NATIVE_SYMBOLS } from './transaction_simulation.js';
 import { isOperatorUrl } from './trust.js';
-import type { CheckContext, CheckOutcome } from './types.js';
+import type { CheckContext, CheckOutcome, SignatureScanCheck } from './types.js';
 
 /** An order's result is kept as long as a price is. */
 const ORDER_TTL_S = 30;

@@ -4,7 +4,7 @@
  * first row that matches gives the reason, every row that matches is listed in the signals. Fail
  * rows come before warn rows, so a warning never hides a block. Pure.
  */
-import { fmtUsd } from '../checks/format.js';
+import { fmtUsd } from '../format.js';
 import type { Standard } from './changes.js';
 import type { OrderKind } from './orders.js';
 import { decide, describeAsset, exceedsDeclared, LONG_LIVED_S, type Row, type RuleMatch } from './rules.js';

@@ -18,6 +18,7 @@
  *   (`_LIMIT_ORDER_TYPEHASH`), makerTraits bits from contracts/libraries/MakerTraitsLib.sol.
  */
 import { CHAIN_IDS } from '../config.js';
+import type { ValidationDetail } from '../wire.js';
 import { PERMIT2, type Standard } from './changes.js';
 import { toBigInt, type TypedDataInput } from './typed-data-shape.js';
 
@@ -541,12 +542,6 @@ export function orderParties(
 // ---------------------------------------------------------------------------------------------
 // What a JSON schema and the EIP-712 types cannot say
 
-interface Problem {
-  loc: Array<string | number>;
-  msg: string;
-  type: string;
-}
-
 const COW_KINDS = ['sell', 'buy'];
 const COW_SELL_BALANCES = ['erc20', 'external', 'internal'];
 const COW_BUY_BALANCES = ['erc20', 'internal'];
@@ -555,10 +550,10 @@ const COW_BUY_BALANCES = ['erc20', 'internal'];
  * Values an order's types admit but its protocol does not: a Seaport item type beyond 5, a CoW
  * kind or balance that is not one of its strings. Each a 422 detail at the field.
  */
-export function orderProblems(td: TypedDataInput, base: Array<string | number>): Problem[] {
+export function orderProblems(td: TypedDataInput, base: Array<string | number>): ValidationDetail[] {
   const kind = orderKindOf(td);
   const m = td.message;
-  const out: Problem[] = [];
+  const out: ValidationDetail[] = [];
   const at = (...loc: Array<string | number>) => [...base, 'message', ...loc];
   if (kind === 'seaport_order')
     for (const side of ['offer', 'consideration'] as const)
