@@ -465,7 +465,8 @@ export function readOrder(td: TypedDataInput, requestSigner: string | null, chai
           ...fungible(addr(m.buyToken)),
           min: int(m.buyAmount),
           max: int(m.buyAmount),
-          recipient: receiver === ZERO ? (owner ?? ZERO) : receiver,
+          // Zero is the owner; with the owner unknown so is the recipient (the scan answers signer_unknown).
+          ...(receiver !== ZERO ? { recipient: receiver } : owner !== null ? { recipient: owner } : {}),
           via_receiver: true,
         },
       ];

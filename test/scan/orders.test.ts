@@ -536,7 +536,11 @@ t.test('orderParties lists whom an order pays, for the policy and screening', as
     third_parties: [STRANGER, FEE_TAKER],
   });
   t.same(orderParties(json(cow(1n)) as never, me)?.recipients, [me.toLowerCase()], 'CoW: zero is the owner');
-  t.equal(orderParties(json(cow(1n)) as never)?.signer, null);
+  t.same(
+    orderParties(json(cow(1n)) as never),
+    { signer: null, recipients: [], third_parties: [] },
+    'no owner, no recipient',
+  );
   t.equal(
     orderParties({
       domain: {},
