@@ -613,3 +613,22 @@ t.test('malformed orders are 422s with the exact loc', async (t) => {
   t.equal(badSigner.status, 422);
   t.same(badSigner.body.detail[0].loc, ['body', 'signer']);
 });
+
+t.test('in the worker pool, as production runs checks', async (t) => {
+  const pooled = await startGuardApp({
+    PRICE_API_URL: cg.url,
+    RPC_URLS: `base=${chain.rpcUrl}`,
+    POOL_THREADS: '1',
+    REQUEST_DEADLINE_MS: '5000',
+  });
+  t.teardown(() => pooled.close());
+  forgetValues();
+  const res = await post(`${pooled.url}/v1/guard`, {
+    action: 'contract_call',
+    signer: me,
+    typed_data: json(cow(50n * E18, { receiver: STRANGER })),
+  });
+  t.equal(res.status, 200);
+  t.ok(res.body.failure_modes.includes('signature_scan:order_receiver_not_signer'), res.body.failure_modes.join());
+  t.equal(res.body.verdict, 'block');
+});
