@@ -12,7 +12,7 @@ import { hashTypedData, recoverTypedDataAddress } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { DecideResponse as validateResponse } from '../../src/generated/validators.js';
 import { PERMIT2 } from '../../src/scan/changes.js';
-import { orderKindOf, orderParties } from '../../src/scan/orders.js';
+import { orderKindOf, orderParties, readOrder } from '../../src/scan/orders.js';
 import { forgetValues } from '../../src/scan/value.js';
 import { type CoinGeckoEmulator, startCoinGecko } from '../emulators/coingecko.js';
 import { post, type TestApp } from '../helpers/app.js';
@@ -208,6 +208,27 @@ t.test('Seaport: a Dutch listing is valued where it ends worst for the offerer',
   const { sig } = await guard(seaport([nftItem(12n)], [falling]));
   t.equal(sig.reason, 'order_gives_away', sig.message);
   t.equal(sig.observed.gets[0].amount, '1');
+});
+
+t.test('Seaport venues: each version at its address, on the chains it is deployed on', async (t) => {
+  const at = (version: string, address: string, chainId: number) => {
+    const td = json(seaport([nftItem(1n)], [eth(E18, me)])) as Typed;
+    td.domain = { name: 'Seaport', version, chainId, verifyingContract: address };
+    return readOrder(td as never, null, chainId)?.venue_known;
+  };
+  t.equal(at('1.6', SEAPORT_16, 8453), true);
+  t.equal(at('1.5', '0x00000000000000ADc04C56Bf30aC9d3c0aAF14dC', 8453), true);
+  t.equal(at('1.5', SEAPORT_16, 8453), false, 'the version must be the address’s');
+  t.equal(at('1.1', '0x00000000006c3852cbEf3e08E8dF289169EdE581', 1), true);
+  t.equal(at('1.1', '0x00000000006c3852cbEf3e08E8dF289169EdE581', 8453), false, 'not listed on Base');
+  t.equal(at('1.6', SEAPORT_16, 84532), false, 'no venue on a testnet we do not list');
+});
+
+t.test('the message names the signer: a different request signer is reported, not used', async (t) => {
+  const { sig } = await guard(seaport([nftItem(13n)], [eth(1n, me)]), { signer: STRANGER });
+  t.equal(sig.observed.signer, me.toLowerCase());
+  t.equal(sig.observed.request_signer, STRANGER);
+  t.equal(sig.reason, 'order_gives_away');
 });
 
 // ----- CoW Protocol
