@@ -251,7 +251,8 @@ export const ORDER_VENUES: readonly Venue[] = Object.freeze([
     chains: ['ethereum', 'arbitrum', 'base', 'sepolia'],
     name: 'Gnosis Protocol',
     version: 'v2',
-    source: 'cowprotocol/contracts networks.json (GPv2Settlement); the domain from src/ts/deploy.ts',
+    source:
+      'cowprotocol/contracts networks.json and src/ts/deploy.ts (GPv2Settlement: one CREATE2 address wherever deployed; the chains as cowprotocol/cow-sdk supports them); the domain from src/ts/index.ts domain()',
   },
   {
     protocol: 'uniswapx',
@@ -304,7 +305,8 @@ export const ORDER_VENUES: readonly Venue[] = Object.freeze([
     chains: MAINNETS,
     name: '1inch Aggregation Router',
     version: '6',
-    source: '1inch/limit-order-protocol README.md (v4 is part of the Aggregation Router v6) and deployments/',
+    source:
+      '1inch/limit-order-sdk src/limit-order/eip712 (the domain of v4 orders: the Aggregation Router v6, one address on every chain but zkSync)',
   },
 ]);
 
