@@ -232,7 +232,7 @@ async function runTargets(
           (s.warmupSec + s.durationSec / 2) * 1000,
         );
       }
-      rows.push(await run(s, 0));
+      rows.push(await run(s, s.nStart ?? 0));
       clearTimeout(timer);
       // The highest rate of fresh checks whose p99 holds, right after the 300 req/s run.
       if (s.name === 'decide-cold-capacity') ramp = await rampCapacity(run, s, LIMITS.p99Ms, opts.quick);

@@ -158,7 +158,7 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
       headers,
       body: s.body,
       headerPool,
-      nStart: nStart + (s.nStart ?? 0),
+      nStart,
       expectStatus: s.expectStatus,
       expectBodyIncludes: s.expectBody,
       connections: s.connections,
