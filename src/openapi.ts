@@ -107,7 +107,21 @@ export function buildOpenApi(serverUrl: string | null): Json {
         security: metrics ? [{}, { MetricsToken: [] }] : [],
         responses: metrics
           ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
-          : { 200: ok },
+          : e.path === '/health'
+            ? {
+                200: ok,
+                // docs/api-reference.md, "Health and readiness"
+                503: {
+                  ...json(
+                    { type: 'object' },
+                    '`{"status":"starting"}` while the service loads and warms up; send traffic once it says ok',
+                  ),
+                  headers: {
+                    'Retry-After': { schema: { type: 'integer' }, description: 'Seconds before asking again' },
+                  },
+                },
+              }
+            : { 200: ok },
       },
     };
   }
