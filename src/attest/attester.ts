@@ -110,10 +110,10 @@ export type SigningMode = 'auto' | 'thread' | 'inline';
 export const SIGNING_MODES: readonly SigningMode[] = ['auto', 'thread', 'inline'];
 
 /**
- * A batch of eight takes the thread about half a millisecond; one held four times as long means the
+ * A batch of eight takes the thread about half a millisecond; one held twice as long means the
  * thread is waiting for a core, and an answer signed here costs less than waiting behind it.
  */
-export const AUTO_LAG_MS = 2;
+export const AUTO_LAG_MS = 1;
 
 export interface AttesterOptions {
   /** Sign on a thread of its own (src/attest/sign-thread.ts); default: on the calling thread. */
