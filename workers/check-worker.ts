@@ -9,17 +9,15 @@ import { runTimedCheck, type ExecItem, type ExecResult } from '../src/engine/tim
 import { warmUp } from '../src/engine/warm-up.js';
 
 const config = (workerData as { config: Readonly<Config> }).config;
-let warmed: Promise<void> | null = null;
+// The warm-up (src/engine/warm-up.ts) runs while piscina loads this module, so a thread is marked
+// ready only once it is warm: the pool's first threads and any that replaces one that died.
+await warmUp(config).catch(() => undefined);
 
 export default async function run(
   task: { items: ExecItem[]; hardTimeoutMs: number; task: number } | { warm: true },
 ): Promise<number> {
-  if (!('items' in task)) {
-    // Warm-up (src/engine/warm-up.ts), once per thread; answers which thread this is.
-    warmed ??= warmUp(config).catch(() => undefined);
-    await warmed;
-    return threadId;
-  }
+  // The pool's readiness task: this thread is loaded and warm; it answers which thread it is.
+  if (!('items' in task)) return threadId;
   // Results that finish in the same turn of this thread's event loop go back in one message
   // (checks of one request often do: their upstreams answer together), so the main thread is
   // woken once for them, not once per check; a slower check still follows on its own.
