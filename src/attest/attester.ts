@@ -114,6 +114,12 @@ export const SIGNING_MODES: readonly SigningMode[] = ['auto', 'thread', 'inline'
  * thread is waiting for a core, and an answer signed here costs less than waiting behind it.
  */
 export const AUTO_LAG_MS = 1;
+/**
+ * Once the thread has lagged, `auto` signs on the calling thread for this long before it tries the
+ * thread again: each answer handed over costs a message each way and the thread's wake-up, which on
+ * a machine busier than its cores is the lag itself, so going back at once would pay it again.
+ */
+export const AUTO_HOLD_MS = 250;
 
 export interface AttesterOptions {
   /** Sign on a thread of its own (src/attest/sign-thread.ts); default: on the calling thread. */
@@ -122,6 +128,8 @@ export interface AttesterOptions {
   mode?: SigningMode;
   /** `auto`'s bound on the thread's lag in ms (default AUTO_LAG_MS). */
   lagMs?: number;
+  /** How long `auto` stays on the calling thread after a lag, in ms (default AUTO_HOLD_MS). */
+  holdMs?: number;
 }
 
 export class Attester {
@@ -130,6 +138,9 @@ export class Attester {
   readonly #thread: SignThread | null;
   readonly #auto: boolean;
   readonly #lagMs: number;
+  readonly #holdMs: number;
+  /** performance.now() until which `auto` signs on the calling thread. */
+  #hereUntil = 0;
   /** Answers signed on the signing thread and on the calling thread so far. */
   readonly signedOn = { thread: 0, caller: 0 };
 
@@ -141,6 +152,17 @@ export class Attester {
     this.#thread = threaded && native !== null ? new SignThread(privateKey) : null;
     this.#auto = opts.mode === 'auto';
     this.#lagMs = opts.lagMs ?? AUTO_LAG_MS;
+    this.#holdMs = opts.holdMs ?? AUTO_HOLD_MS;
+  }
+
+  /** Whether this answer goes to the signing thread (`auto`: unless it lags, or lagged lately). */
+  #onThread(thread: SignThread): boolean {
+    if (!this.#auto) return true;
+    const now = performance.now();
+    if (now < this.#hereUntil) return false;
+    if (thread.lagMs(now) <= this.#lagMs) return true;
+    this.#hereUntil = now + this.#holdMs;
+    return false;
   }
 
   /** The signature of `answer` for `input`, with the typed data it signs. */
@@ -166,7 +188,7 @@ export class Attester {
     };
     const thread = this.#thread;
     const signed =
-      thread?.alive && !(this.#auto && thread.lagMs(performance.now()) > this.#lagMs)
+      thread?.alive && this.#onThread(thread)
         ? await thread
             .sign({ ...job, answerId: input.answerId, body: input.body })
             .then((s) => {

@@ -113,7 +113,7 @@ t.test(
   async (t) => {
     // A bound of 0 ms: any batch still on the thread counts as late, so a burst is shared between
     // the two threads; with the default bound a quiet machine signs everything on the thread.
-    const shared = new Attester(key, { thread: true, mode: 'auto', lagMs: 0 });
+    const shared = new Attester(key, { thread: true, mode: 'auto', lagMs: 0, holdMs: 60_000 });
     const quiet = new Attester(key, { thread: true, mode: 'auto' });
     t.teardown(() => Promise.all([shared.close(), quiet.close()]));
     await Promise.all([shared.ready(), quiet.ready()]);
@@ -141,6 +141,22 @@ t.test(
     }
     for (const { answer, input } of burst(16)) await quiet.attest(answer, input);
     t.same(quiet.signedOn, { thread: 16, caller: 0 }, 'one at a time, nothing waits: all on the thread');
+    // After a lag it stays on the calling thread for the hold, even with the thread idle again ...
+    const before = { ...shared.signedOn };
+    for (const { answer, input } of burst(4)) await shared.attest(answer, input);
+    t.same(shared.signedOn, { thread: before.thread, caller: before.caller + 4 }, 'held on the calling thread');
+    // ... and with no hold, goes back to the thread as soon as the thread has caught up.
+    const back = new Attester(key, { thread: true, mode: 'auto', lagMs: 0, holdMs: 0 });
+    t.teardown(() => back.close());
+    await back.ready();
+    const b = burst(16);
+    const firstBatch = b.slice(0, 8).map(({ answer, input }) => back.attest(answer, input));
+    await new Promise((r) => setImmediate(r));
+    await Promise.all([...firstBatch, ...b.slice(8).map(({ answer, input }) => back.attest(answer, input))]);
+    t.ok(back.signedOn.caller > 0, 'lagging: signed here');
+    const onThread = back.signedOn.thread;
+    for (const { answer, input } of burst(3)) await back.attest(answer, input);
+    t.equal(back.signedOn.thread, onThread + 3, 'caught up: on the thread again');
   },
 );
 
