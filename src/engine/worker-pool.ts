@@ -85,9 +85,10 @@ class PoolExecutor implements Executor {
       const deliver = this.#tasks.get(m.task);
       if (deliver) for (const r of m.results) deliver(r);
     });
-    // Piscina marks its first workers ready before they have loaded the check modules. Every
-    // thread runs the warm-up (src/engine/warm-up.ts) before the pool counts as ready, so no
-    // caller's check waits on a thread that is still loading or compiling.
+    // Piscina marks its first workers ready before they have loaded the check modules. Each
+    // thread runs the warm-up (src/engine/warm-up.ts) while it loads them, and the pool counts as
+    // ready once every thread has answered a task, so no caller's check waits on a thread that is
+    // still loading or compiling.
     this.started = this.#warmEveryThread(config.poolThreads).then(
       () => {
         this.warm = true;
@@ -97,9 +98,9 @@ class PoolExecutor implements Executor {
   }
 
   /**
-   * One warm-up task per thread at a time (piscina's balancer gives each to an idle thread) until
-   * every thread has answered one; bounded, since a pool that keeps replacing threads must still
-   * start.
+   * One readiness task per thread at a time (piscina's balancer gives each to an idle thread)
+   * until every thread has answered one, which it does once loaded and warm; bounded, since a pool
+   * that keeps replacing threads must still start.
    */
   async #warmEveryThread(threads: number): Promise<void> {
     const seen = new Set<number>();
