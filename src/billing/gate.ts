@@ -8,7 +8,7 @@ import { HttpError } from '../http/errors.js';
 import { keyedPathFor, payPerCallPathFor, SIGNUP_PATH } from '../http/endpoints.js';
 import type { Logger } from '../log.js';
 import { PRICE_DISPLAY } from '../pricing.js';
-import type { Plan, Store } from '../store/types.js';
+import type { KeyRole, Plan, Store } from '../store/types.js';
 import { KeyResolver, presentedKey } from './keys.js';
 import { planLimit, quotaView, setQuotaHeaders, usagePeriod } from './quota.js';
 import type { Metrics } from '../metrics.js';
@@ -37,6 +37,11 @@ export interface BillingInfo {
   kind: 'key' | 'payment' | 'free';
   keyId?: string;
   plan?: Plan;
+  /** The key's account, whose one monthly quota the call drew on (docs/policies.md §1). */
+  accountId?: string;
+  role?: KeyRole;
+  /** The policy the key answers under, by name. */
+  policy?: string | null;
 }
 
 /** What the gate needs of an endpoint; the route table's entries fit. */
@@ -59,6 +64,38 @@ export interface BillingGateDeps {
 }
 
 export { SIGNUP_PATH };
+
+/** How often a key's `last_used_at` is written at most: it is shown to the minute. */
+const LAST_USED_EVERY_MS = 60_000;
+
+/**
+ * Keeps `last_used_at` without a write per call: a key is noted at most once a minute, and the
+ * keys noted during one turn of the event loop are written in one statement.
+ */
+class LastUsed {
+  private readonly seen = new Map<string, number>();
+  private batch: string[] = [];
+
+  constructor(
+    private readonly store: Pick<Store, 'touchKeys'>,
+    private readonly log: Logger,
+  ) {}
+
+  note(keyId: string, at: Date): void {
+    const t = at.getTime();
+    const last = this.seen.get(keyId);
+    if (last !== undefined && t - last < LAST_USED_EVERY_MS) return;
+    if (this.seen.size > 100_000) this.seen.clear();
+    this.seen.set(keyId, t);
+    if (this.batch.push(keyId) === 1) {
+      setImmediate(() => {
+        const ids = this.batch;
+        this.batch = [];
+        this.store.touchKeys(ids, at).catch((err: unknown) => this.log.warn({ err }, 'last_used_at not written'));
+      });
+    }
+  }
+}
 const BEARER_REALM = 'Bearer realm="preflight"';
 
 /** The x402 path serving the same request shape, for pointers in 429 and 401 answers. */
@@ -94,6 +131,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
   const keys = deps.keys ?? new KeyResolver(store);
   const now = deps.now ?? (() => new Date());
   const log = deps.logger.child({ component: 'billing' });
+  const used = new LastUsed(store, log);
 
   function storeDown(err: unknown, what: string): HttpError {
     log.error({ err, what }, 'billing store unavailable');
@@ -160,9 +198,11 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     const at = now();
     const period = usagePeriod(at);
     const limit = planLimit(config, record.plan);
+    // One quota per account: its keys all count under the account's id (docs/policies.md §1).
+    const accountId = record.accountId;
     let usage: Awaited<ReturnType<typeof store.consumeQuota>>;
     try {
-      usage = await store.consumeQuota(record.id, period, limit);
+      usage = await store.consumeQuota(accountId, period, limit);
     } catch (err) {
       throw storeDown(err, 'quota');
     }
@@ -187,10 +227,18 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
       );
     }
     const keyId = record.id;
-    res.locals.billing = { kind: 'key', keyId, plan: record.plan } satisfies BillingInfo;
+    res.locals.billing = {
+      kind: 'key',
+      keyId,
+      plan: record.plan,
+      accountId,
+      role: record.role,
+      policy: record.policy,
+    } satisfies BillingInfo;
+    used.note(keyId, at);
     res.once('finish', () => {
       if (res.statusCode < 500) return;
-      store.refundQuota(keyId, period).catch((err: unknown) => log.error({ err, keyId }, 'quota refund failed'));
+      store.refundQuota(accountId, period).catch((err: unknown) => log.error({ err, keyId }, 'quota refund failed'));
     });
     next();
   }

@@ -108,6 +108,14 @@ export class KeyResolver {
     }
   }
 
+  /**
+   * Drops every cached entry of the key with this id, so this process honours a revocation or a
+   * new policy binding at once (other processes within `ttlMs`).
+   */
+  forget(keyId: string): void {
+    for (const [raw, e] of this.cache) if (e.record?.id === keyId) this.cache.delete(raw);
+  }
+
   get size(): number {
     return this.cache.size;
   }

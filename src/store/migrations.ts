@@ -112,6 +112,76 @@ CREATE TABLE attestation_keys (
 `;
 }
 
+/**
+ * Accounts, owner and agent keys, policies and limit reservations (docs/policies.md §1–§3).
+ * Every key issued before this migration becomes the owner key of an account of its own whose id
+ * is the key's id, so its monthly usage rows (counted under that id) stay its account's.
+ * One active owner key per e-mail address (agent keys carry their owner's address). A key's
+ * `name` is unique among its account's live keys. Policy versions are immutable rows; `policies`
+ * points at the current one. A reservation has one row per limit it counts in, all inserted in
+ * one transaction. Times in the new tables are unix milliseconds in both databases.
+ */
+function accounts(time: string, big: string, real: string, sqlite: boolean): string {
+  const notNull = sqlite ? '' : '\nALTER TABLE api_keys ALTER COLUMN account_id SET NOT NULL;';
+  return `
+CREATE TABLE accounts (
+  id TEXT PRIMARY KEY,
+  created_at ${time} NOT NULL
+);
+INSERT INTO accounts (id, created_at) SELECT id, created_at FROM api_keys;
+ALTER TABLE api_keys ADD COLUMN account_id TEXT REFERENCES accounts (id);
+ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'agent'));
+ALTER TABLE api_keys ADD COLUMN name TEXT NOT NULL DEFAULT 'owner';
+ALTER TABLE api_keys ADD COLUMN policy TEXT;
+ALTER TABLE api_keys ADD COLUMN last_used_at ${big};
+UPDATE api_keys SET account_id = id;${notNull}
+DROP INDEX api_keys_active_email;
+CREATE UNIQUE INDEX api_keys_active_owner_email ON api_keys (email) WHERE revoked_at IS NULL AND role = 'owner';
+CREATE UNIQUE INDEX api_keys_live_name ON api_keys (account_id, name) WHERE revoked_at IS NULL;
+CREATE INDEX api_keys_account ON api_keys (account_id);
+
+CREATE TABLE policies (
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (account_id, name)
+);
+
+CREATE TABLE policy_versions (
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  document TEXT NOT NULL,
+  created_at ${big} NOT NULL,
+  PRIMARY KEY (account_id, name, version)
+);
+
+CREATE TABLE reservations (
+  id TEXT NOT NULL,
+  limit_id TEXT NOT NULL,
+  window_key TEXT NOT NULL,
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  policy TEXT NOT NULL,
+  at ${big} NOT NULL,
+  usd ${real} NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
+  expires_at ${big},
+  chain TEXT,
+  actor TEXT,
+  PRIMARY KEY (id, limit_id)
+);
+CREATE INDEX reservations_window ON reservations (account_id, policy, limit_id, window_key, at);
+CREATE INDEX reservations_due ON reservations (expires_at) WHERE state = 'reserved';
+
+CREATE TABLE leases (
+  name TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  until_ms ${big} NOT NULL
+);
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -130,6 +200,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'x402 payment identifiers',
     sqlite: paymentIds('INTEGER'),
     postgres: paymentIds('BIGINT'),
+  },
+  {
+    version: 4,
+    name: 'accounts, agent keys, policies, limit reservations',
+    sqlite: accounts('INTEGER', 'INTEGER', 'REAL', true),
+    postgres: accounts('TIMESTAMPTZ', 'BIGINT', 'DOUBLE PRECISION', false),
   },
 ]);
 

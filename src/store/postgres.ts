@@ -9,6 +9,17 @@ import type { Logger } from 'pino';
 import { StoreError, redactUrl } from './errors.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
+  ACCOUNT_KEYS_ORDER,
+  RESERVATION_COLUMNS,
+  WINDOW_ENTRIES_SQL,
+  agentKeyValues,
+  overflowing,
+  policyFromRow,
+  reservationRows,
+  usageFromRows,
+  usageQuery,
+  type PolicyVersionRow,
+  type UsageRow,
   KEY_COLUMNS,
   PAYMENT_COLUMNS,
   emptyStateCounts,
@@ -24,6 +35,14 @@ import {
   type PaymentIdRow,
 } from './rows.js';
 import type {
+  DueReservation,
+  KeyRefusal,
+  LimitUsage,
+  LimitWindow,
+  NewAgentKey,
+  PolicyVersion,
+  ReserveRequest,
+  ReserveResult,
   ApiKeyRecord,
   KeptAnswer,
   PaymentIdClaim,
@@ -115,10 +134,33 @@ export class PostgresStore implements Store {
     if (!this.pool.ended) await this.pool.end();
   }
 
+  /** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
   async createApiKey(key: NewApiKey): Promise<boolean> {
     const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${placeholders(KEY_COLUMNS.length)})
-      ON CONFLICT (email) WHERE revoked_at IS NULL DO NOTHING`;
-    return (await this.pool.query(sql, keyValues(key, new Date()))).rowCount === 1;
+      ON CONFLICT (email) WHERE revoked_at IS NULL AND role = 'owner' DO NOTHING`;
+    const now = new Date();
+    // The account and its owner key exist together or not at all.
+    return this.tx(async (c) => {
+      await c.query('INSERT INTO accounts (id, created_at) VALUES ($1, $2)', [key.id, now]);
+      if ((await c.query(sql, keyValues(key, now))).rowCount === 1) return true;
+      await c.query('DELETE FROM accounts WHERE id = $1', [key.id]);
+      return false;
+    });
   }
 
   async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | null> {
@@ -273,6 +315,230 @@ export class PostgresStore implements Store {
       pid,
       owner,
     ]);
+  }
+
+  private async liveKey(c: pg.PoolClient | pg.Pool, accountId: string, keyId: string): Promise<ApiKeyRecord | null> {
+    const { rows } = await c.query<KeyRow>(
+      'SELECT * FROM api_keys WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL',
+      [keyId, accountId],
+    );
+    return rows[0] ? keyFromRow(rows[0]) : null;
+  }
+
+  private async hasPolicy(c: pg.PoolClient, accountId: string, name: string): Promise<boolean> {
+    const { rowCount } = await c.query('SELECT 1 FROM policies WHERE account_id = $1 AND name = $2', [accountId, name]);
+    return rowCount === 1;
+  }
+
+  /** Serialises changes to one account's keys and policies across every process (a transaction-scoped lock). */
+  private async lockAccount(c: pg.PoolClient, accountId: string): Promise<void> {
+    await c.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+  }
+
+  async listAccountKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    const { rows } = await this.pool.query<KeyRow>(
+      `SELECT * FROM api_keys WHERE account_id = $1 ${ACCOUNT_KEYS_ORDER}`,
+      [accountId],
+    );
+    return rows.map(keyFromRow);
+  }
+
+  async createAgentKey(k: NewAgentKey): Promise<ApiKeyRecord | KeyRefusal> {
+    const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${placeholders(KEY_COLUMNS.length)})
+      ON CONFLICT (account_id, name) WHERE revoked_at IS NULL DO NOTHING`;
+    return this.tx(async (c): Promise<ApiKeyRecord | KeyRefusal> => {
+      await this.lockAccount(c, k.accountId);
+      const owner = await this.liveKey(c, k.accountId, k.accountId);
+      if (!owner) return 'not_found';
+      if (k.policy !== null && !(await this.hasPolicy(c, k.accountId, k.policy))) return 'no_policy';
+      const { rows } = await c.query<{ n: string }>(
+        "SELECT COUNT(*) AS n FROM api_keys WHERE account_id = $1 AND role = 'agent' AND revoked_at IS NULL",
+        [k.accountId],
+      );
+      if (Number(rows[0].n) >= k.maxAgentKeys) return 'too_many';
+      if ((await c.query(sql, agentKeyValues(k, owner, new Date()))).rowCount !== 1) return 'name_taken';
+      return (await this.liveKey(c, k.accountId, k.id)) as ApiKeyRecord;
+    });
+  }
+
+  async setKeyPolicy(accountId: string, keyId: string, policy: string | null): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.tx(async (c): Promise<ApiKeyRecord | KeyRefusal> => {
+      await this.lockAccount(c, accountId);
+      if (!(await this.liveKey(c, accountId, keyId))) return 'not_found';
+      if (policy !== null && !(await this.hasPolicy(c, accountId, policy))) return 'no_policy';
+      await c.query('UPDATE api_keys SET policy = $1 WHERE id = $2', [policy, keyId]);
+      return (await this.liveKey(c, accountId, keyId)) as ApiKeyRecord;
+    });
+  }
+
+  async revokeAccountKey(accountId: string, keyId: string): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.tx(async (c): Promise<ApiKeyRecord | KeyRefusal> => {
+      await this.lockAccount(c, accountId);
+      const key = await this.liveKey(c, accountId, keyId);
+      if (!key) return 'not_found';
+      if (key.role === 'owner') return 'owner_key';
+      const at = new Date();
+      await c.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [at, keyId]);
+      return { ...key, revokedAt: at };
+    });
+  }
+
+  async touchKeys(keyIds: string[], at: Date): Promise<void> {
+    if (keyIds.length === 0) return;
+    await this.pool.query('UPDATE api_keys SET last_used_at = $1 WHERE id = ANY($2)', [at.getTime(), keyIds]);
+  }
+
+  private async current(c: pg.PoolClient | pg.Pool, accountId: string, name: string): Promise<PolicyVersion | null> {
+    const { rows } = await c.query<PolicyVersionRow>(
+      `SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = $1 AND p.name = $2`,
+      [accountId, name],
+    );
+    return rows[0] ? policyFromRow(rows[0]) : null;
+  }
+
+  async putPolicy(
+    accountId: string,
+    name: string,
+    hash: string,
+    document: string,
+  ): Promise<{ version: PolicyVersion; created: boolean }> {
+    return this.tx(async (c) => {
+      await this.lockAccount(c, accountId);
+      const cur = await this.current(c, accountId, name);
+      if (cur && cur.hash === hash) return { version: cur, created: false };
+      const { rows } = await c.query<{ v: number | null }>(
+        'SELECT MAX(version) AS v FROM policy_versions WHERE account_id = $1 AND name = $2',
+        [accountId, name],
+      );
+      const version = Number(rows[0].v ?? 0) + 1;
+      const at = Date.now();
+      await c.query(
+        'INSERT INTO policy_versions (account_id, name, version, hash, document, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [accountId, name, version, hash, document, at],
+      );
+      await c.query(
+        `INSERT INTO policies (account_id, name, version) VALUES ($1, $2, $3)
+        ON CONFLICT (account_id, name) DO UPDATE SET version = excluded.version`,
+        [accountId, name, version],
+      );
+      return { version: { name, version, hash, document, createdAt: new Date(at) }, created: true };
+    });
+  }
+
+  async getPolicy(accountId: string, name: string): Promise<PolicyVersion | null> {
+    return this.current(this.pool, accountId, name);
+  }
+
+  async getPolicyVersion(accountId: string, name: string, version: number): Promise<PolicyVersion | null> {
+    const { rows } = await this.pool.query<PolicyVersionRow>(
+      'SELECT * FROM policy_versions WHERE account_id = $1 AND name = $2 AND version = $3',
+      [accountId, name, version],
+    );
+    return rows[0] ? policyFromRow(rows[0]) : null;
+  }
+
+  async listPolicies(accountId: string): Promise<PolicyVersion[]> {
+    const { rows } = await this.pool.query<PolicyVersionRow>(
+      `SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = $1 ORDER BY p.name`,
+      [accountId],
+    );
+    return rows.map(policyFromRow);
+  }
+
+  async deletePolicy(accountId: string, name: string): Promise<'deleted' | 'not_found' | 'bound'> {
+    return this.tx(async (c): Promise<'deleted' | 'not_found' | 'bound'> => {
+      await this.lockAccount(c, accountId);
+      if (!(await this.hasPolicy(c, accountId, name))) return 'not_found';
+      const bound = await c.query(
+        'SELECT 1 FROM api_keys WHERE account_id = $1 AND policy = $2 AND revoked_at IS NULL LIMIT 1',
+        [accountId, name],
+      );
+      if (bound.rowCount !== 0) return 'bound';
+      await c.query('DELETE FROM policies WHERE account_id = $1 AND name = $2', [accountId, name]);
+      await c.query('DELETE FROM policy_versions WHERE account_id = $1 AND name = $2', [accountId, name]);
+      return 'deleted';
+    });
+  }
+
+  private async usageNow(
+    c: pg.PoolClient | pg.Pool,
+    accountId: string,
+    policy: string,
+    limits: LimitWindow[],
+  ): Promise<LimitUsage[]> {
+    if (limits.length === 0) return [];
+    const { sql, params } = usageQuery(accountId, policy, limits, (i) => `$${i}`);
+    return usageFromRows(limits, (await c.query<UsageRow>(sql, params)).rows);
+  }
+
+  /**
+   * One transaction that first takes a transaction-scoped advisory lock on (account, policy): every
+   * process checking or reserving in that policy's limits waits for the one before it to commit,
+   * so the sums it reads already include every earlier reservation.
+   */
+  async reserve(r: ReserveRequest): Promise<ReserveResult> {
+    return this.tx(async (c): Promise<ReserveResult> => {
+      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`limits/${r.accountId}/${r.policy}`]);
+      const usage = await this.usageNow(c, r.accountId, r.policy, r.limits);
+      const over = overflowing(r.limits, usage, r.usd);
+      if (over.length > 0) {
+        const full: Array<{ id: string; entries: Array<{ at: number; usd: number }> }> = [];
+        for (const l of over) {
+          const { rows } = await c.query<{ at: string; usd: number }>(
+            WINDOW_ENTRIES_SQL((i) => `$${i}`),
+            [r.accountId, r.policy, l.id, l.windowKey, l.since],
+          );
+          full.push({ id: l.id, entries: rows.map((e) => ({ at: Number(e.at), usd: Number(e.usd) })) });
+        }
+        return { ok: false, usage, full };
+      }
+      const rows = reservationRows(r);
+      const width = RESERVATION_COLUMNS.length;
+      const values = rows.map((_, i) => `(${placeholders(width, i * width + 1)})`).join(', ');
+      await c.query(`INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values}`, rows.flat());
+      return { ok: true, usage };
+    });
+  }
+
+  async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
+    return this.usageNow(this.pool, accountId, policy, limits);
+  }
+
+  async dueReservations(now: number, max: number): Promise<DueReservation[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      chain: string | null;
+      actor: string | null;
+      expires_at: string;
+    }>(
+      `SELECT id, MIN(chain) AS chain, MIN(actor) AS actor, MIN(expires_at) AS expires_at
+      FROM reservations WHERE state = 'reserved' AND expires_at <= $1 GROUP BY id ORDER BY MIN(expires_at) LIMIT $2`,
+      [now, max],
+    );
+    return rows.map((r) => ({ id: r.id, chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) }));
+  }
+
+  async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
+    const r = await this.pool.query("UPDATE reservations SET state = $1 WHERE id = $2 AND state = 'reserved'", [
+      state,
+      id,
+    ]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async takeLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO leases (name, holder, until_ms) VALUES ($1, $2, $3)
+      ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
+      WHERE leases.holder = excluded.holder OR leases.until_ms <= $4 RETURNING holder`,
+      [name, holder, now + ttlMs, now],
+    );
+    return rowCount === 1;
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

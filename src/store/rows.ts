@@ -5,6 +5,12 @@
 import type {
   PaymentIdClaim,
   ApiKeyRecord,
+  KeyRole,
+  LimitUsage,
+  LimitWindow,
+  NewAgentKey,
+  PolicyVersion,
+  ReserveRequest,
   NewApiKey,
   NewPayment,
   PaymentRecord,
@@ -47,6 +53,11 @@ export interface KeyRow {
   website: string | null;
   created_at: Time;
   revoked_at: Time | null;
+  account_id: string;
+  role: string;
+  name: string;
+  policy: string | null;
+  last_used_at: Time | null;
 }
 
 export function keyFromRow(r: KeyRow): ApiKeyRecord {
@@ -63,6 +74,11 @@ export function keyFromRow(r: KeyRow): ApiKeyRecord {
     website: r.website,
     createdAt: toDate(r.created_at),
     revokedAt: toDateOrNull(r.revoked_at),
+    accountId: r.account_id,
+    role: r.role as KeyRole,
+    name: r.name,
+    policy: r.policy,
+    lastUsedAt: toDateOrNull(r.last_used_at),
   };
 }
 
@@ -79,6 +95,10 @@ export const KEY_COLUMNS = [
   'use_case',
   'website',
   'created_at',
+  'account_id',
+  'role',
+  'name',
+  'policy',
 ] as const;
 export function keyValues(k: NewApiKey, createdAt: Date | number): unknown[] {
   if (!isPlan(k.plan)) throw new TypeError(`unknown plan ${JSON.stringify(k.plan)}`);
@@ -94,7 +114,148 @@ export function keyValues(k: NewApiKey, createdAt: Date | number): unknown[] {
     k.useCase,
     k.website,
     createdAt,
+    k.id,
+    'owner',
+    'owner',
+    null,
   ];
+}
+
+/**
+ * Column values of a new agent key: it carries its owner's e-mail and plan (the account's), for
+ * operators reading the table; the account's quota is counted under the account id.
+ */
+export function agentKeyValues(k: NewAgentKey, owner: ApiKeyRecord, createdAt: Date | number): unknown[] {
+  return [
+    k.id,
+    k.keyHash,
+    k.prefix,
+    owner.email,
+    owner.plan,
+    null,
+    null,
+    null,
+    null,
+    null,
+    createdAt,
+    k.accountId,
+    'agent',
+    k.name,
+    k.policy,
+  ];
+}
+
+/** The order GET /v1/keys lists an account's keys in: the owner key first, then by creation. */
+export const ACCOUNT_KEYS_ORDER = "ORDER BY CASE role WHEN 'owner' THEN 0 ELSE 1 END, created_at, id";
+
+export interface PolicyVersionRow {
+  name: string;
+  version: number;
+  hash: string;
+  document: string;
+  created_at: number | string;
+}
+
+export function policyFromRow(r: PolicyVersionRow): PolicyVersion {
+  return {
+    name: r.name,
+    version: Number(r.version),
+    hash: r.hash,
+    document: r.document,
+    createdAt: new Date(Number(r.created_at)),
+  };
+}
+
+/** Amounts are compared with this slack, so sums of decimal USD in binary floating point stay exact enough. */
+const USD_EPSILON = 1e-9;
+
+export interface UsageRow {
+  limit_id: string;
+  state: string;
+  usd: number | string;
+  n: number | string;
+}
+
+/** Per-limit sums from rows grouped by (limit_id, state), in the order of `limits`. */
+export function usageFromRows(limits: LimitWindow[], rows: UsageRow[]): LimitUsage[] {
+  const by = new Map<string, LimitUsage>(
+    limits.map((l) => [l.id, { id: l.id, committedUsd: 0, reservedUsd: 0, count: 0 }]),
+  );
+  for (const r of rows) {
+    const u = by.get(r.limit_id);
+    if (!u) continue;
+    if (r.state === 'reserved') u.reservedUsd += Number(r.usd);
+    else u.committedUsd += Number(r.usd);
+    u.count += Number(r.n);
+  }
+  return limits.map((l) => by.get(l.id) as LimitUsage);
+}
+
+/** The limits `usd` more (and one more count) would overflow, given what each has counted. */
+export function overflowing(limits: LimitWindow[], usage: LimitUsage[], usd: number): LimitWindow[] {
+  return limits.filter((l, i) => {
+    const u = usage[i];
+    if (l.maxUsd !== null && u.committedUsd + u.reservedUsd + usd > l.maxUsd + USD_EPSILON) return true;
+    return l.maxCount !== null && u.count + 1 > l.maxCount;
+  });
+}
+
+/**
+ * One query's text for the sums of every limit: a UNION ALL of one grouped SELECT per limit, each
+ * over its own window. `ph(i)` renders the i-th placeholder.
+ */
+export function usageQuery(
+  accountId: string,
+  policy: string,
+  limits: LimitWindow[],
+  ph: (i: number) => string,
+): { sql: string; params: unknown[] } {
+  const params: unknown[] = [accountId, policy];
+  const parts = limits.map((l) => {
+    params.push(l.id, l.windowKey, l.since);
+    const n = params.length;
+    return `SELECT limit_id, state, SUM(usd) AS usd, COUNT(*) AS n FROM reservations
+      WHERE account_id = ${ph(1)} AND policy = ${ph(2)} AND limit_id = ${ph(n - 2)} AND window_key = ${ph(n - 1)}
+      AND at >= ${ph(n)} AND state <> 'released' GROUP BY limit_id, state`;
+  });
+  return { sql: parts.join(' UNION ALL '), params };
+}
+
+/** The SELECT of one limit's counted reservations in its window, oldest first (for a rolling window's retry). */
+export const WINDOW_ENTRIES_SQL = (ph: (i: number) => string) =>
+  `SELECT at, usd FROM reservations WHERE account_id = ${ph(1)} AND policy = ${ph(2)} AND limit_id = ${ph(3)}
+   AND window_key = ${ph(4)} AND at >= ${ph(5)} AND state <> 'released' ORDER BY at`;
+
+export const RESERVATION_COLUMNS = [
+  'id',
+  'limit_id',
+  'window_key',
+  'account_id',
+  'policy',
+  'at',
+  'usd',
+  'state',
+  'expires_at',
+  'chain',
+  'actor',
+] as const;
+
+/** One row per limit, in RESERVATION_COLUMNS order. */
+export function reservationRows(r: ReserveRequest): unknown[][] {
+  const state = r.expiresAt === null ? 'committed' : 'reserved';
+  return r.limits.map((l) => [
+    r.id,
+    l.id,
+    l.windowKey,
+    r.accountId,
+    r.policy,
+    r.at,
+    r.usd,
+    state,
+    r.expiresAt,
+    r.chain,
+    r.actor,
+  ]);
 }
 
 export interface PaymentRow {

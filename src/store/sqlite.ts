@@ -10,6 +10,17 @@ import Database from 'better-sqlite3';
 import { StoreError } from './errors.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
+  ACCOUNT_KEYS_ORDER,
+  RESERVATION_COLUMNS,
+  WINDOW_ENTRIES_SQL,
+  agentKeyValues,
+  overflowing,
+  policyFromRow,
+  reservationRows,
+  usageFromRows,
+  usageQuery,
+  type PolicyVersionRow,
+  type UsageRow,
   KEY_COLUMNS,
   PAYMENT_COLUMNS,
   emptyStateCounts,
@@ -25,6 +36,14 @@ import {
   type PaymentIdRow,
 } from './rows.js';
 import type {
+  DueReservation,
+  KeyRefusal,
+  LimitUsage,
+  LimitWindow,
+  NewAgentKey,
+  PolicyVersion,
+  ReserveRequest,
+  ReserveResult,
   ApiKeyRecord,
   KeptAnswer,
   PaymentIdClaim,
@@ -50,6 +69,13 @@ interface QuotaAsk {
   limit: number;
   resolve(r: UsageResult): void;
   reject(err: unknown): void;
+}
+
+/** Values for `?1`, `?2`, ... placeholders: better-sqlite3 binds numbered ones from an object. */
+function numbered(params: unknown[]): Record<number, unknown> {
+  const out: Record<number, unknown> = {};
+  for (let i = 0; i < params.length; i++) out[i + 1] = params[i];
+  return out;
 }
 
 /** `sqlite:./data/x.db`, `sqlite:///abs/x.db` or `sqlite::memory:` → the path better-sqlite3 takes. */
@@ -120,8 +146,15 @@ export class SqliteStore implements Store {
 
   async createApiKey(key: NewApiKey): Promise<boolean> {
     const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${KEY_COLUMNS.map(() => '?').join(', ')})
-      ON CONFLICT (email) WHERE revoked_at IS NULL DO NOTHING`;
-    return this.q(sql).run(...keyValues(key, Date.now())).changes === 1;
+      ON CONFLICT (email) WHERE revoked_at IS NULL AND role = 'owner' DO NOTHING`;
+    const now = Date.now();
+    // The account and its owner key exist together or not at all.
+    return this.db.transaction((): boolean => {
+      this.q('INSERT INTO accounts (id, created_at) VALUES (?, ?)').run(key.id, now);
+      if (this.q(sql).run(...keyValues(key, now)).changes === 1) return true;
+      this.q('DELETE FROM accounts WHERE id = ?').run(key.id);
+      return false;
+    })();
   }
 
   async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | null> {
@@ -328,6 +361,207 @@ export class SqliteStore implements Store {
       pid,
       owner,
     );
+  }
+
+  private liveKey(accountId: string, keyId: string): ApiKeyRecord | null {
+    const row = this.q('SELECT * FROM api_keys WHERE id = ? AND account_id = ? AND revoked_at IS NULL').get(
+      keyId,
+      accountId,
+    ) as KeyRow | undefined;
+    return row ? keyFromRow(row) : null;
+  }
+
+  private hasPolicy(accountId: string, name: string): boolean {
+    return this.q('SELECT 1 FROM policies WHERE account_id = ? AND name = ?').get(accountId, name) !== undefined;
+  }
+
+  async listAccountKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    return (this.q(`SELECT * FROM api_keys WHERE account_id = ? ${ACCOUNT_KEYS_ORDER}`).all(accountId) as KeyRow[]).map(
+      keyFromRow,
+    );
+  }
+
+  async createAgentKey(k: NewAgentKey): Promise<ApiKeyRecord | KeyRefusal> {
+    const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${KEY_COLUMNS.map(() => '?').join(', ')})
+      ON CONFLICT (account_id, name) WHERE revoked_at IS NULL DO NOTHING`;
+    return this.db
+      .transaction((): ApiKeyRecord | KeyRefusal => {
+        const owner = this.liveKey(k.accountId, k.accountId);
+        if (!owner) return 'not_found';
+        if (k.policy !== null && !this.hasPolicy(k.accountId, k.policy)) return 'no_policy';
+        const live = this.q(
+          "SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND role = 'agent' AND revoked_at IS NULL",
+        ).get(k.accountId) as { n: number };
+        if (Number(live.n) >= k.maxAgentKeys) return 'too_many';
+        if (this.q(sql).run(...agentKeyValues(k, owner, Date.now())).changes !== 1) return 'name_taken';
+        return this.liveKey(k.accountId, k.id) as ApiKeyRecord;
+      })
+      .immediate();
+  }
+
+  async setKeyPolicy(accountId: string, keyId: string, policy: string | null): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.db
+      .transaction((): ApiKeyRecord | KeyRefusal => {
+        if (!this.liveKey(accountId, keyId)) return 'not_found';
+        if (policy !== null && !this.hasPolicy(accountId, policy)) return 'no_policy';
+        this.q('UPDATE api_keys SET policy = ? WHERE id = ?').run(policy, keyId);
+        return this.liveKey(accountId, keyId) as ApiKeyRecord;
+      })
+      .immediate();
+  }
+
+  async revokeAccountKey(accountId: string, keyId: string): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.db
+      .transaction((): ApiKeyRecord | KeyRefusal => {
+        const key = this.liveKey(accountId, keyId);
+        if (!key) return 'not_found';
+        if (key.role === 'owner') return 'owner_key';
+        const at = Date.now();
+        this.q('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(at, keyId);
+        return { ...key, revokedAt: new Date(at) };
+      })
+      .immediate();
+  }
+
+  async touchKeys(keyIds: string[], at: Date): Promise<void> {
+    const stmt = this.q('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of keyIds) stmt.run(at.getTime(), id);
+    })();
+  }
+
+  private current(accountId: string, name: string): PolicyVersion | null {
+    const row = this.q(`SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = ? AND p.name = ?`).get(accountId, name) as PolicyVersionRow | undefined;
+    return row ? policyFromRow(row) : null;
+  }
+
+  async putPolicy(
+    accountId: string,
+    name: string,
+    hash: string,
+    document: string,
+  ): Promise<{ version: PolicyVersion; created: boolean }> {
+    return this.db
+      .transaction(() => {
+        const cur = this.current(accountId, name);
+        if (cur && cur.hash === hash) return { version: cur, created: false };
+        const last = this.q('SELECT MAX(version) AS v FROM policy_versions WHERE account_id = ? AND name = ?').get(
+          accountId,
+          name,
+        ) as { v: number | null };
+        const version = Number(last.v ?? 0) + 1;
+        const at = Date.now();
+        this.q(
+          'INSERT INTO policy_versions (account_id, name, version, hash, document, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(accountId, name, version, hash, document, at);
+        this.q(`INSERT INTO policies (account_id, name, version) VALUES (?, ?, ?)
+          ON CONFLICT (account_id, name) DO UPDATE SET version = excluded.version`).run(accountId, name, version);
+        return { version: { name, version, hash, document, createdAt: new Date(at) }, created: true };
+      })
+      .immediate();
+  }
+
+  async getPolicy(accountId: string, name: string): Promise<PolicyVersion | null> {
+    return this.current(accountId, name);
+  }
+
+  async getPolicyVersion(accountId: string, name: string, version: number): Promise<PolicyVersion | null> {
+    const row = this.q('SELECT * FROM policy_versions WHERE account_id = ? AND name = ? AND version = ?').get(
+      accountId,
+      name,
+      version,
+    ) as PolicyVersionRow | undefined;
+    return row ? policyFromRow(row) : null;
+  }
+
+  async listPolicies(accountId: string): Promise<PolicyVersion[]> {
+    return (
+      this.q(`SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = ? ORDER BY p.name`).all(accountId) as PolicyVersionRow[]
+    ).map(policyFromRow);
+  }
+
+  async deletePolicy(accountId: string, name: string): Promise<'deleted' | 'not_found' | 'bound'> {
+    return this.db
+      .transaction((): 'deleted' | 'not_found' | 'bound' => {
+        if (!this.hasPolicy(accountId, name)) return 'not_found';
+        const bound = this.q(
+          'SELECT 1 FROM api_keys WHERE account_id = ? AND policy = ? AND revoked_at IS NULL LIMIT 1',
+        ).get(accountId, name);
+        if (bound !== undefined) return 'bound';
+        this.q('DELETE FROM policies WHERE account_id = ? AND name = ?').run(accountId, name);
+        this.q('DELETE FROM policy_versions WHERE account_id = ? AND name = ?').run(accountId, name);
+        return 'deleted';
+      })
+      .immediate();
+  }
+
+  private usageNow(accountId: string, policy: string, limits: LimitWindow[]): LimitUsage[] {
+    if (limits.length === 0) return [];
+    const { sql, params } = usageQuery(accountId, policy, limits, (i) => `?${i}`);
+    return usageFromRows(limits, this.q(sql).all(numbered(params)) as UsageRow[]);
+  }
+
+  /** One IMMEDIATE transaction: the write lock is taken before the sums are read, so no other process counts in between. */
+  async reserve(r: ReserveRequest): Promise<ReserveResult> {
+    return this.db
+      .transaction((): ReserveResult => {
+        const usage = this.usageNow(r.accountId, r.policy, r.limits);
+        const over = overflowing(r.limits, usage, r.usd);
+        if (over.length > 0) {
+          const full = over.map((l) => ({
+            id: l.id,
+            entries: (
+              this.q(WINDOW_ENTRIES_SQL((i) => `?${i}`)).all(
+                numbered([r.accountId, r.policy, l.id, l.windowKey, l.since]),
+              ) as Array<{
+                at: number;
+                usd: number;
+              }>
+            ).map((e) => ({ at: Number(e.at), usd: Number(e.usd) })),
+          }));
+          return { ok: false, usage, full };
+        }
+        const insert = this.q(
+          `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
+        );
+        for (const row of reservationRows(r)) insert.run(...row);
+        return { ok: true, usage };
+      })
+      .immediate();
+  }
+
+  async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
+    return this.usageNow(accountId, policy, limits);
+  }
+
+  async dueReservations(now: number, max: number): Promise<DueReservation[]> {
+    const rows = this.q(`SELECT id, MIN(chain) AS chain, MIN(actor) AS actor, MIN(expires_at) AS expires_at
+      FROM reservations WHERE state = 'reserved' AND expires_at <= ? GROUP BY id ORDER BY MIN(expires_at) LIMIT ?`).all(
+      now,
+      max,
+    ) as Array<{ id: string; chain: string | null; actor: string | null; expires_at: number }>;
+    return rows.map((r) => ({ id: r.id, chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) }));
+  }
+
+  async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
+    return this.q("UPDATE reservations SET state = ? WHERE id = ? AND state = 'reserved'").run(state, id).changes > 0;
+  }
+
+  async takeLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const row = this.q(`INSERT INTO leases (name, holder, until_ms) VALUES (?, ?, ?)
+      ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
+      WHERE leases.holder = excluded.holder OR leases.until_ms <= ? RETURNING holder`).get(
+      name,
+      holder,
+      now + ttlMs,
+      now,
+    );
+    return row !== undefined;
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

@@ -21,9 +21,102 @@ export interface ApiKeyRecord {
   website: string | null;
   createdAt: Date;
   revokedAt: Date | null;
+  /** The account the key belongs to; an owner key's account id is the key's own id. */
+  accountId: string;
+  role: KeyRole;
+  /** Unique among the account's live keys; `owner` for the owner key. */
+  name: string;
+  /** The policy the key answers under, by name, or null. */
+  policy: string | null;
+  /** When the key was last seen on a call, to the minute (docs/policies.md §1). */
+  lastUsedAt: Date | null;
 }
 
-export type NewApiKey = Omit<ApiKeyRecord, 'createdAt' | 'revokedAt'>;
+/** docs/policies.md §1: an account's owner key manages it; agent keys only call. */
+export type KeyRole = 'owner' | 'agent';
+
+/** A new owner key (a signup): its account is made with it, under the key's id. */
+export type NewApiKey = Omit<
+  ApiKeyRecord,
+  'createdAt' | 'revokedAt' | 'accountId' | 'role' | 'name' | 'policy' | 'lastUsedAt'
+>;
+
+/** A new agent key of an existing account. */
+export interface NewAgentKey {
+  id: string;
+  keyHash: string;
+  prefix: string;
+  accountId: string;
+  name: string;
+  policy: string | null;
+  /** At most this many live agent keys per account (MAX_AGENT_KEYS). */
+  maxAgentKeys: number;
+}
+
+/** Why a key could not be made or changed. */
+export type KeyRefusal = 'not_found' | 'name_taken' | 'too_many' | 'no_policy' | 'owner_key';
+
+/** One immutable, numbered version of a policy document (docs/policies.md §2). */
+export interface PolicyVersion {
+  name: string;
+  version: number;
+  /** `0x` + keccak256 of the document's RFC 8785 canonical JSON. */
+  hash: string;
+  createdAt: Date;
+  /** The stored document as JSON text. */
+  document: string;
+}
+
+/** A limit as the store counts it: its id, its window's key and where the window starts now. */
+export interface LimitWindow {
+  id: string;
+  /** `hour`, `day`, `week`, `month` or `rolling:<seconds>`: counters follow (id, windowKey). */
+  windowKey: string;
+  /** Unix ms: reservations at or after this count. */
+  since: number;
+  maxUsd: number | null;
+  maxCount: number | null;
+}
+
+/** What a limit has counted in its current window. */
+export interface LimitUsage {
+  id: string;
+  committedUsd: number;
+  reservedUsd: number;
+  count: number;
+}
+
+export interface ReserveRequest {
+  /** The reservation's id: the answer's attestation id. */
+  id: string;
+  accountId: string;
+  policy: string;
+  limits: LimitWindow[];
+  usd: number;
+  at: number;
+  /** When the verdict expires; null reserves as committed at once (nothing to release). */
+  expiresAt: number | null;
+  chain: string | null;
+  /** The acting account (transaction.from), lower-case, read for `used(bytes32)` on release. */
+  actor: string | null;
+}
+
+export type ReserveResult =
+  | { ok: true; usage: LimitUsage[] }
+  | {
+      ok: false;
+      usage: LimitUsage[];
+      /** The limits that would overflow, with their counted reservations (time, usd), oldest first. */
+      full: Array<{ id: string; entries: Array<{ at: number; usd: number }> }>;
+    };
+
+/** A reservation awaiting its release check. */
+export interface DueReservation {
+  id: string;
+  chain: string | null;
+  actor: string | null;
+  expiresAt: number;
+}
 
 export interface UsageResult {
   /** True when the call was counted (used before < limit). */
@@ -151,6 +244,45 @@ export interface Store {
    * Processes racing on one database all get the same key back.
    */
   attestationKey(candidate: AttestationKey): Promise<AttestationKey>;
+
+  // Accounts, keys and policies (docs/policies.md). Every method is one transaction.
+
+  /** The account's live and revoked keys, owner first, then by creation. */
+  listAccountKeys(accountId: string): Promise<ApiKeyRecord[]>;
+  createAgentKey(k: NewAgentKey): Promise<ApiKeyRecord | KeyRefusal>;
+  /** Binds a live key of the account to a policy (or none). */
+  setKeyPolicy(accountId: string, keyId: string, policy: string | null): Promise<ApiKeyRecord | KeyRefusal>;
+  /** Revokes a live agent key of the account; the owner key cannot be revoked this way. */
+  revokeAccountKey(accountId: string, keyId: string): Promise<ApiKeyRecord | KeyRefusal>;
+  /** Notes that keys were used (at most once a minute per key, by the caller). */
+  touchKeys(keyIds: string[], at: Date): Promise<void>;
+
+  /** Stores `document` as the policy's next version unless its hash is the current one's. */
+  putPolicy(
+    accountId: string,
+    name: string,
+    hash: string,
+    document: string,
+  ): Promise<{ version: PolicyVersion; created: boolean }>;
+  getPolicy(accountId: string, name: string): Promise<PolicyVersion | null>;
+  getPolicyVersion(accountId: string, name: string, version: number): Promise<PolicyVersion | null>;
+  listPolicies(accountId: string): Promise<PolicyVersion[]>;
+  /** Deletes the policy and its versions; refused while a live key is bound to it. */
+  deletePolicy(accountId: string, name: string): Promise<'deleted' | 'not_found' | 'bound'>;
+
+  /**
+   * Checks every limit and reserves `usd` (and a count of 1) in all of them, or in none: one
+   * atomic step for every process on this database.
+   */
+  reserve(r: ReserveRequest): Promise<ReserveResult>;
+  /** What each limit has counted since its window's start (released reservations excluded). */
+  limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]>;
+  /** Reservations still `reserved` whose verdict expired at or before `now`. */
+  dueReservations(now: number, max: number): Promise<DueReservation[]>;
+  /** Settles a reserved reservation as committed or released; false when it was settled already. */
+  settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean>;
+  /** Takes or renews the named lease for `holder` until now + ttlMs; false while another holds it. */
+  takeLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
 }
 
 /** A secp256k1 private key (0x hex) and its address. */
