@@ -25,6 +25,9 @@ import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
+import { KeyResolver } from './billing/keys.js';
+import { PolicyService } from './policy/service.js';
+import { accountHandlers } from './http/routes/account.js';
 
 export interface Service {
   deps: AppDeps;
@@ -32,6 +35,7 @@ export interface Service {
   metrics: Metrics;
   store: Store;
   payments: X402;
+  policies: PolicyService;
   /** Stops the settler, the pool, the main thread's connection pools and the store, in that order. */
   close(): Promise<void>;
 }
@@ -86,7 +90,10 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       ? paymentsOff()
       : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
-  const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
+  // One key cache for the billing gate and the management calls, so a revocation drops from both.
+  const keys = new KeyResolver(store);
+  const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics, keys }) : null;
+  const policies = new PolicyService(store, { logger });
   let attester: Attester | null;
   try {
     attester = await createAttester(config, store);
@@ -97,6 +104,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     throw err;
   }
   const agentDeps = { config, engine, logger, metrics, attester };
+  const guardDeps = { ...agentDeps, policies };
   const deps: AppDeps = {
     config,
     logger,
@@ -105,7 +113,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     billing,
     attester,
     handlers: {
-      guard: guardHandler(agentDeps),
+      guard: guardHandler(guardDeps),
       stablecoin: stablecoinHandler(agentDeps),
       bridge: bridgeRiskHandler(agentDeps),
       yield: yieldRoutingHandler(agentDeps),
@@ -114,6 +122,10 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     },
     metricsHandler: metricsHandler({ config, metrics }),
     isDraining: opts.isDraining,
+    management: {
+      keys,
+      handlers: accountHandlers({ config, store, keys, policies, guard: guardDeps }),
+    },
   };
   payments.start();
   return {
@@ -122,6 +134,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     metrics,
     store,
     payments,
+    policies,
     async close() {
       await payments.stop();
       await engine.close();

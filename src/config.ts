@@ -65,6 +65,8 @@ export interface Config {
   freeTierMonthlyLimit: number;
   planLimits: Readonly<Record<'Basic' | 'DeFi' | 'Execution', number>>;
   signupsPerHour: number;
+  /** Live agent keys an account may hold (MAX_AGENT_KEYS, docs/policies.md §1). */
+  maxAgentKeys: number;
   x402PayTo: string | null;
   x402Settlement: 'local' | 'facilitator';
   x402SettlerKey: string | null;
@@ -263,6 +265,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     freeTierMonthlyLimit: freeTier,
     planLimits: Object.freeze(planLimits),
     signupsPerHour: int(env, 'SIGNUPS_PER_HOUR', 10, 1, 1e6),
+    maxAgentKeys: int(env, 'MAX_AGENT_KEYS', 100, 0, 100_000),
     x402PayTo: payTo,
     x402Settlement: settlement,
     x402SettlerKey: settlerKey,
