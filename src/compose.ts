@@ -27,6 +27,7 @@ import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
 import { KeyResolver } from './billing/keys.js';
 import { PolicyService } from './policy/service.js';
+import { startRelease } from './policy/release.js';
 import { accountHandlers } from './http/routes/account.js';
 
 export interface Service {
@@ -128,6 +129,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     },
   };
   payments.start();
+  const release = startRelease({ config, store, logger });
   return {
     deps,
     engine,
@@ -136,6 +138,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     payments,
     policies,
     async close() {
+      await release.stop();
       await payments.stop();
       await engine.close();
       await attester?.close();

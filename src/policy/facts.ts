@@ -178,16 +178,17 @@ export function actionFacts(req: GuardRequest, results: readonly CheckResult[]):
         if (o.spender) add('spenders', [o.spender]);
         add('tokens', o.tokens);
         const until = o.valid_until === null ? null : Math.floor(Date.parse(o.valid_until) / 1000);
-        if (facts.permits !== null)
-          o.tokens.forEach((token, i) =>
-            facts.permits?.push({
+        const permits = facts.permits;
+        if (permits !== null)
+          o.tokens.forEach((token, i) => {
+            permits.push({
               spender: o.spender,
               token,
               unlimited: o.unlimited[i] ?? false,
               usd: o.grants_usd[i] ?? null,
               validUntil: until !== null && Number.isFinite(until) ? until : null,
-            }),
-          );
+            });
+          });
       }
     }
   }
