@@ -42,6 +42,8 @@ export interface BillingInfo {
   role?: KeyRole;
   /** The policy the key answers under, by name. */
   policy?: string | null;
+  /** The store could not count this call: a guard under a policy then answers `wait`. */
+  storeDown?: boolean;
 }
 
 /** What the gate needs of an endpoint; the route table's entries fit. */
@@ -204,6 +206,21 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     try {
       usage = await store.consumeQuota(accountId, period, limit);
     } catch (err) {
+      // A guard under a policy still answers, uncounted: its policy item cannot be checked either,
+      // so the answer is `wait` (policy_unavailable), never `proceed` (docs/policies.md §3, step 7).
+      if (record.policy !== null && e.request === 'GuardRequest') {
+        log.error({ err, what: 'quota' }, 'billing store unavailable; a guard under a policy answers wait');
+        res.locals.billing = {
+          kind: 'key',
+          keyId: record.id,
+          plan: record.plan,
+          accountId,
+          role: record.role,
+          policy: record.policy,
+          storeDown: true,
+        } satisfies BillingInfo;
+        return next();
+      }
       throw storeDown(err, 'quota');
     }
     const view = quotaView(limit, usage.used, at);

@@ -64,7 +64,8 @@ export async function judgeGuard(
   const { body, requestId, deadlineMs, started } = run;
   const policies = deps.policies ?? null;
   // The policy is read while the checks run.
-  const loading = under && policies ? policies.load(under) : null;
+  const storeDown = res.locals.billing?.storeDown === true;
+  const loading = under && policies && !storeDown ? policies.load(under) : null;
   const plan = planGuard(body, config);
   const planned = plan.planned.map(({ name, check }) => ({ name, check }));
   const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];

@@ -33,6 +33,7 @@ export interface ApiLocals {
     accountId?: string;
     role?: 'owner' | 'agent';
     policy?: string | null;
+    storeDown?: boolean;
   };
 }
 

@@ -251,3 +251,19 @@ t.test('an unexecuted proceed is released after expiry, an executed one stays co
     'the unexecuted 200 released, the executed 100 committed',
   );
 });
+
+t.test(
+  '30 concurrent 100 USD transfers in one process on SQLite: exactly 10 proceed, 1,000 USD reserved',
+  async (t) => {
+    const o = await signup(app.url);
+    await call(app.url, 'PUT', '/v1/policies/race', o, policy());
+    const k = (await agentKey(app.url, o, 'race agent', 'race')).key;
+    const body = { action: 'transfer', chain: 'base', amount_usd: 100, transaction: transferTx(bob, 100) };
+    await call(app.url, 'POST', '/v1/policies/race/evaluate', o, body);
+    const answers = await Promise.all(Array.from({ length: 30 }, () => call(app.url, 'POST', '/v1/guard', k, body)));
+    const verdicts = answers.map((a) => a.body.verdict);
+    t.equal(verdicts.filter((v) => v === 'proceed').length, 10, JSON.stringify(verdicts));
+    const [u] = (await call(app.url, 'GET', '/v1/policies/race/usage', o)).body.limits;
+    t.same([u.reserved_usd + u.committed_usd, u.count], [1000, 10]);
+  },
+);
