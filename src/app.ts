@@ -32,7 +32,7 @@ import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
 import type { KeyResolver } from './billing/keys.js';
-import { checkParams, managementAuth } from './http/management.js';
+import { checkParams, managementAuth } from './billing/management.js';
 
 /** The JSON reader with the common cap, or a row's own (PUT /v1/policies/{name}: 2 MiB). */
 function jsonReader(limit: number): ApiHandler {

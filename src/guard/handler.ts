@@ -100,6 +100,8 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
   const { attester } = deps;
   return answer<GuardRequest>(deps, async ({ req, res, body, requestId, deadlineMs, started }) => {
     const response = await judgeGuard(deps, res, { body, requestId, deadlineMs, started }, underPolicy(res), false);
-    return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
+    // Under a policy the verdict signs its version's hash, which a pinned account checks (docs/attestations.md §4).
+    const policy = response.decision.policy as { hash?: string } | null | undefined;
+    return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body), policy?.hash ?? null);
   });
 }
