@@ -32,6 +32,7 @@ import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
 import type { KeyResolver } from './billing/keys.js';
+import type { PolicyService } from './policy/service.js';
 import { checkParams, managementAuth } from './billing/management.js';
 
 /** The JSON reader with the common cap, or a row's own (PUT /v1/policies/{name}: 2 MiB). */
@@ -114,6 +115,8 @@ export interface AppDeps {
   attester?: Attester | null;
   /** Set while the server drains: answers carry `Connection: close`. */
   isDraining?: () => boolean;
+  /** Keys bound to a policy answer under it (docs/policies.md); absent: no policies. */
+  policies?: PolicyService | null;
   /**
    * The account management rows' handlers (keys, policies; docs/policies.md) and the key cache
    * they check keys with, the billing gate's own. Absent: those rows are not mounted.

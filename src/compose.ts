@@ -123,6 +123,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     },
     metricsHandler: metricsHandler({ config, metrics }),
     isDraining: opts.isDraining,
+    policies,
     management: {
       keys,
       handlers: accountHandlers({ config, store, keys, policies, guard: guardDeps }),
