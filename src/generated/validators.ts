@@ -14863,80 +14863,10 @@ validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyUsageRequest = validate43;
-const schema58 = {"$id":"PolicyUsageRequest","title":"PolicyUsageRequest","description":"The policy whose limits to read: the key's own (its name is decision.policy.name of any guard answer under it).","type":"object","properties":{"policy":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"The policy's name."}},"required":["policy"],"additionalProperties":false};
+export const PolicyUsage = validate43;
+const schema58 = {"$id":"PolicyUsage","title":"PolicyUsage","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"limits":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"window":{},"window_start":{"type":"string","format":"date-time"},"window_end":{"type":"string","format":"date-time"},"committed_usd":{"type":"number"},"reserved_usd":{"type":"number","description":"Reserved by proceeds whose release is still to be settled."},"remaining_usd":{"type":["number","null"]},"max_usd":{"type":["number","null"]},"count":{"type":"integer"},"max_count":{"type":["integer","null"]}},"required":["id","window","window_start","window_end","committed_usd","reserved_usd","remaining_usd","max_usd","count","max_count"]}}},"required":["name","version","limits"]};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-/*# sourceURL="PolicyUsageRequest" */;
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.policy === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(key0 === "policy")){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.policy !== undefined){
-let data0 = data.policy;
-if(typeof data0 === "string"){
-if(!pattern43.test(data0)){
-const err2 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_-]{0,63}$"+"\""};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-validate43.errors = vErrors;
-return errors === 0;
-}
-
-export const PolicyUsage = validate44;
-const schema59 = {"$id":"PolicyUsage","title":"PolicyUsage","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"limits":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"window":{},"window_start":{"type":"string","format":"date-time"},"window_end":{"type":"string","format":"date-time"},"committed_usd":{"type":"number"},"reserved_usd":{"type":"number","description":"Reserved by proceeds whose release is still to be settled."},"remaining_usd":{"type":["number","null"]},"max_usd":{"type":["number","null"]},"count":{"type":"integer"},"max_count":{"type":["integer","null"]}},"required":["id","window","window_start","window_end","committed_usd","reserved_usd","remaining_usd","max_usd","count","max_count"]}}},"required":["name","version","limits"]};
-
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyUsage" */;
 let vErrors = null;
 let errors = 0;
@@ -15194,7 +15124,7 @@ errors++;
 if(data3.remaining_usd !== undefined){
 let data9 = data3.remaining_usd;
 if((!((typeof data9 == "number") && (isFinite(data9)))) && (data9 !== null)){
-const err22 = {instancePath:instancePath+"/limits/" + i0+"/remaining_usd",schemaPath:"#/properties/limits/items/properties/remaining_usd/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.remaining_usd.type},message:"must be number,null"};
+const err22 = {instancePath:instancePath+"/limits/" + i0+"/remaining_usd",schemaPath:"#/properties/limits/items/properties/remaining_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.remaining_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -15207,7 +15137,7 @@ errors++;
 if(data3.max_usd !== undefined){
 let data10 = data3.max_usd;
 if((!((typeof data10 == "number") && (isFinite(data10)))) && (data10 !== null)){
-const err23 = {instancePath:instancePath+"/limits/" + i0+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.max_usd.type},message:"must be number,null"};
+const err23 = {instancePath:instancePath+"/limits/" + i0+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -15233,7 +15163,7 @@ errors++;
 if(data3.max_count !== undefined){
 let data12 = data3.max_count;
 if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
-const err25 = {instancePath:instancePath+"/limits/" + i0+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.max_count.type},message:"must be integer,null"};
+const err25 = {instancePath:instancePath+"/limits/" + i0+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_count.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -15278,14 +15208,14 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyVersion = validate45;
-const schema60 = {"$id":"PolicyVersion","title":"PolicyVersion","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."},"created_at":{"type":"string","format":"date-time"},"document":{"$ref":"PolicyDocument"}},"required":["name","version","hash","created_at","document"]};
+export const PolicyVersion = validate44;
+const schema59 = {"$id":"PolicyVersion","title":"PolicyVersion","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."},"created_at":{"type":"string","format":"date-time"},"document":{"$ref":"PolicyDocument"}},"required":["name","version","hash","created_at","document"]};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyVersion" */;
 let vErrors = null;
 let errors = 0;
@@ -16690,14 +16620,14 @@ vErrors.push(err111);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinIntelligenceRequest = validate46;
-const schema62 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+export const StablecoinIntelligenceRequest = validate45;
+const schema61 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -16882,14 +16812,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRouteOption = validate47;
-const schema63 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+export const YieldRouteOption = validate46;
+const schema62 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRouteOption" */;
 let vErrors = null;
 let errors = 0;
@@ -16997,7 +16927,7 @@ errors++;
 if(data.protocol !== undefined){
 let data3 = data.protocol;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema63.properties.protocol.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema62.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17055,7 +16985,7 @@ errors++;
 if(data.liquidity_usd !== undefined){
 let data5 = data.liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema63.properties.liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema62.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -17079,7 +17009,7 @@ errors++;
 }
 let data6 = data.stablecoin_asset_id;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema63.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema62.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -17111,14 +17041,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingRequest = validate48;
-const schema64 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
+export const YieldRoutingRequest = validate47;
+const schema63 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -17269,7 +17199,7 @@ errors++;
 if(data1.protocol !== undefined){
 let data5 = data1.protocol;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema63.properties.protocol.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema62.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17327,7 +17257,7 @@ errors++;
 if(data1.liquidity_usd !== undefined){
 let data7 = data1.liquidity_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema63.properties.liquidity_usd.type},message:"must be number,null"};
+const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema62.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -17351,7 +17281,7 @@ errors++;
 }
 let data8 = data1.stablecoin_asset_id;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema63.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema62.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -17455,7 +17385,7 @@ errors++;
 if(data.prefer_chain !== undefined){
 let data11 = data.prefer_chain;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema64.properties.prefer_chain.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema63.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -17488,7 +17418,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
 
