@@ -28,6 +28,7 @@ import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
+import type { VerdictLog } from './verdicts/log.js';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -41,8 +42,12 @@ export interface AppDeps {
    * (`mcp`: the MCP tools over streamable HTTP, src/mcp/http.ts). `decide` is built here.
    */
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
-  /** GET /metrics; the other GET handlers are built here. */
+  /** GET /metrics; the meta and docs handlers are built here. */
   metricsHandler?: RequestHandler;
+  /** GET handlers of feature modules, by their key in the endpoint table (`verdicts`). */
+  getHandlers?: Partial<Record<GetHandlerKey, RequestHandler>>;
+  /** Where answers to keyed calls are logged (docs/policies.md §8). */
+  verdicts?: VerdictLog | null;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
   attester?: Attester | null;
   /** Set while the server drains: answers carry `Connection: close`. */
@@ -137,6 +142,7 @@ export function buildRoutes(deps: AppDeps): Routes {
     ...metaHandlers(config, deps.attester ?? null, shared === null ? null : () => shared.state()),
     ...docsHandlers(),
     metrics: deps.metricsHandler,
+    ...deps.getHandlers,
   };
   // The GET routes sit in a router of their own, which, as an express router does, answers OPTIONS
   // on their paths itself (200, Allow: GET, HEAD); every other method falls through to the 405.

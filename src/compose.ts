@@ -25,6 +25,11 @@ import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
+import { KeyResolver } from './billing/keys.js';
+import { ownerOnly } from './billing/owner.js';
+import { createIdempotency } from './http/idempotency.js';
+import { verdictsHandler } from './http/routes/verdicts.js';
+import { VerdictLog } from './verdicts/log.js';
 
 export interface Service {
   deps: AppDeps;
@@ -86,7 +91,13 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       ? paymentsOff()
       : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
-  const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
+  // One key cache for the gate and the owner-only reads, so a revocation seen by one is seen by both.
+  const keys = new KeyResolver(store);
+  const idempotency = createIdempotency({ store, logger, maxDeadlineMs: config.maxDeadlineMs });
+  const billing = config.billing
+    ? createBillingGate({ config, store, logger, payments, metrics, keys, idempotency })
+    : null;
+  const verdicts = new VerdictLog(store, logger, { retentionDays: config.verdictLogDays });
   let attester: Attester | null;
   try {
     attester = await createAttester(config, store);
@@ -96,7 +107,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     await store.close();
     throw err;
   }
-  const agentDeps = { config, engine, logger, metrics, attester };
+  const agentDeps = { config, engine, logger, metrics, attester, verdicts };
   const deps: AppDeps = {
     config,
     logger,
@@ -104,6 +115,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     engine,
     billing,
     attester,
+    verdicts,
     handlers: {
       guard: guardHandler(agentDeps),
       stablecoin: stablecoinHandler(agentDeps),
@@ -113,9 +125,11 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       mcp: mcpHandler({ config, store, logger, payments }),
     },
     metricsHandler: metricsHandler({ config, metrics }),
+    getHandlers: { verdicts: verdictsHandler({ owner: ownerOnly(keys, logger), store, log: verdicts }) },
     isDraining: opts.isDraining,
   };
   payments.start();
+  verdicts.start();
   return {
     deps,
     engine,
@@ -124,6 +138,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     payments,
     async close() {
       await payments.stop();
+      await verdicts.close();
       await engine.close();
       await attester?.close();
       stopWatching();

@@ -65,6 +65,8 @@ export interface Config {
   freeTierMonthlyLimit: number;
   planLimits: Readonly<Record<'Basic' | 'DeFi' | 'Execution', number>>;
   signupsPerHour: number;
+  /** VERDICT_LOG_DAYS: how long the verdict log keeps an answer (docs/policies.md §8). */
+  verdictLogDays: number;
   x402PayTo: string | null;
   x402Settlement: 'local' | 'facilitator';
   x402SettlerKey: string | null;
@@ -263,6 +265,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     freeTierMonthlyLimit: freeTier,
     planLimits: Object.freeze(planLimits),
     signupsPerHour: int(env, 'SIGNUPS_PER_HOUR', 10, 1, 1e6),
+    verdictLogDays: int(env, 'VERDICT_LOG_DAYS', 30, 1, 3650),
     x402PayTo: payTo,
     x402Settlement: settlement,
     x402SettlerKey: settlerKey,

@@ -27,6 +27,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   x402: 'The same answers, paid per call with x402 only (0.01 USDC on Base).',
   agents: 'The six analysis agents and their endpoints.',
   mcp: 'The MCP tools over streamable HTTP: JSON-RPC 2.0, each tool call billed as a call to its endpoint.',
+  account: "An account's own records, for its owner key: free, never billed.",
 };
 
 /** One JSON-RPC 2.0 message as MCP sends it (docs/mcp.md §1); the MCP transport checks the rest. */
@@ -78,6 +79,15 @@ export function buildOpenApi(serverUrl: string | null): Json {
   for (const [id, s] of Object.entries(schemas)) components[id] = toComponent(s);
   const errorBody = ref('ErrorResponse');
   const paths: Json = {};
+  /** An owner-only row (docs/policies.md §1): the owner key, and the answers other callers get. */
+  const OWNER_KEY: Json[] = [{ ApiKey: [] }, { BearerKey: [] }];
+  const OWNER_ANSWERS: Json = {
+    401: json(errorBody, 'No API key, or an unknown or revoked one'),
+    403: json(errorBody, "An agent key: this call needs the account's owner key"),
+    404: json(errorBody, 'A key id that is not one of the account'),
+    422: json(ref('HTTPValidationError'), 'A query parameter out of its range or shape (loc ["query", name])'),
+    503: json(errorBody, 'The store cannot answer right now (with Retry-After)'),
+  };
 
   for (const e of GET_ENDPOINTS) {
     const schema = e.response
@@ -102,12 +112,16 @@ export function buildOpenApi(serverUrl: string | null): Json {
         summary: e.summary,
         description: e.description,
         tags: [e.tag],
+        ...(e.query ? { parameters: e.query.map((q) => ({ in: 'query', required: false, ...q })) } : {}),
         // Free: an empty requirement says so (no credentials), instead of leaving it unstated;
         // /metrics takes the operator's token when one is set, so it is optional there.
-        security: metrics ? [{}, { MetricsToken: [] }] : [],
-        responses: metrics
-          ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
-          : { 200: ok },
+        security: e.access === 'owner' ? OWNER_KEY : metrics ? [{}, { MetricsToken: [] }] : [],
+        responses:
+          e.access === 'owner'
+            ? { 200: ok, ...OWNER_ANSWERS }
+            : metrics
+              ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
+              : { 200: ok },
       },
     };
   }

@@ -5,6 +5,7 @@
 import type { ApiHandler, ApiRequest, ApiResponse, Next } from '../http/api.js';
 import type { Config } from '../config.js';
 import { HttpError } from '../http/errors.js';
+import { idempotencyKeyProblem, type Idempotency } from '../http/idempotency.js';
 import { keyedPathFor, payPerCallPathFor, SIGNUP_PATH } from '../http/endpoints.js';
 import type { Logger } from '../log.js';
 import { PRICE_DISPLAY } from '../pricing.js';
@@ -36,6 +37,8 @@ export interface PaymentGate {
 export interface BillingInfo {
   kind: 'key' | 'payment' | 'free';
   keyId?: string;
+  /** The key's name in its account (the verdict log shows it). */
+  keyName?: string;
   plan?: Plan;
   /** The key's account, whose one monthly quota the call drew on (docs/policies.md §1). */
   accountId?: string;
@@ -60,6 +63,8 @@ export interface BillingGateDeps {
   /** Key lookups; by default a 5 s, 10,000-entry cache in front of the store. */
   keys?: KeyResolver;
   metrics?: Pick<Metrics, 'quotaRejection'>;
+  /** Idempotency-Key answers (docs/policies.md §7); absent: the header is ignored. */
+  idempotency?: Idempotency | null;
   now?: () => Date;
 }
 
@@ -107,6 +112,26 @@ function payPerCallPath(e: GatedEndpoint): string {
 /** The keyed path serving the same request shape, from the endpoint table. */
 function keyedPath(e: GatedEndpoint): string | null {
   return e.request === undefined ? null : keyedPathFor(e.request);
+}
+
+/** The 401 of a call that needs a key and presents none. */
+export function noCredentials(): HttpError {
+  return new HttpError(
+    401,
+    `An API key is required: get a free one with POST ${SIGNUP_PATH}, then send it as the x-api-key header or as Authorization: Bearer <key>.`,
+    { signup: SIGNUP_PATH },
+    { 'WWW-Authenticate': BEARER_REALM },
+  );
+}
+
+/** The 401 of a key that is not one of ours, or revoked. */
+export function unknownKey(): HttpError {
+  return new HttpError(
+    401,
+    `Unknown or revoked API key. Get a new one with POST ${SIGNUP_PATH}.`,
+    { signup: SIGNUP_PATH },
+    { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` },
+  );
 }
 
 const isoSeconds = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -158,15 +183,6 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     next();
   }
 
-  function noCredentials(): HttpError {
-    return new HttpError(
-      401,
-      `An API key is required: get a free one with POST ${SIGNUP_PATH}, then send it as the x-api-key header or as Authorization: Bearer <key>.`,
-      { signup: SIGNUP_PATH },
-      { 'WWW-Authenticate': BEARER_REALM },
-    );
-  }
-
   function paymentsOff(e: GatedEndpoint): HttpError {
     const alt = keyedPath(e);
     const tail = alt
@@ -187,14 +203,9 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     } catch (err) {
       throw storeDown(err, 'key lookup');
     }
-    if (!record || record.revokedAt !== null) {
-      throw new HttpError(
-        401,
-        `Unknown or revoked API key. Get a new one with POST ${SIGNUP_PATH}.`,
-        { signup: SIGNUP_PATH },
-        { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` },
-      );
-    }
+    if (!record || record.revokedAt !== null) throw unknownKey();
+    // A repeat under an Idempotency-Key gets the first answer and counts nothing (docs/policies.md §7).
+    if (deps.idempotency && (await deps.idempotency.begin(req, res, record)) === 'answered') return;
     const at = now();
     const period = usagePeriod(at);
     const limit = planLimit(config, record.plan);
@@ -230,6 +241,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     res.locals.billing = {
       kind: 'key',
       keyId,
+      keyName: record.name,
       plan: record.plan,
       accountId,
       role: record.role,
@@ -257,6 +269,9 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
       };
     }
     return async (req, res, next) => {
+      // A malformed Idempotency-Key is refused like a malformed body, before credentials.
+      const malformed = deps.idempotency ? idempotencyKeyProblem(req) : null;
+      if (malformed) throw malformed;
       const raw = presentedKey(req);
       if (raw !== null) return viaKey(e, raw, req, res, next);
       if (!payments) throw noCredentials();

@@ -264,7 +264,15 @@ export type GetHandlerKey =
   | 'openapi'
   | 'docs'
   | 'docsFiles'
-  | 'metrics';
+  | 'metrics'
+  | 'verdicts';
+
+/** A query parameter of a GET row, for the OpenAPI document (the handler reads and checks it). */
+export interface QueryParam {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
 
 export interface GetEndpoint {
   path: string;
@@ -282,6 +290,9 @@ export interface GetEndpoint {
    * it knows and passes the rest on (404). They are the page's assets, not operations of the OpenAPI document.
    */
   files?: GetHandlerKey;
+  /** Who may call: anyone (the default), or only an account's owner key (401 without a key, 403 for an agent key). */
+  access?: 'free' | 'owner';
+  query?: readonly QueryParam[];
 }
 
 export const GET_ENDPOINTS: readonly GetEndpoint[] = [
@@ -348,6 +359,39 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
     tag: 'meta',
     response: null,
     handler: 'metrics',
+  },
+  {
+    path: '/v1/verdicts',
+    summary: "The account's verdict log, newest first",
+    description:
+      "Every answer given to a call with one of the account's keys (decide, guard, the agents, MCP tool calls): when, which key, which endpoint, the verdict, risk and failure modes, the policy version, and what it reserved in the policy's limits with that reservation's state now. Newest first, at most 500 a page; pass `next_cursor` as `cursor` for the next page. Rows are kept VERDICT_LOG_DAYS (30) days. The account's owner key only: 401 without a key, 403 for an agent key. Free.",
+    tag: 'account',
+    response: 'VerdictPage',
+    handler: 'verdicts',
+    access: 'owner',
+    query: [
+      {
+        name: 'limit',
+        description: 'Rows on the page, 1 to 500 (50 when absent).',
+        schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+      },
+      {
+        name: 'cursor',
+        description: "The previous page's `next_cursor`: the page after it.",
+        schema: { type: 'string' },
+      },
+      { name: 'key', description: "Only this key's answers (a key id of the account).", schema: { type: 'string' } },
+      {
+        name: 'verdict',
+        description: 'Only answers with this verdict.',
+        schema: { type: 'string', enum: ['proceed', 'wait', 'block'] },
+      },
+      {
+        name: 'since',
+        description: 'Only answers given at or after this time (RFC 3339).',
+        schema: { type: 'string', format: 'date-time' },
+      },
+    ],
   },
 ];
 

@@ -8,12 +8,14 @@ import type { Engine } from '../../engine/runner.js';
 import { buildDecideResponse } from '../../engine/decide-response.js';
 import { checkName } from '../../checks/index.js';
 import { attach, DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
+import type { VerdictLog } from '../../verdicts/log.js';
 
 export function decideHandler(deps: {
   config: Readonly<Config>;
   engine: Engine;
   metrics: Metrics;
   attester?: Attester | null;
+  verdicts?: VerdictLog | null;
 }): ApiHandler {
   const { engine, attester } = deps;
   return answer<DecideRequest>(deps, async ({ req, res, body, requestId, deadlineMs }) => {
