@@ -26,10 +26,12 @@ import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
 import { KeyResolver } from './billing/keys.js';
-import { ownerOnly } from './billing/owner.js';
 import { createIdempotency } from './http/idempotency.js';
 import { verdictsHandler } from './http/routes/verdicts.js';
 import { VerdictLog } from './verdicts/log.js';
+import { PolicyService } from './policy/service.js';
+import { startRelease } from './policy/release.js';
+import { accountHandlers } from './http/routes/account.js';
 
 export interface Service {
   deps: AppDeps;
@@ -37,6 +39,7 @@ export interface Service {
   metrics: Metrics;
   store: Store;
   payments: X402;
+  policies: PolicyService;
   /** Stops the settler, the pool, the main thread's connection pools and the store, in that order. */
   close(): Promise<void>;
 }
@@ -91,12 +94,13 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       ? paymentsOff()
       : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
-  // One key cache for the gate and the owner-only reads, so a revocation seen by one is seen by both.
+  // One key cache for the billing gate and the management calls, so a revocation drops from both.
   const keys = new KeyResolver(store);
   const idempotency = createIdempotency({ store, logger, maxDeadlineMs: config.maxDeadlineMs });
   const billing = config.billing
     ? createBillingGate({ config, store, logger, payments, metrics, keys, idempotency })
     : null;
+  const policies = new PolicyService(store, { logger });
   const verdicts = new VerdictLog(store, logger, { retentionDays: config.verdictLogDays });
   let attester: Attester | null;
   try {
@@ -108,6 +112,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     throw err;
   }
   const agentDeps = { config, engine, logger, metrics, attester, verdicts };
+  const guardDeps = { ...agentDeps, policies };
   const deps: AppDeps = {
     config,
     logger,
@@ -117,7 +122,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     attester,
     verdicts,
     handlers: {
-      guard: guardHandler(agentDeps),
+      guard: guardHandler(guardDeps),
       stablecoin: stablecoinHandler(agentDeps),
       bridge: bridgeRiskHandler(agentDeps),
       yield: yieldRoutingHandler(agentDeps),
@@ -125,18 +130,27 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       mcp: mcpHandler({ config, store, logger, payments }),
     },
     metricsHandler: metricsHandler({ config, metrics }),
-    getHandlers: { verdicts: verdictsHandler({ owner: ownerOnly(keys, logger), store, log: verdicts }) },
     isDraining: opts.isDraining,
+    management: {
+      keys,
+      handlers: {
+        ...accountHandlers({ config, store, keys, policies, guard: guardDeps }),
+        verdicts: verdictsHandler({ store, log: verdicts }),
+      },
+    },
   };
   payments.start();
   verdicts.start();
+  const release = startRelease({ config, store, logger });
   return {
     deps,
     engine,
     metrics,
     store,
     payments,
+    policies,
     async close() {
+      await release.stop();
       await payments.stop();
       await verdicts.close();
       await engine.close();

@@ -1,6 +1,13 @@
 /** The OpenAPI 3.1 document, generated from schemas/ and the endpoint table. */
 import { schemas } from './generated/schemas.js';
-import { GET_ENDPOINTS, POST_ENDPOINTS, type PostEndpoint, type SchemaPostEndpoint } from './http/endpoints.js';
+import {
+  GET_ENDPOINTS,
+  MANAGEMENT_ENDPOINTS,
+  POST_ENDPOINTS,
+  type ManagementEndpoint,
+  type PostEndpoint,
+  type SchemaPostEndpoint,
+} from './http/endpoints.js';
 import { VERSION } from './version.js';
 
 type Json = Record<string, any>;
@@ -27,6 +34,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   x402: 'The same answers, paid per call with x402 only (0.01 USDC on Base).',
   agents: 'The six analysis agents and their endpoints.',
   mcp: 'The MCP tools over streamable HTTP: JSON-RPC 2.0, each tool call billed as a call to its endpoint.',
+  policies: "An account's policy documents, their versions, usage and dry run.",
   account: "An account's own records, for its owner key: free, never billed.",
 };
 
@@ -74,20 +82,58 @@ function postDescription(e: SchemaPostEndpoint): string {
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
 
+/**
+ * One operation of a management row (docs/policies.md §1): the owner key (or an agent key bound
+ * to the named policy), its path and query parameters, its body, its answer, and the refusals
+ * the management chain gives.
+ */
+function managementOperation(e: ManagementEndpoint): Json {
+  const errorBody = ref('ErrorResponse');
+  const responses: Json = {
+    [e.status]:
+      e.response === null
+        ? { description: 'Done; no body' }
+        : json(ref(e.response), e.status === 201 ? 'Created' : 'OK'),
+  };
+  if (e.method === 'PUT' && e.response !== null)
+    responses[200] = json(ref(e.response), 'The same as the current version: that version');
+  responses[401] = json(errorBody, 'No API key, or an unknown or revoked one');
+  responses[403] = json(
+    errorBody,
+    e.agent === 'bound'
+      ? 'An agent key not bound to this policy'
+      : "An agent key: this call needs the account's owner key",
+  );
+  if (e.params || e.query) responses[404] = json(errorBody, 'No such key, policy or version in the account');
+  if (e.method !== 'GET') responses[409] = json(errorBody, 'A name taken, too many keys, or a policy still bound');
+  if (e.request !== undefined) responses[413] = json(errorBody, 'Body larger than the limit');
+  if (e.request !== undefined || e.params || e.query)
+    responses[422] = json(ref('HTTPValidationError'), 'A body, path or query parameter that does not match its schema');
+  if (e.billed) responses[429] = json(errorBody, 'Monthly quota used up');
+  responses[503] = json(errorBody, 'The store cannot answer right now (with Retry-After)');
+  const parameters = [
+    ...(e.params ?? []).map((p) => ({ in: 'path', required: true, ...p })),
+    ...(e.query ?? []).map((q) => ({ in: 'query', required: false, ...q })),
+  ];
+  return {
+    operationId: e.handler,
+    summary: e.summary,
+    description: e.description,
+    tags: [e.tag],
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(e.request !== undefined
+      ? { requestBody: { required: true, content: { 'application/json': { schema: ref(e.request) } } } }
+      : {}),
+    responses,
+    security: [{ ApiKey: [] }, { BearerKey: [] }],
+  };
+}
+
 export function buildOpenApi(serverUrl: string | null): Json {
   const components: Json = {};
   for (const [id, s] of Object.entries(schemas)) components[id] = toComponent(s);
   const errorBody = ref('ErrorResponse');
   const paths: Json = {};
-  /** An owner-only row (docs/policies.md §1): the owner key, and the answers other callers get. */
-  const OWNER_KEY: Json[] = [{ ApiKey: [] }, { BearerKey: [] }];
-  const OWNER_ANSWERS: Json = {
-    401: json(errorBody, 'No API key, or an unknown or revoked one'),
-    403: json(errorBody, "An agent key: this call needs the account's owner key"),
-    404: json(errorBody, 'A key id that is not one of the account'),
-    422: json(ref('HTTPValidationError'), 'A query parameter out of its range or shape (loc ["query", name])'),
-    503: json(errorBody, 'The store cannot answer right now (with Retry-After)'),
-  };
 
   for (const e of GET_ENDPOINTS) {
     const schema = e.response
@@ -112,18 +158,19 @@ export function buildOpenApi(serverUrl: string | null): Json {
         summary: e.summary,
         description: e.description,
         tags: [e.tag],
-        ...(e.query ? { parameters: e.query.map((q) => ({ in: 'query', required: false, ...q })) } : {}),
         // Free: an empty requirement says so (no credentials), instead of leaving it unstated;
         // /metrics takes the operator's token when one is set, so it is optional there.
-        security: e.access === 'owner' ? OWNER_KEY : metrics ? [{}, { MetricsToken: [] }] : [],
-        responses:
-          e.access === 'owner'
-            ? { 200: ok, ...OWNER_ANSWERS }
-            : metrics
-              ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
-              : { 200: ok },
+        security: metrics ? [{}, { MetricsToken: [] }] : [],
+        responses: metrics
+          ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
+          : { 200: ok },
       },
     };
+  }
+
+  for (const e of MANAGEMENT_ENDPOINTS) {
+    paths[e.path] ??= {};
+    paths[e.path][e.method.toLowerCase()] = managementOperation(e);
   }
 
   /** The x402 challenge, as a paid endpoint and the MCP door answer it. */
@@ -220,10 +267,12 @@ export function buildOpenApi(serverUrl: string | null): Json {
         'Checks an on-chain action against live data before an agent executes it, and answers proceed, wait or block with confidence, risk, expiry and evidence.',
     },
     servers: [{ url: serverUrl ?? '/' }],
-    tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS].map((e) => e.tag))].map((name) => ({
-      name,
-      ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
-    })),
+    tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS, ...MANAGEMENT_ENDPOINTS].map((e) => e.tag))].map(
+      (name) => ({
+        name,
+        ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+      }),
+    ),
     paths,
     components: {
       schemas: components,

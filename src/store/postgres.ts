@@ -512,6 +512,7 @@ export class PostgresStore implements Store {
         }
         return { ok: false, usage, full };
       }
+      if (r.dryRun) return { ok: true, usage };
       const rows = reservationRows(r);
       const width = RESERVATION_COLUMNS.length;
       const values = rows.map((_, i) => `(${placeholders(width, i * width + 1)})`).join(', ');

@@ -541,6 +541,7 @@ export class SqliteStore implements Store {
           }));
           return { ok: false, usage, full };
         }
+        if (r.dryRun) return { ok: true, usage };
         const insert = this.q(
           `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
         );

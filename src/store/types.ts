@@ -99,6 +99,8 @@ export interface ReserveRequest {
   chain: string | null;
   /** The acting account (transaction.from), lower-case, read for `used(bytes32)` on release. */
   actor: string | null;
+  /** Check only: answer as a reservation would, and insert nothing (a dry run). */
+  dryRun?: boolean;
 }
 
 export type ReserveResult =

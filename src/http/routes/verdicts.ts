@@ -2,11 +2,11 @@
  * GET /v1/verdicts (docs/policies.md §8): the account's verdict log, newest first, a page at a time
  * with an opaque cursor, for its owner key only.
  */
-import type { RequestHandler } from 'express';
-import type { OwnerCheck } from '../../billing/owner.js';
 import type { Store, VerdictEntry, VerdictQuery } from '../../store/types.js';
 import type { VerdictLog } from '../../verdicts/log.js';
-import { HttpError, type ValidationDetail } from '../errors.js';
+import type { ApiHandler } from '../api.js';
+import { HttpError, sendJson, type ValidationDetail } from '../errors.js';
+import { fromStore } from '../management.js';
 
 export const VERDICT_PAGE_MAX = 500;
 export const VERDICT_PAGE_DEFAULT = 50;
@@ -32,20 +32,18 @@ export function decodeCursor(s: string): { at: number; id: string } | null {
   return null;
 }
 
-type Query = Record<string, unknown>;
-
 /** The page asked for, or every problem with the query as a 422 (loc `["query", name]`). */
-export function readVerdictQuery(q: Query, accountId: string): VerdictQuery {
+export function readVerdictQuery(q: URLSearchParams, accountId: string): VerdictQuery {
   const problems: ValidationDetail[] = [];
   const bad = (name: string, msg: string, type: string) => problems.push({ loc: ['query', name], msg, type });
   const one = (name: string): string | undefined => {
-    const v = q[name];
-    if (v === undefined) return undefined;
-    if (typeof v !== 'string') {
+    const v = q.getAll(name);
+    if (v.length === 0) return undefined;
+    if (v.length > 1) {
       bad(name, 'Give this parameter once', 'value_error');
       return undefined;
     }
-    return v;
+    return v[0];
   };
   let limit = VERDICT_PAGE_DEFAULT;
   const l = one('limit');
@@ -94,34 +92,27 @@ export function verdictJson(e: VerdictEntry) {
 }
 
 export interface VerdictsDeps {
-  owner: OwnerCheck;
   store: Pick<Store, 'verdictPage' | 'listAccountKeys'>;
   /** This instance's batch, written before the page is read so a caller sees its own answers. */
   log: Pick<VerdictLog, 'flush'>;
 }
 
-export function verdictsHandler(deps: VerdictsDeps): RequestHandler {
-  const unavailable = () =>
-    new HttpError(503, 'The verdict log cannot be read right now. Retry shortly.', {}, { 'Retry-After': '5' });
+/** Behind the management chain (src/http/management.ts), which admits the account's owner key only. */
+export function verdictsHandler(deps: VerdictsDeps): ApiHandler {
   return async (req, res) => {
-    const owner = await deps.owner(req);
-    const q = readVerdictQuery(req.query as Query, owner.accountId);
-    let page: VerdictEntry[];
-    try {
-      if (q.keyId !== null) {
-        const keys = await deps.store.listAccountKeys(owner.accountId);
-        if (!keys.some((k) => k.id === q.keyId)) throw new HttpError(404, `No key ${q.keyId} in this account.`);
-      }
-      await deps.log.flush();
-      page = await deps.store.verdictPage({ ...q, limit: q.limit + 1 });
-    } catch (err) {
-      if (err instanceof HttpError) throw err;
-      throw unavailable();
+    const accountId = res.locals.billing?.accountId;
+    if (accountId === undefined) throw new Error('GET /v1/verdicts reached without a checked key');
+    const q = readVerdictQuery(new URL(req.url ?? '/', 'http://x').searchParams, accountId);
+    if (q.keyId !== null) {
+      const keys = await fromStore(deps.store.listAccountKeys(accountId));
+      if (!keys.some((k) => k.id === q.keyId)) throw new HttpError(404, `No key ${q.keyId} in this account.`);
     }
+    await deps.log.flush();
+    const page = await fromStore(deps.store.verdictPage({ ...q, limit: q.limit + 1 }));
     const more = page.length > q.limit;
     const shown = more ? page.slice(0, q.limit) : page;
     res.setHeader('cache-control', 'no-store');
-    res.json({
+    sendJson(res, 200, {
       verdicts: shown.map(verdictJson),
       next_cursor: more ? encodeCursor(shown[shown.length - 1]) : null,
     });
