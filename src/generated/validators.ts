@@ -12590,8 +12590,8 @@ return errors === 0;
 
 export const KeyCreateRequest = validate36;
 const schema50 = {"$id":"KeyCreateRequest","title":"KeyCreateRequest","type":"object","properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9 _.-]{1,64}$","description":"1 to 64 characters of letters, digits, space, _ . -; unique among the account's live keys."},"policy":{"type":["string","null"],"pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"The policy the key answers under, or null."}},"required":["name"],"additionalProperties":false};
-const pattern39 = new RegExp("^[A-Za-z0-9 _.-]{1,64}$", "u");
-const pattern40 = new RegExp("^[a-z0-9][a-z0-9_-]{0,63}$", "u");
+const pattern42 = new RegExp("^[A-Za-z0-9 _.-]{1,64}$", "u");
+const pattern43 = new RegExp("^[a-z0-9][a-z0-9_-]{0,63}$", "u");
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="KeyCreateRequest" */;
@@ -12623,7 +12623,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
-if(!pattern39.test(data0)){
+if(!pattern42.test(data0)){
 const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9 _.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9 _.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -12658,7 +12658,7 @@ vErrors.push(err4);
 errors++;
 }
 if(typeof data1 === "string"){
-if(!pattern40.test(data1)){
+if(!pattern43.test(data1)){
 const err5 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_-]{0,63}$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -13405,7 +13405,7 @@ vErrors.push(err2);
 errors++;
 }
 if(typeof data0 === "string"){
-if(!pattern40.test(data0)){
+if(!pattern43.test(data0)){
 const err3 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_-]{0,63}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -13434,10 +13434,10 @@ return errors === 0;
 
 export const PolicyDocument = validate41;
 const schema56 = {"$id":"PolicyDocument","title":"PolicyDocument","type":"object","additionalProperties":false,"description":"An operator's policy: what the keys bound to it may do (docs/policies.md). Every field is optional.","properties":{"default":{"type":"string","enum":["block","allow"],"description":"What an action no allow rule covers gets; block when absent."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"Chain names the key may act on; absent: any."},"address_sets":{"type":"object","maxProperties":32,"propertyNames":{"pattern":"^[A-Za-z0-9_.-]{1,64}$"},"additionalProperties":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"}},"description":"Named address lists; rules name one as \"$name\"."},"rules":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["id","effect"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"effect":{"type":"string","enum":["allow","block"]},"match":{"type":"object","additionalProperties":false,"description":"What the rule matches; every field optional, all AND-ed (docs/policies.md §2).","properties":{"kinds":{"type":"array","maxItems":4,"items":{"type":"string","enum":["transaction","typed_data","authorization","declared"]},"description":"What the guard request carries: a transaction, a typed message, an EIP-7702 authorization, or none of them (declared)."},"actions":{"type":"array","maxItems":16,"items":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"description":"The GuardRequest action."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"The request's chain."},"to":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"transaction.to, or a typed message's domain.verifyingContract: addresses or $set names."},"selectors":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x([0-9a-fA-F]{8})?$"},"description":"The first four bytes of transaction.data; \"0x\" for a call without data."},"recipients":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Who receives value from the acting account: addresses or $set names."},"spenders":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Spenders of approvals and permits: addresses or $set names."},"delegates":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"EIP-7702 delegates: addresses or $set names."},"tokens":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},"description":"Assets that leave the acting account: token addresses, $set names or \"native\"."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"The action's outflow in USD is at most this."}}}}}},"approvals":{"type":"object","additionalProperties":false,"properties":{"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"An approval or permit worth more than this fails."},"allow_unlimited":{"type":"boolean","description":"Unlimited approvals and permits pass (false when absent)."},"max_permit_lifetime_s":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"A permit valid longer than this fails."}}},"limits":{"type":"array","maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["id","window"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"window":{"oneOf":[{"type":"string","enum":["hour","day","week","month"]},{"type":"object","additionalProperties":false,"required":["rolling_s"],"properties":{"rolling_s":{"type":"integer","minimum":60,"maximum":2592000}}}],"description":"A UTC calendar window (the week starts on Monday) or the last rolling_s seconds."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"Outflow reserved in the window at most."},"max_count":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"Reservations in the window at most."}}}}}};
-const pattern42 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
-const pattern47 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$", "u");
-const pattern48 = new RegExp("^0x([0-9a-fA-F]{8})?$", "u");
-const pattern52 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$", "u");
+const pattern45 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
+const pattern50 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$", "u");
+const pattern51 = new RegExp("^0x([0-9a-fA-F]{8})?$", "u");
+const pattern55 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$", "u");
 const func103 = Object.prototype.hasOwnProperty;
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -13497,7 +13497,7 @@ const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 if(typeof data2 === "string"){
-if(!pattern42.test(data2)){
+if(!pattern45.test(data2)){
 const err4 = {instancePath:instancePath+"/chains/" + i0,schemaPath:"#/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -13547,7 +13547,7 @@ errors++;
 for(const key1 in data3){
 const _errs10 = errors;
 if(typeof key1 === "string"){
-if(!pattern42.test(key1)){
+if(!pattern45.test(key1)){
 const err8 = {instancePath:instancePath+"/address_sets",schemaPath:"#/properties/address_sets/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",propertyName:key1};
 if(vErrors === null){
 vErrors = [err8];
@@ -13685,7 +13685,7 @@ errors++;
 if(data7.id !== undefined){
 let data8 = data7.id;
 if(typeof data8 === "string"){
-if(!pattern42.test(data8)){
+if(!pattern45.test(data8)){
 const err19 = {instancePath:instancePath+"/rules/" + i2+"/id",schemaPath:"#/properties/rules/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err19];
@@ -13860,7 +13860,7 @@ const len5 = data15.length;
 for(let i5=0; i5<len5; i5++){
 let data16 = data15[i5];
 if(typeof data16 === "string"){
-if(!pattern42.test(data16)){
+if(!pattern45.test(data16)){
 const err33 = {instancePath:instancePath+"/rules/" + i2+"/match/chains/" + i5,schemaPath:"#/properties/rules/items/properties/match/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err33];
@@ -13911,7 +13911,7 @@ const len6 = data17.length;
 for(let i6=0; i6<len6; i6++){
 let data18 = data17[i6];
 if(typeof data18 === "string"){
-if(!pattern47.test(data18)){
+if(!pattern50.test(data18)){
 const err37 = {instancePath:instancePath+"/rules/" + i2+"/match/to/" + i6,schemaPath:"#/properties/rules/items/properties/match/properties/to/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -13962,7 +13962,7 @@ const len7 = data19.length;
 for(let i7=0; i7<len7; i7++){
 let data20 = data19[i7];
 if(typeof data20 === "string"){
-if(!pattern48.test(data20)){
+if(!pattern51.test(data20)){
 const err41 = {instancePath:instancePath+"/rules/" + i2+"/match/selectors/" + i7,schemaPath:"#/properties/rules/items/properties/match/properties/selectors/items/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{8})?$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{8})?$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -14013,7 +14013,7 @@ const len8 = data21.length;
 for(let i8=0; i8<len8; i8++){
 let data22 = data21[i8];
 if(typeof data22 === "string"){
-if(!pattern47.test(data22)){
+if(!pattern50.test(data22)){
 const err45 = {instancePath:instancePath+"/rules/" + i2+"/match/recipients/" + i8,schemaPath:"#/properties/rules/items/properties/match/properties/recipients/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err45];
@@ -14064,7 +14064,7 @@ const len9 = data23.length;
 for(let i9=0; i9<len9; i9++){
 let data24 = data23[i9];
 if(typeof data24 === "string"){
-if(!pattern47.test(data24)){
+if(!pattern50.test(data24)){
 const err49 = {instancePath:instancePath+"/rules/" + i2+"/match/spenders/" + i9,schemaPath:"#/properties/rules/items/properties/match/properties/spenders/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -14115,7 +14115,7 @@ const len10 = data25.length;
 for(let i10=0; i10<len10; i10++){
 let data26 = data25[i10];
 if(typeof data26 === "string"){
-if(!pattern47.test(data26)){
+if(!pattern50.test(data26)){
 const err53 = {instancePath:instancePath+"/rules/" + i2+"/match/delegates/" + i10,schemaPath:"#/properties/rules/items/properties/match/properties/delegates/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err53];
@@ -14166,7 +14166,7 @@ const len11 = data27.length;
 for(let i11=0; i11<len11; i11++){
 let data28 = data27[i11];
 if(typeof data28 === "string"){
-if(!pattern52.test(data28)){
+if(!pattern55.test(data28)){
 const err57 = {instancePath:instancePath+"/rules/" + i2+"/match/tokens/" + i11,schemaPath:"#/properties/rules/items/properties/match/properties/tokens/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -14432,7 +14432,7 @@ errors++;
 if(data35.id !== undefined){
 let data36 = data35.id;
 if(typeof data36 === "string"){
-if(!pattern42.test(data36)){
+if(!pattern45.test(data36)){
 const err79 = {instancePath:instancePath+"/limits/" + i12+"/id",schemaPath:"#/properties/limits/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
@@ -15412,7 +15412,7 @@ const len0 = data6.length;
 for(let i0=0; i0<len0; i0++){
 let data7 = data6[i0];
 if(typeof data7 === "string"){
-if(!pattern42.test(data7)){
+if(!pattern45.test(data7)){
 const err16 = {instancePath:instancePath+"/document/chains/" + i0,schemaPath:"PolicyDocument/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -15462,7 +15462,7 @@ errors++;
 for(const key1 in data8){
 const _errs21 = errors;
 if(typeof key1 === "string"){
-if(!pattern42.test(key1)){
+if(!pattern45.test(key1)){
 const err20 = {instancePath:instancePath+"/document/address_sets",schemaPath:"PolicyDocument/properties/address_sets/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",propertyName:key1};
 if(vErrors === null){
 vErrors = [err20];
@@ -15600,7 +15600,7 @@ errors++;
 if(data12.id !== undefined){
 let data13 = data12.id;
 if(typeof data13 === "string"){
-if(!pattern42.test(data13)){
+if(!pattern45.test(data13)){
 const err31 = {instancePath:instancePath+"/document/rules/" + i2+"/id",schemaPath:"PolicyDocument/properties/rules/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
@@ -15775,7 +15775,7 @@ const len5 = data20.length;
 for(let i5=0; i5<len5; i5++){
 let data21 = data20[i5];
 if(typeof data21 === "string"){
-if(!pattern42.test(data21)){
+if(!pattern45.test(data21)){
 const err45 = {instancePath:instancePath+"/document/rules/" + i2+"/match/chains/" + i5,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err45];
@@ -15826,7 +15826,7 @@ const len6 = data22.length;
 for(let i6=0; i6<len6; i6++){
 let data23 = data22[i6];
 if(typeof data23 === "string"){
-if(!pattern47.test(data23)){
+if(!pattern50.test(data23)){
 const err49 = {instancePath:instancePath+"/document/rules/" + i2+"/match/to/" + i6,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/to/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -15877,7 +15877,7 @@ const len7 = data24.length;
 for(let i7=0; i7<len7; i7++){
 let data25 = data24[i7];
 if(typeof data25 === "string"){
-if(!pattern48.test(data25)){
+if(!pattern51.test(data25)){
 const err53 = {instancePath:instancePath+"/document/rules/" + i2+"/match/selectors/" + i7,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/selectors/items/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{8})?$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{8})?$"+"\""};
 if(vErrors === null){
 vErrors = [err53];
@@ -15928,7 +15928,7 @@ const len8 = data26.length;
 for(let i8=0; i8<len8; i8++){
 let data27 = data26[i8];
 if(typeof data27 === "string"){
-if(!pattern47.test(data27)){
+if(!pattern50.test(data27)){
 const err57 = {instancePath:instancePath+"/document/rules/" + i2+"/match/recipients/" + i8,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/recipients/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -15979,7 +15979,7 @@ const len9 = data28.length;
 for(let i9=0; i9<len9; i9++){
 let data29 = data28[i9];
 if(typeof data29 === "string"){
-if(!pattern47.test(data29)){
+if(!pattern50.test(data29)){
 const err61 = {instancePath:instancePath+"/document/rules/" + i2+"/match/spenders/" + i9,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/spenders/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err61];
@@ -16030,7 +16030,7 @@ const len10 = data30.length;
 for(let i10=0; i10<len10; i10++){
 let data31 = data30[i10];
 if(typeof data31 === "string"){
-if(!pattern47.test(data31)){
+if(!pattern50.test(data31)){
 const err65 = {instancePath:instancePath+"/document/rules/" + i2+"/match/delegates/" + i10,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/delegates/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err65];
@@ -16081,7 +16081,7 @@ const len11 = data32.length;
 for(let i11=0; i11<len11; i11++){
 let data33 = data32[i11];
 if(typeof data33 === "string"){
-if(!pattern52.test(data33)){
+if(!pattern55.test(data33)){
 const err69 = {instancePath:instancePath+"/document/rules/" + i2+"/match/tokens/" + i11,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/tokens/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"+"\""};
 if(vErrors === null){
 vErrors = [err69];
@@ -16347,7 +16347,7 @@ errors++;
 if(data40.id !== undefined){
 let data41 = data40.id;
 if(typeof data41 === "string"){
-if(!pattern42.test(data41)){
+if(!pattern45.test(data41)){
 const err91 = {instancePath:instancePath+"/document/limits/" + i12+"/id",schemaPath:"PolicyDocument/properties/limits/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err91];

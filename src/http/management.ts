@@ -5,7 +5,8 @@
  * a store that cannot look the key up is a 503 with Retry-After. Nothing is billed here.
  */
 import type { ApiHandler, ApiRequest, ApiResponse } from './api.js';
-import { HttpError, type ValidationDetail } from './errors.js';
+import { HttpError } from './errors.js';
+import type { ValidationDetail } from '../wire.js';
 import type { ManagementEndpoint } from './endpoints.js';
 import { SIGNUP_PATH } from './endpoints.js';
 import { type KeyResolver, presentedKey } from '../billing/keys.js';

@@ -4,8 +4,9 @@
  * built from them. Pure; the limits' reservation (step 6) is the caller's, with the store
  * (src/policy/service.ts), since it happens only when everything else would proceed.
  */
-import type { CheckResult, CheckStatus } from '../checks/types.js';
-import { fmtUsd } from '../checks/format.js';
+import type { CheckResult } from '../checks/types.js';
+import type { CheckStatus } from '../wire.js';
+import { fmtUsd } from '../format.js';
 import type { ActionFacts } from './facts.js';
 import { LIST_FIELDS, type ListField, type PolicyDocument, type PolicyLimit, type PolicyRule } from './document.js';
 

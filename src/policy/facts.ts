@@ -5,7 +5,7 @@
  * Pure. A value the evidence could not give (a check that errored) is `null`, never a guess.
  */
 import type { CheckResult } from '../checks/types.js';
-import { UNLIMITED_THRESHOLD } from '../checks/approval_amount.js';
+import { UNLIMITED_THRESHOLD } from '../scan/changes.js';
 import type { GuardRequest } from '../generated/types.js';
 import { toBigInt } from '../scan/typed-data-shape.js';
 

@@ -3,7 +3,8 @@
  * cache in front of the store; the evaluation of a guard's action under it, with the limits'
  * atomic check-and-reserve when everything else would proceed; and what the answer becomes.
  */
-import type { CheckResult, CheckStatus } from '../checks/types.js';
+import type { CheckResult } from '../checks/types.js';
+import type { CheckStatus } from '../wire.js';
 import type { GuardRequest } from '../generated/types.js';
 import type { Logger } from '../log.js';
 import type { LimitUsage, PolicyVersion, Store } from '../store/types.js';

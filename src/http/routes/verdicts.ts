@@ -5,7 +5,8 @@
 import type { Store, VerdictEntry, VerdictQuery } from '../../store/types.js';
 import type { VerdictLog } from '../../verdicts/log.js';
 import type { ApiHandler } from '../api.js';
-import { HttpError, sendJson, type ValidationDetail } from '../errors.js';
+import { HttpError, sendJson } from '../errors.js';
+import type { ValidationDetail } from '../../wire.js';
 import { fromStore } from '../management.js';
 
 export const VERDICT_PAGE_MAX = 500;
