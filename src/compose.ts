@@ -111,7 +111,8 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     await store.close();
     throw err;
   }
-  const agentDeps = { config, engine, logger, metrics, attester, verdicts };
+  // VERDICT_LOG=off (measurement only): answers go unlogged; GET /v1/verdicts still reads the log.
+  const agentDeps = { config, engine, logger, metrics, attester, verdicts: config.verdictLog ? verdicts : null };
   const guardDeps = { ...agentDeps, policies };
   const deps: AppDeps = {
     config,
@@ -120,7 +121,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     engine,
     billing,
     attester,
-    verdicts,
+    verdicts: agentDeps.verdicts,
     handlers: {
       guard: guardHandler(guardDeps),
       stablecoin: stablecoinHandler(agentDeps),
