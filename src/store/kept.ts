@@ -119,7 +119,8 @@ export function verdictPageQuery(q: VerdictQuery, ph: (i: number) => string): { 
 
 /** Deletes at most ph(2) verdicts older than ph(1). */
 export const PRUNE_VERDICTS_SQL = (ph: (i: number) => string) =>
-  `DELETE FROM verdict_log WHERE id IN (SELECT id FROM verdict_log WHERE at < ${ph(1)} LIMIT ${ph(2)})`;
+  `DELETE FROM verdict_log WHERE (account_id, at, id) IN
+    (SELECT account_id, at, id FROM verdict_log WHERE at < ${ph(1)} LIMIT ${ph(2)})`;
 
 /** Deletes at most ph(2) idempotency rows expired at ph(1). */
 export const PRUNE_IDEMPOTENCY_SQL = (ph: (i: number) => string) =>

@@ -188,7 +188,9 @@ CREATE TABLE leases (
  * attempt frees it), then holds that attempt's answer for 24 hours. A verdict row is one answer
  * to a keyed call; its reservation's state is read from `reservations` by `reservation_id`.
  * Pages are read newest first by (account, at, id), with or without a key or a verdict: one
- * index for each. Times are unix milliseconds in both databases.
+ * index for each. The page index is also the row's unique key (a retried batch inserts nothing
+ * twice): an index on the random id alone would cost as much to keep up as the other three
+ * together. Times are unix milliseconds in both databases.
  */
 function idempotencyAndVerdicts(big: string, real: string): string {
   return `
@@ -205,7 +207,7 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at);
 
 CREATE TABLE verdict_log (
-  id TEXT PRIMARY KEY,
+  id TEXT NOT NULL,
   account_id TEXT NOT NULL,
   at ${big} NOT NULL,
   key_id TEXT NOT NULL,
@@ -218,7 +220,7 @@ CREATE TABLE verdict_log (
   reserved_usd ${real},
   reservation_id TEXT
 );
-CREATE INDEX verdict_log_page ON verdict_log (account_id, at, id);
+CREATE UNIQUE INDEX verdict_log_page ON verdict_log (account_id, at, id);
 CREATE INDEX verdict_log_key ON verdict_log (account_id, key_id, at, id);
 CREATE INDEX verdict_log_verdict ON verdict_log (account_id, verdict, at, id);
 CREATE INDEX verdict_log_age ON verdict_log (at);

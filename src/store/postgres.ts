@@ -611,7 +611,7 @@ export class PostgresStore implements Store {
       const part = rows.slice(from, from + 500);
       const values = part.map((_, i) => `(${placeholders(width, i * width + 1)})`).join(', ');
       await this.pool.query(
-        `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES ${values} ON CONFLICT (id) DO NOTHING`,
+        `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES ${values} ON CONFLICT (account_id, at, id) DO NOTHING`,
         part.flatMap(verdictValues),
       );
     }

@@ -629,7 +629,7 @@ export class SqliteStore implements Store {
     if (rows.length === 0) return;
     const insert = this.q(
       `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES (${VERDICT_COLUMNS.map(() => '?').join(', ')})
-      ON CONFLICT (id) DO NOTHING`,
+      ON CONFLICT (account_id, at, id) DO NOTHING`,
     );
     this.db.transaction(() => {
       for (const v of rows) insert.run(...verdictValues(v));

@@ -367,7 +367,7 @@ export interface Store {
   ): Promise<boolean>;
   /** Frees (account, key) when the owning attempt was not answered, so a retry runs again. */
   releaseIdempotencyKey(accountId: string, key: string, owner: string): Promise<void>;
-  /** Appends verdicts in one transaction; an id already there is left as it is (a retried batch). */
+  /** Appends verdicts in one transaction; a row already there is left as it is (a retried batch). */
   appendVerdicts(rows: VerdictRecord[]): Promise<void>;
   /** One page of an account's verdicts, newest first, each with its reservation's state. */
   verdictPage(q: VerdictQuery): Promise<VerdictEntry[]>;

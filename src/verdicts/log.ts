@@ -23,6 +23,7 @@ interface JudgedBody {
   risk?: unknown;
   failure_modes?: unknown;
   decision?: { policy?: PolicyRefRecord | null };
+  attestation?: { typed_data?: { message?: { id?: unknown } } };
   evidence?: Array<{ type?: string; observed?: unknown }>;
 }
 
@@ -54,8 +55,10 @@ export function verdictRecord(
   if (caller?.kind !== 'key' || caller.keyId === undefined || caller.accountId === undefined) return null;
   const b = body as JudgedBody;
   if (typeof b.verdict !== 'string') return null;
+  const signedId = b.attestation?.typed_data?.message?.id;
   return {
-    id: answerRecordId(answerId),
+    // A signed answer carries its id already; hashing it again is most of a row's cost.
+    id: typeof signedId === 'string' ? signedId : answerRecordId(answerId),
     accountId: caller.accountId,
     at,
     keyId: caller.keyId,
