@@ -56,7 +56,7 @@ export const LIMITS = Object.freeze({
   simulationP50OverUpstreamsMs: 15,
   /** One instance's cached decide with REDIS_URL set, as a ratio to the same without it. */
   cachedWithRedisVsWithout: 0.9,
-  /** The cached keyed guard, every answer logged, as a ratio to the same with the log off (docs/policies.md §8). */
+  /** The cached keyed guard, every answer logged, as a ratio to the same with the log off (docs/policies.md §10). */
   guardLoggedVsUnlogged: 0.9,
   /** Upstream requests per distinct check across a fleet of three (docs/fleet.md). */
   fleetUpstreamPerCheck: 1.0,

@@ -33,7 +33,8 @@ import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
 import type { VerdictLog } from './verdicts/log.js';
 import type { KeyResolver } from './billing/keys.js';
-import { checkParams, managementAuth } from './http/management.js';
+import type { PolicyService } from './policy/service.js';
+import { checkParams, managementAuth } from './billing/management.js';
 
 /** The JSON reader with the common cap, or a row's own (PUT /v1/policies/{name}: 2 MiB). */
 function jsonReader(limit: number): ApiHandler {
@@ -111,12 +112,14 @@ export interface AppDeps {
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
   /** GET /metrics; the other GET handlers are built here. */
   metricsHandler?: RequestHandler;
-  /** Where answers to keyed calls are logged (docs/policies.md §8). */
+  /** Where answers to keyed calls are logged (docs/policies.md §10). */
   verdicts?: VerdictLog | null;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
   attester?: Attester | null;
   /** Set while the server drains: answers carry `Connection: close`. */
   isDraining?: () => boolean;
+  /** Keys bound to a policy answer under it (docs/policies.md); absent: no policies. */
+  policies?: PolicyService | null;
   /**
    * The account management rows' handlers (keys, policies; docs/policies.md) and the key cache
    * they check keys with, the billing gate's own. Absent: those rows are not mounted.

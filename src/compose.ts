@@ -128,10 +128,11 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       bridge: bridgeRiskHandler(agentDeps),
       yield: yieldRoutingHandler(agentDeps),
       signup: signupHandler({ config, store, logger }),
-      mcp: mcpHandler({ config, store, logger, payments }),
+      mcp: mcpHandler({ config, store, logger, payments, keys }),
     },
     metricsHandler: metricsHandler({ config, metrics }),
     isDraining: opts.isDraining,
+    policies,
     management: {
       keys,
       handlers: {

@@ -65,7 +65,7 @@ export interface Config {
   freeTierMonthlyLimit: number;
   planLimits: Readonly<Record<'Basic' | 'DeFi' | 'Execution', number>>;
   signupsPerHour: number;
-  /** VERDICT_LOG_DAYS: how long the verdict log keeps an answer (docs/policies.md §8). */
+  /** VERDICT_LOG_DAYS: how long the verdict log keeps an answer (docs/policies.md §10). */
   verdictLogDays: number;
   /** VERDICT_LOG=off: answers are not logged (a setting for measurement only, as ATTESTATIONS=off). */
   verdictLog: boolean;

@@ -45,6 +45,8 @@ export interface BillingInfo {
   role?: KeyRole;
   /** The policy the key answers under, by name. */
   policy?: string | null;
+  /** The store could not count this call: a guard under a policy then answers `wait`. */
+  storeDown?: boolean;
 }
 
 /** What the gate needs of an endpoint; the route table's entries fit. */
@@ -63,7 +65,7 @@ export interface BillingGateDeps {
   /** Key lookups; by default a 5 s, 10,000-entry cache in front of the store. */
   keys?: KeyResolver;
   metrics?: Pick<Metrics, 'quotaRejection'>;
-  /** Idempotency-Key answers (docs/policies.md §7); absent: the header is ignored. */
+  /** Idempotency-Key answers (docs/policies.md §9); absent: the header is ignored. */
   idempotency?: Idempotency | null;
   now?: () => Date;
 }
@@ -204,7 +206,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
       throw storeDown(err, 'key lookup');
     }
     if (!record || record.revokedAt !== null) throw unknownKey();
-    // A repeat under an Idempotency-Key gets the first answer and counts nothing (docs/policies.md §7).
+    // A repeat under an Idempotency-Key gets the first answer and counts nothing (docs/policies.md §9).
     if (deps.idempotency && (await deps.idempotency.begin(req, res, record)) === 'answered') return;
     const at = now();
     const period = usagePeriod(at);
@@ -215,6 +217,21 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     try {
       usage = await store.consumeQuota(accountId, period, limit);
     } catch (err) {
+      // A guard under a policy still answers, uncounted: its policy item cannot be checked either,
+      // so the answer is `wait` (policy_unavailable), never `proceed` (docs/policies.md §3, step 7).
+      if (record.policy !== null && e.request === 'GuardRequest') {
+        log.error({ err, what: 'quota' }, 'billing store unavailable; a guard under a policy answers wait');
+        res.locals.billing = {
+          kind: 'key',
+          keyId: record.id,
+          plan: record.plan,
+          accountId,
+          role: record.role,
+          policy: record.policy,
+          storeDown: true,
+        } satisfies BillingInfo;
+        return next();
+      }
       throw storeDown(err, 'quota');
     }
     const view = quotaView(limit, usage.used, at);

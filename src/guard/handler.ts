@@ -64,7 +64,8 @@ export async function judgeGuard(
   const { body, requestId, deadlineMs, started } = run;
   const policies = deps.policies ?? null;
   // The policy is read while the checks run.
-  const loading = under && policies ? policies.load(under) : null;
+  const storeDown = res.locals.billing?.storeDown === true;
+  const loading = under && policies && !storeDown ? policies.load(under) : null;
   const plan = planGuard(body, config);
   const planned = plan.planned.map(({ name, check }) => ({ name, check }));
   const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
@@ -99,6 +100,8 @@ export function guardHandler(deps: GuardDeps): ApiHandler {
   const { attester } = deps;
   return answer<GuardRequest>(deps, async ({ req, res, body, requestId, deadlineMs, started }) => {
     const response = await judgeGuard(deps, res, { body, requestId, deadlineMs, started }, underPolicy(res), false);
-    return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
+    // Under a policy the verdict signs its version's hash, which a pinned account checks (docs/attestations.md §4).
+    const policy = response.decision.policy as { hash?: string } | null | undefined;
+    return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body), policy?.hash ?? null);
   });
 }

@@ -34,7 +34,7 @@ export interface Call<B> {
 export interface AnswerDeps {
   config: Pick<Readonly<Config>, 'requestDeadlineMs' | 'maxDeadlineMs'>;
   metrics?: Pick<Metrics, 'verdict'>;
-  /** Where answers to keyed calls are logged (docs/policies.md §8); absent: not logged. */
+  /** Where answers to keyed calls are logged (docs/policies.md §10); absent: not logged. */
   verdicts?: Pick<VerdictLog, 'record'> | null;
 }
 

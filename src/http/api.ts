@@ -34,6 +34,7 @@ export interface ApiLocals {
     accountId?: string;
     role?: 'owner' | 'agent';
     policy?: string | null;
+    storeDown?: boolean;
   };
 }
 

@@ -598,7 +598,7 @@ export const MANAGEMENT_ENDPOINTS: readonly ManagementEndpoint[] = [
     path: '/v1/verdicts',
     summary: "The account's verdict log, newest first",
     description:
-      "Every answer given to a call with one of the account's keys (decide, guard, the agents, MCP tool calls): when, which key, which endpoint, the verdict, risk and failure modes, the policy version, and what it reserved in the policy's limits with that reservation's state now. Newest first, at most 500 a page; pass `next_cursor` as `cursor` for the next page. Rows are kept VERDICT_LOG_DAYS (30) days. The account's owner key only: 401 without a key, 403 for an agent key. Free.",
+      "Every answer given to a call with one of the account's keys (decide, guard, the agents, MCP tool calls): when, which key, which endpoint, the verdict, risk and failure modes, the policy version, and what it reserved in the policy's limits with that reservation's state now. Newest first, at most 500 a page; pass `next_cursor` as `cursor` for the next page. Rows are kept VERDICT_LOG_DAYS (30) days. The account's owner key only: 401 without a key, 403 for an agent key.",
     tag: 'account',
     access: 'management',
     handler: 'verdicts',

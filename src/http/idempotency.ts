@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key on keyed POSTs (docs/policies.md §7). The billing gate asks `begin` once it
+ * Idempotency-Key on keyed POSTs (docs/policies.md §9). The billing gate asks `begin` once it
  * knows the key and before it counts the call: the first attempt under (account, Idempotency-Key)
  * takes it and runs; its 200 answer is kept for 24 hours and given, byte for byte, to every repeat
  * of the same request, which counts no call and reserves nothing; a repeat while the first is

@@ -1,5 +1,5 @@
 /**
- * The MCP tools (docs/mcp.md): five tools, each the same call as one HTTP endpoint. Their input and
+ * The MCP tools (docs/mcp.md): six tools, each the same call as one HTTP endpoint. Their input and
  * output schemas are the generated schemas of schemas/, bundled into one self-contained document
  * each (MCP clients resolve no external references). A tool call is an HTTP call made by `call`:
  * over the streamable HTTP transport it goes through the service's own endpoint (src/mcp/http.ts),
@@ -15,6 +15,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { schemas } from '../generated/schemas.js';
 import { VERSION } from '../version.js';
+import { toValidationDetail, validator, type SchemaId } from '../http/validation.js';
 
 type Json = Record<string, unknown>;
 
@@ -24,7 +25,12 @@ export interface McpTool {
   description: string;
   /** The endpoint answering the call. */
   path: string;
-  request: keyof typeof schemas;
+  /**
+   * A GET endpoint whose path takes the arguments (`preflight_usage`): the path for them. The
+   * arguments are checked against `request` here, since no body carries them to a validator.
+   */
+  get?: (args: Record<string, unknown>) => string;
+  request: SchemaId;
   response: keyof typeof schemas;
 }
 
@@ -73,6 +79,16 @@ export const MCP_TOOLS: readonly McpTool[] = [
     path: '/v1/agents/yield-routing/recommend',
     request: 'YieldRoutingRequest',
     response: 'YieldRoutingResponse',
+  },
+  {
+    name: 'preflight_usage',
+    title: "A policy's spend limits and usage",
+    description:
+      "What the key's policy limits have counted in their current windows: committed and reserved USD, what remains, counts. Same as GET /v1/policies/{name}/usage; free. The policy's name is decision.policy.name of a guard answer under it.",
+    path: '/v1/policies/{name}/usage',
+    get: (args) => `/v1/policies/${encodeURIComponent(String(args.policy))}/usage`,
+    request: 'PolicyUsageRequest',
+    response: 'PolicyUsage',
   },
 ];
 
@@ -135,7 +151,10 @@ export interface HttpAnswer {
   body: string;
 }
 
-/** Makes the HTTP call behind a tool: POST `path` with `body` (JSON), the caller's credentials attached. */
+/**
+ * Makes the HTTP call behind a tool: POST `path` with `body` (JSON), or GET `path` when `body` is
+ * undefined, the caller's credentials attached.
+ */
 export type CallEndpoint = (path: string, body: unknown) => Promise<HttpAnswer>;
 
 function parse(text: string): unknown {
@@ -192,7 +211,7 @@ export function toolResult(answer: HttpAnswer): CallToolResult {
 export class CallNotMade extends Error {}
 
 /**
- * An MCP server with the five tools, each answered by `call`. Arguments go to the endpoint as
+ * An MCP server with the six tools, each answered by `call`. Arguments go to the endpoint as
  * they are: the endpoint validates them, so a tool error names the same fields a 422 would.
  */
 export function createToolServer(call: CallEndpoint, onError?: (err: unknown, tool: string) => void): Server {
@@ -210,9 +229,14 @@ export function createToolServer(call: CallEndpoint, onError?: (err: unknown, to
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) return toolError(`Unknown tool ${JSON.stringify(request.params.name)}.`);
+    const args = request.params.arguments ?? {};
     let answer: HttpAnswer;
     try {
-      answer = await call(tool.path, request.params.arguments ?? {});
+      if (tool.get) {
+        const check = validator(tool.request);
+        if (!check(args)) return toolError(validationText({ detail: toValidationDetail(check.errors ?? []) }));
+      }
+      answer = tool.get ? await call(tool.get(args), undefined) : await call(tool.path, args);
     } catch (err) {
       onError?.(err, tool.name);
       if (err instanceof CallNotMade) return toolError(err.message);

@@ -5,8 +5,8 @@
  * (src/policy/service.ts), since it happens only when everything else would proceed.
  */
 import type { CheckResult } from '../checks/types.js';
-import type { CheckStatus } from '../wire.js';
 import { fmtUsd } from '../format.js';
+import type { CheckStatus } from '../wire.js';
 import type { ActionFacts } from './facts.js';
 import { LIST_FIELDS, type ListField, type PolicyDocument, type PolicyLimit, type PolicyRule } from './document.js';
 

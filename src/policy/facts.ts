@@ -57,6 +57,10 @@ interface SimObserved {
 
 interface SigObserved {
   kind: string | null;
+  /** A signed order (docs/action-scan.md §7): whom it pays besides the signer, what it gives. */
+  third_parties?: string[];
+  gives?: Array<{ token: string }>;
+  gives_usd?: number | null;
   tokens: string[];
   spender: string | null;
   unlimited: boolean[];
@@ -169,7 +173,17 @@ export function actionFacts(req: GuardRequest, results: readonly CheckResult[]):
     else {
       const o = sig.observed as SigObserved;
       if (o.kind === null) unread('signature_scan');
-      else if (TRANSFER_KINDS.has(o.kind)) {
+      else if (Array.isArray(o.third_parties)) {
+        // A signed order: who it pays other than the signer receives from the acting account; it
+        // gives its `gives` (USD when every item is priced). Its Permit2 side, if any, is a spender.
+        add('recipients', o.third_parties);
+        add(
+          'tokens',
+          (o.gives ?? []).map((g) => g.token),
+        );
+        addUsd(o.gives_usd ?? null);
+        if (o.spender) add('spenders', [o.spender]);
+      } else if (TRANSFER_KINDS.has(o.kind)) {
         // A signed transfer: its `to` (reported as the spender) receives; it moves its amount now.
         if (o.spender) add('recipients', [o.spender]);
         add('tokens', o.tokens);

@@ -22,7 +22,7 @@ import { actionFacts } from './facts.js';
 import { exceedsAlone, limitWindows, secondsUntilFits } from './windows.js';
 
 /** How long this process reuses a policy's current version: a new one is honoured everywhere within this. */
-export const POLICY_CACHE_MS = 5000;
+export const POLICY_CACHE_MS = 4000;
 /** A reservation is released only this long after its verdict's expiry, so no clock skew lets a live verdict lose its budget. */
 export const RELEASE_MARGIN_MS = 2000;
 

@@ -1,6 +1,6 @@
 /**
  * Row mapping and SQL shared by both stores for what the service keeps about answers: the answers
- * kept under an Idempotency-Key and the verdict log (docs/policies.md §7, §8). `ph(i)` renders the
+ * kept under an Idempotency-Key and the verdict log (docs/policies.md §9, §10). `ph(i)` renders the
  * i-th placeholder (`?i` for SQLite, `$i` for PostgreSQL).
  */
 import type {

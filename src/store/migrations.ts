@@ -183,7 +183,7 @@ CREATE TABLE leases (
 }
 
 /**
- * Idempotency-Key answers and the verdict log (docs/policies.md §7, §8). An idempotency row is
+ * Idempotency-Key answers and the verdict log (docs/policies.md §9, §10). An idempotency row is
  * taken by the first attempt (`owner`, no status yet, `expires_at` a short lease so a crashed
  * attempt frees it), then holds that attempt's answer for 24 hours. A verdict row is one answer
  * to a keyed call; its reservation's state is read from `reservations` by `reservation_id`.

@@ -153,16 +153,26 @@ export class PostgresStore implements Store {
   /** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
+    // A connection lost between two statements is reported on the client, not the query: held
+    // here, it fails the transaction's next statement instead of crashing the process.
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost = err;
+    };
+    c.on('error', onError);
     try {
       await c.query('BEGIN');
       const out = await fn(c);
       await c.query('COMMIT');
       return out;
     } catch (err) {
+      lost ??= err as Error;
       await c.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      c.release();
+      c.off('error', onError);
+      // A client that failed is discarded rather than returned to the pool.
+      c.release(lost);
     }
   }
 

@@ -194,7 +194,7 @@ export interface PaymentIdRequest {
   ttlMs: number;
 }
 
-/** One attempt taking an Idempotency-Key of an account (docs/policies.md §7). */
+/** One attempt taking an Idempotency-Key of an account (docs/policies.md §9). */
 export interface IdempotencyRequest {
   accountId: string;
   key: string;
@@ -220,7 +220,7 @@ export interface PolicyRefRecord {
   hash: string;
 }
 
-/** One answer to a keyed call, as the verdict log keeps it (docs/policies.md §8). */
+/** One answer to a keyed call, as the verdict log keeps it (docs/policies.md §10). */
 export interface VerdictRecord {
   /** The answer's attestation id (0x + 64 hex): unique per answer, and its reservation's id. */
   id: string;
@@ -350,7 +350,7 @@ export interface Store {
   /** Takes or renews the named lease for `holder` until now + ttlMs; false while another holds it. */
   takeLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
 
-  // Idempotency-Key answers and the verdict log (docs/policies.md §7, §8).
+  // Idempotency-Key answers and the verdict log (docs/policies.md §9, §10).
 
   /**
    * Takes (account, key) for this attempt when free or expired ('new'); otherwise says whether the

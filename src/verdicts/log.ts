@@ -1,5 +1,5 @@
 /**
- * The verdict log (docs/policies.md §8): every answer to a keyed call, one row each. Rows wait in
+ * The verdict log (docs/policies.md §10): every answer to a keyed call, one row each. Rows wait in
  * memory and are written in batches, at the latest a second after they were answered, so a busy
  * instance pays one commit per batch and a crash loses at most that second; an answer that
  * reserved budget in a policy's limit is written before it is sent. Rows older than

@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key on keyed POSTs (docs/policies.md §7), on the real app: one key retried ten
+ * Idempotency-Key on keyed POSTs (docs/policies.md §9), on the real app: one key retried ten
  * times at once is evaluated once, counted once and reserves once, and all ten get the same bytes
  * (the same attestation); the same JSON written otherwise is the same request; another body,
  * endpoint or key of the account is a 409; malformed keys are a 422 that costs nothing; and three

@@ -1,5 +1,5 @@
 /**
- * The verdict log over HTTP (docs/policies.md §8) on the real app (SQLite): every answer to a
+ * The verdict log over HTTP (docs/policies.md §10) on the real app (SQLite): every answer to a
  * keyed call is a row, GET /v1/verdicts is the owner key's only (401, 403 for an agent key),
  * newest first with cursor pages that neither skip nor repeat, filters, 422 for a bad query;
  * and the writer: batched rows wait at most a second, a reservation's row is durable before its

@@ -9,7 +9,16 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { Contract, ContractFactory, Interface, MaxUint256, Wallet, type InterfaceAbi } from 'ethers';
+import {
+  Contract,
+  ContractFactory,
+  Interface,
+  MaxUint256,
+  Wallet,
+  type InterfaceAbi,
+  verifyTypedData as ethersVerifyTypedData,
+} from 'ethers';
+import { decodeErrorResult, parseAbi, verifyTypedData, type Hex } from 'viem';
 import { startUsdcChain, type UsdcChain } from '../helpers/usdc.js';
 import { startCoinGecko, type CoinGeckoEmulator } from '../emulators/coingecko.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -32,6 +41,7 @@ let account: Contract;
 let accountAddress: string;
 let ownerKey: string;
 let bot: string;
+let signer: string;
 const bob = Wallet.createRandom().address;
 const stranger = Wallet.createRandom().address;
 const evil = Wallet.createRandom().address;
@@ -64,9 +74,13 @@ t.before(async () => {
     HEAD_STALE_SECONDS: '86400',
     POLICY_RELEASE_INTERVAL_MS: '500',
   });
-  const signer = ((await (await fetch(`${app.url}/v1/capabilities`)).json()) as any).attestation.signer;
+  signer = ((await (await fetch(`${app.url}/v1/capabilities`)).json()) as any).attestation.signer;
   owner = await chain.wallet(1_000_000_000n, 10n ** 20n);
-  const deployed = await new ContractFactory(ARTIFACT.abi, ARTIFACT.bytecode, owner).deploy(owner.address, signer);
+  const deployed = await new ContractFactory(ARTIFACT.abi, ARTIFACT.bytecode, owner).deploy(
+    owner.address,
+    signer,
+    `0x${'00'.repeat(32)}`,
+  );
   await deployed.waitForDeployment();
   accountAddress = await deployed.getAddress();
   account = new Contract(accountAddress, ARTIFACT.abi, owner);
@@ -91,6 +105,11 @@ async function guard(body: Record<string, unknown>, key = bot) {
   if (r.status !== 200) throw new Error(`guard answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body;
 }
+/** The message as PreflightAccount takes it, in the order of the v2 Verdict type. */
+const tuple = (a: any): unknown[] => {
+  const m = a.typed_data.message;
+  return [m.id, m.verdict, m.risk, m.confidenceBps, m.requestHash, m.actionHash, m.policyHash, m.issuedAt, m.expiresAt];
+};
 const policyOf = (b: any) => b.evidence.find((e: any) => e.name === 'policy');
 const codes = (b: any) => policyOf(b).observed.violations.map((v: any) => v.code);
 
@@ -231,7 +250,7 @@ t.test('an unexecuted proceed is released after expiry, an executed one stays co
   const a = executed.attestation;
   const m = a.typed_data.message;
   const call1 = transferTx(bob, 100);
-  const v = [m.id, m.verdict, m.risk, m.confidenceBps, m.requestHash, m.actionHash, m.issuedAt, m.expiresAt];
+  const v = tuple(a);
   await (await account.execute(call1.to, 0n, call1.data, v, a.signature)).wait();
   t.equal(await account.used(m.id), true);
 
@@ -250,4 +269,69 @@ t.test('an unexecuted proceed is released after expiry, an executed one stays co
     [0, 100, 1],
     'the unexecuted 200 released, the executed 100 committed',
   );
+});
+
+t.test(
+  '30 concurrent 100 USD transfers in one process on SQLite: exactly 10 proceed, 1,000 USD reserved',
+  async (t) => {
+    const o = await signup(app.url);
+    await call(app.url, 'PUT', '/v1/policies/race', o, policy());
+    const k = (await agentKey(app.url, o, 'race agent', 'race')).key;
+    const body = { action: 'transfer', chain: 'base', amount_usd: 100, transaction: transferTx(bob, 100) };
+    await call(app.url, 'POST', '/v1/policies/race/evaluate', o, body);
+    const answers = await Promise.all(Array.from({ length: 30 }, () => call(app.url, 'POST', '/v1/guard', k, body)));
+    const verdicts = answers.map((a) => a.body.verdict);
+    t.equal(verdicts.filter((v) => v === 'proceed').length, 10, JSON.stringify(verdicts));
+    const [u] = (await call(app.url, 'GET', '/v1/policies/race/usage', o)).body.limits;
+    t.same([u.reserved_usd + u.committed_usd, u.count], [1000, 10]);
+  },
+);
+
+t.test('an account pinned to the policy executes its proceed and refuses one from a key with no policy', async (t) => {
+  const hash = (await call(app.url, 'GET', '/v1/policies/payments', ownerKey)).body.hash as Hex;
+  const factory = new ContractFactory(ARTIFACT.abi, ARTIFACT.bytecode, owner);
+  const deployed = await factory.deploy(owner.address, signer, hash);
+  await deployed.waitForDeployment();
+  const pinnedAddress = await deployed.getAddress();
+  const pinned = new Contract(pinnedAddress, ARTIFACT.abi, owner);
+  await (await chain.usdc.mint(pinnedAddress, 1_000_000_000n)).wait();
+  const call1 = {
+    from: pinnedAddress,
+    to: USDC_BASE,
+    value: '0',
+    data: ERC20.encodeFunctionData('transfer', [bob, usdc(5)]),
+  };
+
+  const bound = await guard({ amount_usd: 5, transaction: call1 });
+  t.equal(bound.verdict, 'proceed');
+  const free = await guard({ amount_usd: 5, transaction: call1 }, await signup(app.url));
+  t.equal(free.verdict, 'proceed', 'a fresh key with no policy gets a proceed too');
+  t.notOk(free.decision.policy, 'answered under no policy');
+  t.equal(bound.attestation.typed_data.message.policyHash, hash, "the bound key's verdict signs the policy's hash");
+  t.equal(free.attestation.typed_data.message.policyHash, `0x${'00'.repeat(32)}`);
+  for (const a of [bound.attestation, free.attestation]) {
+    t.ok(
+      await verifyTypedData({ address: signer as Hex, ...(a.typed_data as any), signature: a.signature }),
+      'viem recovers the signer',
+    );
+    const td = a.typed_data;
+    const { EIP712Domain: _d, ...types } = td.types;
+    t.equal(ethersVerifyTypedData(td.domain, types, td.message, a.signature), signer, 'ethers recovers the signer');
+  }
+
+  // The bypass a misled agent would try: its answer is refused by the account.
+  let reverted: string | null = null;
+  try {
+    await pinned.execute.staticCall(call1.to, 0n, call1.data, tuple(free.attestation), free.attestation.signature);
+  } catch (err) {
+    const data = (err as { data?: string }).data as Hex;
+    reverted = decodeErrorResult({
+      abi: parseAbi(['error PolicyMismatch(bytes32 expected, bytes32 signed)']),
+      data,
+    }).errorName;
+  }
+  t.equal(reverted, 'PolicyMismatch');
+  const before = await chain.balanceOf(bob);
+  await (await pinned.execute(call1.to, 0n, call1.data, tuple(bound.attestation), bound.attestation.signature)).wait();
+  t.equal(await chain.balanceOf(bob), before + usdc(5), "the bound key's proceed executes");
 });

@@ -1,5 +1,5 @@
 /**
- * What the store keeps about answers (docs/policies.md §7, §8), on SQLite and on PostgreSQL:
+ * What the store keeps about answers (docs/policies.md §9, §10), on SQLite and on PostgreSQL:
  * Idempotency-Key claims (one taker, the kept answer, conflicts, a crashed attempt's lease, the
  * owner-only release), verdict pages (newest first, keyset cursors that neither skip nor repeat,
  * filters, a reservation's state read live) and retention.

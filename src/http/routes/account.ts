@@ -1,7 +1,7 @@
 /**
  * The management handlers (docs/policies.md §1–§3): agent keys, policy documents and their
  * versions, a policy's usage and its dry run. Each answers for the account of the key the chain
- * checked (src/http/management.ts); a store that does not answer is a 503 with Retry-After.
+ * checked (src/billing/management.ts); a store that does not answer is a 503 with Retry-After.
  */
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../config.js';
@@ -31,7 +31,7 @@ import type { ApiKeyRecord, KeyRefusal, PolicyVersion, Store } from '../../store
 import type { ApiHandler, ApiResponse } from '../api.js';
 import type { ManagementHandlerKey } from '../endpoints.js';
 import { HttpError, sendJson } from '../errors.js';
-import { fromStore, type ManagementRequest } from '../management.js';
+import { fromStore, type ManagementRequest } from '../../billing/management.js';
 
 export interface AccountDeps {
   config: Readonly<Config>;

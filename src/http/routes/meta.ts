@@ -5,7 +5,16 @@ import { DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
 import { DOMAIN_NAME, DOMAIN_VERSION, RISK_CODES, VERDICT_CODES, VERDICT_TYPES } from '../../attest/verdict.js';
 import { VERSION } from '../../version.js';
 import { buildOpenApi } from '../../openapi.js';
-import { agentInfos, GET_ENDPOINTS, type GetHandlerKey, POST_ENDPOINTS } from '../endpoints.js';
+import {
+  agentInfos,
+  GET_ENDPOINTS,
+  type GetHandlerKey,
+  MANAGEMENT_ENDPOINTS,
+  POLICY_BODY_LIMIT,
+  POST_ENDPOINTS,
+} from '../endpoints.js';
+import { KEY_CACHE_MS } from '../../billing/keys.js';
+import type { PolicyReason } from '../../policy/evaluate.js';
 import { MCP_TOOLS } from '../../mcp/tools.js';
 import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } from '../../schema-info.js';
 import { MAX_DEPTH } from '../validation.js';
@@ -63,6 +72,19 @@ function mcpInfo(): Record<string, unknown> | null {
   };
 }
 
+/** The policy item's reasons, in the order they are evaluated (docs/policies.md §3). */
+const POLICY_REASONS: readonly PolicyReason[] = [
+  'policy_chain_not_allowed',
+  'policy_rule_blocked',
+  'policy_no_rule_matched',
+  'policy_unlimited_approval',
+  'policy_approval_exceeds_max',
+  'policy_permit_lifetime_exceeds_max',
+  'policy_value_unknown',
+  'policy_limit_exceeded',
+  'policy_unavailable',
+];
+
 export function capabilities(config: Readonly<Config>, attester: Attester | null = null): Record<string, unknown> {
   return {
     service: 'preflight',
@@ -117,6 +139,21 @@ export function capabilities(config: Readonly<Config>, attester: Attester | null
       ],
       payment_only_endpoints: POST_ENDPOINTS.filter((e) => e.access === 'payment_only').map((e) => `POST ${e.path}`),
       per_tool_endpoints: POST_ENDPOINTS.filter((e) => e.access === 'per_tool').map((e) => `POST ${e.path}`),
+      // docs/policies.md §1: a key required, free (the dry run counts one call), x402 cannot pay.
+      management_endpoints: MANAGEMENT_ENDPOINTS.map((e) => ({
+        endpoint: `${e.method} ${e.path}`,
+        agent_key: e.agent === 'bound' ? 'bound to the named policy' : 'refused (403)',
+        billed: e.billed === true,
+      })),
+    },
+    policies: {
+      docs: 'docs/policies.md',
+      max_agent_keys: config.maxAgentKeys,
+      max_policy_body_bytes: POLICY_BODY_LIMIT,
+      policy_document: describeFields('PolicyDocument'),
+      reasons: POLICY_REASONS,
+      windows: ['hour', 'day', 'week', 'month', { rolling_s: '60 to 2592000' }],
+      key_cache_s: KEY_CACHE_MS / 1000,
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * GET /v1/verdicts (docs/policies.md §8): the account's verdict log, newest first, a page at a time
+ * GET /v1/verdicts (docs/policies.md §10): the account's verdict log, newest first, a page at a time
  * with an opaque cursor, for its owner key only.
  */
 import type { Store, VerdictEntry, VerdictQuery } from '../../store/types.js';
@@ -7,7 +7,7 @@ import type { VerdictLog } from '../../verdicts/log.js';
 import type { ApiHandler } from '../api.js';
 import { HttpError, sendJson } from '../errors.js';
 import type { ValidationDetail } from '../../wire.js';
-import { fromStore } from '../management.js';
+import { fromStore } from '../../billing/management.js';
 
 export const VERDICT_PAGE_MAX = 500;
 export const VERDICT_PAGE_DEFAULT = 50;

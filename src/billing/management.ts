@@ -4,12 +4,12 @@
  * account's owner key unless the row admits an agent key bound to the policy it names (403), and
  * a store that cannot look the key up is a 503 with Retry-After. Nothing is billed here.
  */
-import type { ApiHandler, ApiRequest, ApiResponse } from './api.js';
-import { HttpError } from './errors.js';
+import type { ApiHandler, ApiRequest, ApiResponse } from '../http/api.js';
+import { HttpError } from '../http/errors.js';
+import type { ManagementEndpoint } from '../http/endpoints.js';
+import { SIGNUP_PATH } from '../http/endpoints.js';
 import type { ValidationDetail } from '../wire.js';
-import type { ManagementEndpoint } from './endpoints.js';
-import { SIGNUP_PATH } from './endpoints.js';
-import { type KeyResolver, presentedKey } from '../billing/keys.js';
+import { type KeyResolver, presentedKey } from './keys.js';
 import type { ApiKeyRecord } from '../store/types.js';
 
 /** The request of a management route: express has filled `params` from the path. */
