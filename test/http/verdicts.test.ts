@@ -9,6 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import t from 'tap';
 import { openStore } from '../../src/store/index.js';
 import type { VerdictRecord } from '../../src/store/types.js';
@@ -119,6 +122,31 @@ t.test('GET /v1/verdicts: owner only, newest first, pages, filters', async (t) =
   t.equal((await call(app.url, 'GET', '/v1/verdicts?limit=500', owner)).status, 200);
 });
 
+t.test('an MCP tool call is logged under the endpoint that answered it, with the calling key', async (t) => {
+  const cg = await startCoinGecko();
+  cg.setPrice('usd-coin', 'usd', 0.9999);
+  t.teardown(() => cg.close());
+  const app = await startTestApp({ BILLING: 'on', PRICE_API_URL: cg.url });
+  t.teardown(() => app.close());
+  const owner = await signup(app.url);
+  const agent = await agentKey(app.url, owner, 'mcp agent', null);
+  const client = new Client({ name: 'preflight-test', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${agent.key}` } },
+    }),
+  );
+  t.teardown(() => client.close());
+  const r = (await client.callTool({ name: 'preflight_decide', arguments: DECIDE })) as CallToolResult;
+  const answer = r.structuredContent as { verdict: string; attestation: { typed_data: { message: { id: string } } } };
+  t.equal(answer.verdict, 'proceed');
+  const log = await call(app.url, 'GET', '/v1/verdicts', owner);
+  t.same(
+    log.body.verdicts.map((v: any) => [v.id, v.endpoint, v.key_id, v.key_name, v.verdict]),
+    [[answer.attestation.typed_data.message.id, '/v1/decide', agent.id, 'mcp agent', 'proceed']],
+  );
+});
+
 function row(accountId: string, at: number, reservedUsd: number | null = null): VerdictRecord {
   return {
     id: `0x${randomBytes(32).toString('hex')}`,
@@ -189,4 +217,30 @@ t.test('the writer: batched rows within a second, a reservation durable at once,
   });
   t.equal(c.length, 1);
   await log.close();
+});
+
+t.test('a store that does not answer: 503 with Retry-After, never a 500; unwritten rows are kept', async (t) => {
+  const cg = await startCoinGecko();
+  cg.setPrice('usd-coin', 'usd', 0.9999);
+  t.teardown(() => cg.close());
+  const app = await startTestApp({ BILLING: 'on', PRICE_API_URL: cg.url });
+  t.teardown(() => app.close().catch(() => undefined));
+  const owner = await signup(app.url);
+  // The key is now in the gate's cache; the database goes away under the running service.
+  t.equal((await call(app.url, 'GET', '/v1/verdicts', owner)).status, 200);
+  await app.store.close();
+  const idem = await call(app.url, 'POST', '/v1/decide', owner, DECIDE, { 'idempotency-key': 'after-the-outage' });
+  t.equal(idem.status, 503);
+  t.equal(idem.headers.get('retry-after'), '5');
+  t.match(idem.body.detail, /nothing was counted/);
+  const page = await call(app.url, 'GET', '/v1/verdicts', owner);
+  t.equal(page.status, 503);
+  t.ok(page.headers.get('retry-after'));
+
+  const { logger, logs } = captureLogger('error');
+  const log = new VerdictLog(app.store, logger, { retentionDays: 30, flushMs: 60_000 });
+  log.record(row('d', Date.now()));
+  await log.flush();
+  t.equal(log.queued, 1, 'the row waits for the next batch');
+  t.ok(logs.some((l) => /not written; kept/.test(String(l.msg))));
 });
