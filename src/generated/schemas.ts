@@ -2604,23 +2604,6 @@ export const schemas = {
       "policies"
     ]
   },
-  "PolicyUsageRequest": {
-    "$id": "PolicyUsageRequest",
-    "title": "PolicyUsageRequest",
-    "description": "The policy whose limits to read: the key's own (its name is decision.policy.name of any guard answer under it).",
-    "type": "object",
-    "properties": {
-      "policy": {
-        "type": "string",
-        "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
-        "description": "The policy's name."
-      }
-    },
-    "required": [
-      "policy"
-    ],
-    "additionalProperties": false
-  },
   "PolicyUsage": {
     "$id": "PolicyUsage",
     "title": "PolicyUsage",

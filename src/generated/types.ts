@@ -616,12 +616,6 @@ export type PolicyList = {
   }>;
 };
 
-/** The policy whose limits to read: the key's own (its name is decision.policy.name of any guard answer under it). */
-export type PolicyUsageRequest = {
-  /** The policy's name. */
-  policy: string;
-};
-
 export type PolicyUsage = {
   name: string;
   version: number;

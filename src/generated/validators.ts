@@ -14863,80 +14863,10 @@ validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyUsageRequest = validate43;
-const schema58 = {"$id":"PolicyUsageRequest","title":"PolicyUsageRequest","description":"The policy whose limits to read: the key's own (its name is decision.policy.name of any guard answer under it).","type":"object","properties":{"policy":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"The policy's name."}},"required":["policy"],"additionalProperties":false};
+export const PolicyUsage = validate43;
+const schema58 = {"$id":"PolicyUsage","title":"PolicyUsage","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"limits":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"window":{},"window_start":{"type":"string","format":"date-time"},"window_end":{"type":"string","format":"date-time"},"committed_usd":{"type":"number"},"reserved_usd":{"type":"number","description":"Reserved by proceeds whose release is still to be settled."},"remaining_usd":{"type":["number","null"]},"max_usd":{"type":["number","null"]},"count":{"type":"integer"},"max_count":{"type":["integer","null"]}},"required":["id","window","window_start","window_end","committed_usd","reserved_usd","remaining_usd","max_usd","count","max_count"]}}},"required":["name","version","limits"]};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-/*# sourceURL="PolicyUsageRequest" */;
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.policy === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(key0 === "policy")){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.policy !== undefined){
-let data0 = data.policy;
-if(typeof data0 === "string"){
-if(!pattern43.test(data0)){
-const err2 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_-]{0,63}$"+"\""};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-validate43.errors = vErrors;
-return errors === 0;
-}
-
-export const PolicyUsage = validate44;
-const schema59 = {"$id":"PolicyUsage","title":"PolicyUsage","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"limits":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"window":{},"window_start":{"type":"string","format":"date-time"},"window_end":{"type":"string","format":"date-time"},"committed_usd":{"type":"number"},"reserved_usd":{"type":"number","description":"Reserved by proceeds whose release is still to be settled."},"remaining_usd":{"type":["number","null"]},"max_usd":{"type":["number","null"]},"count":{"type":"integer"},"max_count":{"type":["integer","null"]}},"required":["id","window","window_start","window_end","committed_usd","reserved_usd","remaining_usd","max_usd","count","max_count"]}}},"required":["name","version","limits"]};
-
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyUsage" */;
 let vErrors = null;
 let errors = 0;
@@ -15194,7 +15124,7 @@ errors++;
 if(data3.remaining_usd !== undefined){
 let data9 = data3.remaining_usd;
 if((!((typeof data9 == "number") && (isFinite(data9)))) && (data9 !== null)){
-const err22 = {instancePath:instancePath+"/limits/" + i0+"/remaining_usd",schemaPath:"#/properties/limits/items/properties/remaining_usd/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.remaining_usd.type},message:"must be number,null"};
+const err22 = {instancePath:instancePath+"/limits/" + i0+"/remaining_usd",schemaPath:"#/properties/limits/items/properties/remaining_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.remaining_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -15207,7 +15137,7 @@ errors++;
 if(data3.max_usd !== undefined){
 let data10 = data3.max_usd;
 if((!((typeof data10 == "number") && (isFinite(data10)))) && (data10 !== null)){
-const err23 = {instancePath:instancePath+"/limits/" + i0+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.max_usd.type},message:"must be number,null"};
+const err23 = {instancePath:instancePath+"/limits/" + i0+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -15233,7 +15163,7 @@ errors++;
 if(data3.max_count !== undefined){
 let data12 = data3.max_count;
 if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
-const err25 = {instancePath:instancePath+"/limits/" + i0+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.max_count.type},message:"must be integer,null"};
+const err25 = {instancePath:instancePath+"/limits/" + i0+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_count.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -15278,14 +15208,14 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyVersion = validate45;
-const schema60 = {"$id":"PolicyVersion","title":"PolicyVersion","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."},"created_at":{"type":"string","format":"date-time"},"document":{"$ref":"PolicyDocument"}},"required":["name","version","hash","created_at","document"]};
+export const PolicyVersion = validate44;
+const schema59 = {"$id":"PolicyVersion","title":"PolicyVersion","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."},"created_at":{"type":"string","format":"date-time"},"document":{"$ref":"PolicyDocument"}},"required":["name","version","hash","created_at","document"]};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyVersion" */;
 let vErrors = null;
 let errors = 0;
@@ -16690,14 +16620,14 @@ vErrors.push(err111);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinIntelligenceRequest = validate46;
-const schema62 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+export const StablecoinIntelligenceRequest = validate45;
+const schema61 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -16882,14 +16812,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const VerdictLogEntry = validate47;
-const schema63 = {"$id":"VerdictLogEntry","title":"VerdictLogEntry","type":"object","description":"One answer to a keyed call (decide, guard, the agents, MCP tool calls).","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."},"at":{"type":"string","format":"date-time","description":"When the answer was given."},"key_id":{"type":"string","description":"The key that made the call."},"key_name":{"type":"string","description":"That key's name when it made the call (`owner` for the owner key)."},"endpoint":{"type":"string","description":"The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."},"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":["string","null"],"enum":["low","medium","high",null]},"failure_modes":{"type":"array","items":{"type":"string"}},"policy":{"description":"The policy version the answer was judged under (decision.policy), or null.","anyOf":[{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string"}},"required":["name","version","hash"]},{"type":"null"}]},"reserved_usd":{"type":["number","null"],"minimum":0,"description":"What the answer reserved in its policy's limits; null when it reserved nothing."},"reservation":{"type":["string","null"],"enum":["reserved","committed","released",null],"description":"The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."}},"required":["id","at","key_id","key_name","endpoint","verdict","risk","failure_modes","policy","reserved_usd","reservation"]};
+export const VerdictLogEntry = validate46;
+const schema62 = {"$id":"VerdictLogEntry","title":"VerdictLogEntry","type":"object","description":"One answer to a keyed call (decide, guard, the agents, MCP tool calls).","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."},"at":{"type":"string","format":"date-time","description":"When the answer was given."},"key_id":{"type":"string","description":"The key that made the call."},"key_name":{"type":"string","description":"That key's name when it made the call (`owner` for the owner key)."},"endpoint":{"type":"string","description":"The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."},"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":["string","null"],"enum":["low","medium","high",null]},"failure_modes":{"type":"array","items":{"type":"string"}},"policy":{"description":"The policy version the answer was judged under (decision.policy), or null.","anyOf":[{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string"}},"required":["name","version","hash"]},{"type":"null"}]},"reserved_usd":{"type":["number","null"],"minimum":0,"description":"What the answer reserved in its policy's limits; null when it reserved nothing."},"reservation":{"type":["string","null"],"enum":["reserved","committed","released",null],"description":"The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."}},"required":["id","at","key_id","key_name","endpoint","verdict","risk","failure_modes","policy","reserved_usd","reservation"]};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="VerdictLogEntry" */;
 let vErrors = null;
 let errors = 0;
@@ -17103,7 +17033,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data5 === "proceed") || (data5 === "wait")) || (data5 === "block"))){
-const err19 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema63.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -17116,7 +17046,7 @@ errors++;
 if(data.risk !== undefined){
 let data6 = data.risk;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err20 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: schema63.properties.risk.type},message:"must be string,null"};
+const err20 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -17126,7 +17056,7 @@ vErrors.push(err20);
 errors++;
 }
 if(!((((data6 === "low") || (data6 === "medium")) || (data6 === "high")) || (data6 === null))){
-const err21 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema63.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err21 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -17302,7 +17232,7 @@ vErrors = null;
 if(data.reserved_usd !== undefined){
 let data13 = data.reserved_usd;
 if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
-const err34 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/type",keyword:"type",params:{type: schema63.properties.reserved_usd.type},message:"must be number,null"};
+const err34 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -17327,7 +17257,7 @@ errors++;
 if(data.reservation !== undefined){
 let data14 = data.reservation;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err36 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/type",keyword:"type",params:{type: schema63.properties.reservation.type},message:"must be string,null"};
+const err36 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -17337,7 +17267,7 @@ vErrors.push(err36);
 errors++;
 }
 if(!((((data14 === "reserved") || (data14 === "committed")) || (data14 === "released")) || (data14 === null))){
-const err37 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema63.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+const err37 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -17358,14 +17288,14 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
 
-export const VerdictPage = validate48;
-const schema64 = {"$id":"VerdictPage","title":"VerdictPage","type":"object","description":"One page of the account's verdict log, newest first (GET /v1/verdicts).","properties":{"verdicts":{"type":"array","maxItems":500,"items":{"$ref":"VerdictLogEntry"}},"next_cursor":{"type":["string","null"],"description":"Pass as `cursor` (with the same filters) for the next, older page; null on the last page."}},"required":["verdicts","next_cursor"]};
+export const VerdictPage = validate47;
+const schema63 = {"$id":"VerdictPage","title":"VerdictPage","type":"object","description":"One page of the account's verdict log, newest first (GET /v1/verdicts).","properties":{"verdicts":{"type":"array","maxItems":500,"items":{"$ref":"VerdictLogEntry"}},"next_cursor":{"type":["string","null"],"description":"Pass as `cursor` (with the same filters) for the next, older page; null on the last page."}},"required":["verdicts","next_cursor"]};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="VerdictPage" */;
 let vErrors = null;
 let errors = 0;
@@ -17616,7 +17546,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!(((data7 === "proceed") || (data7 === "wait")) || (data7 === "block"))){
-const err22 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema63.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -17629,7 +17559,7 @@ errors++;
 if(data1.risk !== undefined){
 let data8 = data1.risk;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err23 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/type",keyword:"type",params:{type: schema63.properties.risk.type},message:"must be string,null"};
+const err23 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -17639,7 +17569,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!((((data8 === "low") || (data8 === "medium")) || (data8 === "high")) || (data8 === null))){
-const err24 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/enum",keyword:"enum",params:{allowedValues: schema63.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -17815,7 +17745,7 @@ vErrors = null;
 if(data1.reserved_usd !== undefined){
 let data15 = data1.reserved_usd;
 if((!((typeof data15 == "number") && (isFinite(data15)))) && (data15 !== null)){
-const err37 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/type",keyword:"type",params:{type: schema63.properties.reserved_usd.type},message:"must be number,null"};
+const err37 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -17840,7 +17770,7 @@ errors++;
 if(data1.reservation !== undefined){
 let data16 = data1.reservation;
 if((typeof data16 !== "string") && (data16 !== null)){
-const err39 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/type",keyword:"type",params:{type: schema63.properties.reservation.type},message:"must be string,null"};
+const err39 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -17850,7 +17780,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!((((data16 === "reserved") || (data16 === "committed")) || (data16 === "released")) || (data16 === null))){
-const err40 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema63.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -17887,7 +17817,7 @@ errors++;
 if(data.next_cursor !== undefined){
 let data17 = data.next_cursor;
 if((typeof data17 !== "string") && (data17 !== null)){
-const err43 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema64.properties.next_cursor.type},message:"must be string,null"};
+const err43 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema63.properties.next_cursor.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -17908,14 +17838,14 @@ vErrors.push(err44);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRouteOption = validate49;
-const schema66 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+export const YieldRouteOption = validate48;
+const schema65 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRouteOption" */;
 let vErrors = null;
 let errors = 0;
@@ -18023,7 +17953,7 @@ errors++;
 if(data.protocol !== undefined){
 let data3 = data.protocol;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema66.properties.protocol.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18081,7 +18011,7 @@ errors++;
 if(data.liquidity_usd !== undefined){
 let data5 = data.liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema66.properties.liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -18105,7 +18035,7 @@ errors++;
 }
 let data6 = data.stablecoin_asset_id;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema66.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -18137,14 +18067,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingRequest = validate50;
-const schema67 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
+export const YieldRoutingRequest = validate49;
+const schema66 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -18295,7 +18225,7 @@ errors++;
 if(data1.protocol !== undefined){
 let data5 = data1.protocol;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema66.properties.protocol.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18353,7 +18283,7 @@ errors++;
 if(data1.liquidity_usd !== undefined){
 let data7 = data1.liquidity_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema66.properties.liquidity_usd.type},message:"must be number,null"};
+const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -18377,7 +18307,7 @@ errors++;
 }
 let data8 = data1.stablecoin_asset_id;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema66.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -18481,7 +18411,7 @@ errors++;
 if(data.prefer_chain !== undefined){
 let data11 = data.prefer_chain;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema67.properties.prefer_chain.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema66.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -18514,7 +18444,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
 

@@ -15,7 +15,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { schemas } from '../generated/schemas.js';
 import { VERSION } from '../version.js';
-import { toValidationDetail, validator, type SchemaId } from '../http/validation.js';
+import type { SchemaId } from '../http/validation.js';
+import { POLICY_NAME } from '../policy/document.js';
+import type { ValidationDetail } from '../wire.js';
 
 type Json = Record<string, unknown>;
 
@@ -26,11 +28,12 @@ export interface McpTool {
   /** The endpoint answering the call. */
   path: string;
   /**
-   * A GET endpoint whose path takes the arguments (`preflight_usage`): the path for them. The
-   * arguments are checked against `request` here, since no body carries them to a validator.
+   * A GET endpoint whose path takes the arguments (`preflight_usage`): the path for them, or the
+   * 422-style problems of arguments that cannot make one (no body carries them to a validator).
    */
-  get?: (args: Record<string, unknown>) => string;
-  request: SchemaId;
+  get?: (args: Record<string, unknown>) => string | ValidationDetail[];
+  /** The input schema: a schema of schemas/, or (for a GET tool, whose input is no request body) the schema itself. */
+  request: SchemaId | Json;
   response: keyof typeof schemas;
 }
 
@@ -86,8 +89,27 @@ export const MCP_TOOLS: readonly McpTool[] = [
     description:
       "What the key's policy limits have counted in their current windows: committed and reserved USD, what remains, counts. Same as GET /v1/policies/{name}/usage; free. The policy's name is decision.policy.name of a guard answer under it.",
     path: '/v1/policies/{name}/usage',
-    get: (args) => `/v1/policies/${encodeURIComponent(String(args.policy))}/usage`,
-    request: 'PolicyUsageRequest',
+    get: (args) => {
+      const extra = Object.keys(args).filter((k) => k !== 'policy');
+      if (extra.length > 0)
+        return [{ loc: ['body', extra[0]], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }];
+      if (typeof args.policy !== 'string' || !POLICY_NAME.test(args.policy))
+        return [
+          {
+            loc: ['body', 'policy'],
+            msg: `String should match pattern '${POLICY_NAME.source}'`,
+            type: 'string_pattern_mismatch',
+          },
+        ];
+      return `/v1/policies/${args.policy}/usage`;
+    },
+    request: {
+      type: 'object',
+      description: "The policy whose limits to read: the key's own (decision.policy.name of a guard answer under it).",
+      properties: { policy: { type: 'string', pattern: POLICY_NAME.source, description: "The policy's name." } },
+      required: ['policy'],
+      additionalProperties: false,
+    },
     response: 'PolicyUsage',
   },
 ];
@@ -138,7 +160,7 @@ export function listedTools(): Tool[] {
     name: t.name,
     title: t.title,
     description: t.description,
-    inputSchema: bundledSchema(t.request) as Tool['inputSchema'],
+    inputSchema: (typeof t.request === 'string' ? bundledSchema(t.request) : t.request) as Tool['inputSchema'],
     outputSchema: bundledSchema(t.response) as Tool['outputSchema'],
     annotations: { title: t.title, readOnlyHint: true, openWorldHint: true },
   }));
@@ -232,11 +254,9 @@ export function createToolServer(call: CallEndpoint, onError?: (err: unknown, to
     const args = request.params.arguments ?? {};
     let answer: HttpAnswer;
     try {
-      if (tool.get) {
-        const check = validator(tool.request);
-        if (!check(args)) return toolError(validationText({ detail: toValidationDetail(check.errors ?? []) }));
-      }
-      answer = tool.get ? await call(tool.get(args), undefined) : await call(tool.path, args);
+      const target = tool.get ? tool.get(args) : tool.path;
+      if (typeof target !== 'string') return toolError(validationText({ detail: target }));
+      answer = await call(target, tool.get ? undefined : args);
     } catch (err) {
       onError?.(err, tool.name);
       if (err instanceof CallNotMade) return toolError(err.message);
