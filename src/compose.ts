@@ -96,12 +96,12 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
   metrics.setLedgerSource(() => store.countPaymentsByState());
   // One key cache for the billing gate and the management calls, so a revocation drops from both.
   const keys = new KeyResolver(store);
-  const idempotency = createIdempotency({ store, logger, maxDeadlineMs: config.maxDeadlineMs });
+  const idempotency = createIdempotency({ store, logger, metrics, maxDeadlineMs: config.maxDeadlineMs });
   const billing = config.billing
     ? createBillingGate({ config, store, logger, payments, metrics, keys, idempotency })
     : null;
   const policies = new PolicyService(store, { logger });
-  const verdicts = new VerdictLog(store, logger, { retentionDays: config.verdictLogDays });
+  const verdicts = new VerdictLog(store, logger, { retentionDays: config.verdictLogDays, metrics });
   let attester: Attester | null;
   try {
     attester = await createAttester(config, store);

@@ -9,6 +9,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import type { IdempotencyClaim, Store } from '../store/types.js';
 import type { ApiRequest, ApiResponse } from './api.js';
 import { captureBody } from './capture.js';
@@ -54,6 +55,7 @@ export interface IdempotencyDeps {
   logger: Logger;
   /** The longest request deadline (MAX_DEADLINE_MS): how long a first attempt may run. */
   maxDeadlineMs: number;
+  metrics?: Pick<Metrics, 'idempotency'>;
 }
 
 export interface Idempotency {
@@ -140,25 +142,31 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
         }
         if (claim.kind === 'new') break;
         if (claim.kind === 'done') {
+          deps.metrics?.idempotency('replayed');
           replay(res, claim.status, claim.body);
           return 'answered';
         }
-        if (claim.kind === 'conflict')
+        if (claim.kind === 'conflict') {
+          deps.metrics?.idempotency('conflict');
           throw new HttpError(
             409,
             'This Idempotency-Key was already used for another request (another key of the account, endpoint or body); use a new key for a new request.',
           );
+        }
         const left = waitUntil - Date.now();
-        if (left <= 0)
+        if (left <= 0) {
+          deps.metrics?.idempotency('in_flight');
           throw new HttpError(
             409,
             'The first request with this Idempotency-Key is still being answered; retry shortly with the same key.',
             {},
             { 'Retry-After': '1' },
           );
+        }
         const here = running.get(slot);
         await (here ? Promise.race([here, sleep(left)]) : sleep(POLL_MS));
       }
+      deps.metrics?.idempotency('first');
       hold(res, k.accountId, key, ask.owner, slot);
       return 'go';
     },

@@ -7,6 +7,7 @@
  */
 import { keccak256 } from '../crypto/keccak.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import type { PolicyRefRecord, Store, VerdictRecord } from '../store/types.js';
 
 /** What a keyed call's billing left on the response (the gate's BillingInfo, the part read here). */
@@ -83,6 +84,7 @@ export interface VerdictLogOptions {
   maxQueued?: number;
   /** How often old rows are deleted. */
   pruneEveryMs?: number;
+  metrics?: Pick<Metrics, 'verdictRows'>;
   now?: () => number;
 }
 
@@ -117,11 +119,15 @@ export class VerdictLog {
    */
   record(row: VerdictRecord): Promise<void> | undefined {
     if (row.reservedUsd !== null) {
-      return this.store.appendVerdicts([row]).catch((err: unknown) => {
-        // The reservation itself is durable (it was committed before); its row is retried with the batch.
-        this.log.error({ err, id: row.id }, 'verdict with a reservation not written; queued for the next batch');
-        this.enqueue(row);
-      });
+      return this.store.appendVerdicts([row]).then(
+        () => this.opts.metrics?.verdictRows('written', 1),
+        (err: unknown) => {
+          // The reservation itself is durable (it was committed before); its row is retried with the batch.
+          this.opts.metrics?.verdictRows('retried', 1);
+          this.log.error({ err, id: row.id }, 'verdict with a reservation not written; queued for the next batch');
+          this.enqueue(row);
+        },
+      );
     }
     this.enqueue(row);
     return undefined;
@@ -132,6 +138,7 @@ export class VerdictLog {
     if (this.queue.length > this.maxQueued) {
       const dropped = this.queue.length - this.maxQueued;
       this.queue.splice(0, dropped);
+      this.opts.metrics?.verdictRows('dropped', dropped);
       this.log.error({ dropped }, 'verdict log queue full: oldest rows dropped');
     }
     if (this.queue.length >= this.batchRows) void this.flush();
@@ -156,8 +163,10 @@ export class VerdictLog {
       .then(
         () => {
           written = true;
+          this.opts.metrics?.verdictRows('written', batch.length);
         },
         (err: unknown) => {
+          this.opts.metrics?.verdictRows('retried', batch.length);
           this.log.error({ err, rows: batch.length }, 'verdict log batch not written; kept for the next one');
           this.queue.unshift(...batch);
         },

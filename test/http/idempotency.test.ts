@@ -87,6 +87,8 @@ t.test('sqlite: ten concurrent retries of one key, one evaluation, one count, on
   const scrape = await (await fetch(`${app.url}/metrics`)).text();
   t.equal(metric(scrape, 'preflight_verdicts_total{endpoint="/v1/guard"'), 1, 'one guard evaluation');
   t.equal(metric(scrape, 'preflight_verdicts_total{endpoint="/v1/decide"'), 1, 'one decide evaluation');
+  t.equal(metric(scrape, 'preflight_idempotency_keys_total{outcome="first"}'), 2);
+  t.equal(metric(scrape, 'preflight_idempotency_keys_total{outcome="replayed"}'), 18);
   const log = await call(app.url, 'GET', '/v1/verdicts', owner);
   t.equal(log.body.verdicts.length, 2, 'one row per answer in the verdict log, not per retry');
   t.equal(log.body.verdicts[1].id, answer.attestation.typed_data.message.id);
