@@ -120,6 +120,19 @@ t.test('GET /v1/verdicts: owner only, newest first, pages, filters', async (t) =
     t.same(r.body.detail[0].loc, ['query', name], q);
   }
   t.equal((await call(app.url, 'GET', '/v1/verdicts?limit=500', owner)).status, 200);
+
+  // Where a client learns of it: the capabilities and the OpenAPI document.
+  const caps = (await call(app.url, 'GET', '/v1/capabilities', null)).body;
+  t.same(caps.policies.verdict_log, { endpoint: 'GET /v1/verdicts', page_max: 500, retention_days: 30 });
+  t.equal(caps.policies.idempotency_key.kept_h, 24);
+  t.ok(caps.auth.management_endpoints.some((e: any) => e.endpoint === 'GET /v1/verdicts'));
+  const op = (await call(app.url, 'GET', '/openapi.json', null)).body.paths['/v1/verdicts'].get;
+  t.same(
+    op.parameters.map((p: any) => `${p.in}:${p.name}`),
+    ['query:limit', 'query:cursor', 'query:key', 'query:verdict', 'query:since'],
+  );
+  t.equal(op.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/VerdictPage');
+  t.ok(op.responses['403']);
 });
 
 t.test('an MCP tool call is logged under the endpoint that answered it, with the calling key', async (t) => {
