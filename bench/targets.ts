@@ -64,6 +64,8 @@ export const LIMITS = Object.freeze({
   delegationP50OverUpstreamMs: 15,
   /** A signed order's price call and decimals batch run side by side: one upstream round. */
   orderP50OverUpstreamMs: 15,
+  /** A cached guard under a 20-rule, two-limit policy, as a ratio to the same guard with no policy (docs/policies.md). */
+  policyVsNone: 0.8,
 });
 
 export function checkTargets(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): TargetCheck[] {
@@ -157,6 +159,20 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       target: `guard-order p50 <= one upstream round ${upstreamLatencyMs} + ${LIMITS.orderP50OverUpstreamMs} ms`,
       ok: order.p50 <= limit,
       detail: `p50 ${order.p50} ms, p99 ${order.p99} ms: ${Math.round((order.p50 - upstreamLatencyMs) * 10) / 10} ms over the upstream round (limit ${limit})`,
+    });
+  }
+  for (const [withPolicy, without] of [
+    ['guard-policy', 'guard-swap'],
+    ['guard-policy-pg', 'guard-swap-pg'],
+  ] as const) {
+    const a = get(withPolicy);
+    const b = get(without);
+    if (!a || !b) continue;
+    const { ratio, detail } = throughputRatio(a, b);
+    out.push({
+      target: `${withPolicy} >= ${LIMITS.policyVsNone} x ${without} req/s`,
+      ok: ratio >= LIMITS.policyVsNone,
+      detail,
     });
   }
   const keyed = get('decide-keyed');

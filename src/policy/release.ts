@@ -15,6 +15,8 @@ import { rpcCall } from '../net/rpc.js';
 import type { DueReservation, Store } from '../store/types.js';
 
 const LEASE = 'policy-release';
+/** Counter buckets older than this are deleted: the longest window (a month) is 31 days. */
+const COUNTER_KEEP_MS = 62 * 86_400_000;
 const BATCH = 200;
 const RPC_TIMEOUT_MS = 5000;
 /** `used(bytes32)`'s selector. */
@@ -22,7 +24,7 @@ const USED = `0x${keccak256(Buffer.from('used(bytes32)', 'utf8')).subarray(0, 4)
 
 export interface ReleaseDeps {
   config: Pick<Config, 'rpcUrls' | 'policyReleaseIntervalMs'>;
-  store: Pick<Store, 'takeLease' | 'dueReservations' | 'settleReservation'>;
+  store: Pick<Store, 'takeLease' | 'dueReservations' | 'settleReservation' | 'pruneCounters'>;
   logger: Pick<Logger, 'warn' | 'info'>;
   now?: () => number;
 }
@@ -61,6 +63,8 @@ export async function releaseOnce(deps: ReleaseDeps, holder: string): Promise<nu
     const to = await settlement(deps.config.rpcUrls, r);
     if (await deps.store.settleReservation(r.id, to)) n++;
   }
+  // No window reaches further back than a month (31 days) or a rolling 30 days.
+  await deps.store.pruneCounters(now - COUNTER_KEEP_MS);
   return n;
 }
 

@@ -205,7 +205,7 @@ export class PolicyService {
             for (const f of r.full) {
               const l = p.limits.find((x) => x.id === f.id);
               if (!l) continue;
-              wait = Math.max(wait, secondsUntilFits(l, f.entries, usd, now));
+              wait = Math.max(wait, secondsUntilFits(l, windows[p.limits.indexOf(l)], f.buckets, usd, now));
               const u = r.usage[p.limits.indexOf(l)];
               violations.push({
                 code: 'policy_limit_exceeded',

@@ -2,7 +2,7 @@
  * Limit windows (docs/policies.md §3): UTC calendar hours, days, weeks (from Monday) and months,
  * or the last n seconds; and, for a window that is full now, when the action would fit.
  */
-import type { LimitWindow } from '../store/types.js';
+import type { CounterBucket, LimitWindow } from '../store/types.js';
 import type { PolicyLimit } from './document.js';
 
 export type Window = PolicyLimit['window'];
@@ -38,15 +38,33 @@ export function windowBounds(w: Window, now: number): { start: number; end: numb
   }
 }
 
-/** The limits as the store counts them at `now`. */
+/** A rolling window is counted in this many buckets; a reservation counts until its bucket has aged out. */
+export const ROLLING_BUCKETS = 100;
+
+/**
+ * The limits as the store counts them at `now`: a calendar window is one bucket (its start); a
+ * rolling window of n seconds is counted in buckets of n/100 seconds, and a bucket counts while
+ * any of it lies in the last n seconds, so a reservation counts for n to n + n/100 seconds: never
+ * less than its window, at most 1 % more.
+ */
 export function limitWindows(limits: readonly PolicyLimit[], now: number): LimitWindow[] {
-  return limits.map((l) => ({
-    id: l.id,
-    windowKey: windowKey(l.window),
-    since: windowBounds(l.window, now).start,
-    maxUsd: l.max_usd ?? null,
-    maxCount: l.max_count ?? null,
-  }));
+  return limits.map((l) => {
+    const w = l.window;
+    const bounds = windowBounds(w, now);
+    const step =
+      typeof w === 'string' ? bounds.end - bounds.start : Math.max(1000, (w.rolling_s * 1000) / ROLLING_BUCKETS);
+    const bucket = typeof w === 'string' ? bounds.start : Math.floor(now / step) * step;
+    const from = typeof w === 'string' ? bounds.start : Math.floor((now - w.rolling_s * 1000) / step) * step;
+    return {
+      id: l.id,
+      windowKey: windowKey(w),
+      bucket,
+      from,
+      step,
+      maxUsd: l.max_usd ?? null,
+      maxCount: l.max_count ?? null,
+    };
+  });
 }
 
 /** Whether the action alone is more than the limit allows in any window. */
@@ -57,28 +75,28 @@ export function exceedsAlone(l: PolicyLimit, usd: number): boolean {
 /**
  * Seconds until `usd` more (and one more count) would fit in a full window, as far as what is
  * counted now tells: a calendar window's end; for a rolling window, when enough of the oldest
- * reservations (`entries`, oldest first) have aged out. At least 1.
+ * buckets (oldest first) have aged out. At least 1.
  */
 export function secondsUntilFits(
   l: PolicyLimit,
-  entries: ReadonlyArray<{ at: number; usd: number }>,
+  lw: Pick<LimitWindow, 'step'>,
+  buckets: readonly CounterBucket[],
   usd: number,
   now: number,
 ): number {
   const w = l.window;
   if (typeof w === 'string') return Math.max(1, Math.ceil((windowBounds(w, now).end - now) / 1000));
   const span = w.rolling_s * 1000;
-  let used = entries.reduce((s, e) => s + e.usd, 0);
-  let count = entries.length;
+  let used = buckets.reduce((s, b) => s + b.usd, 0);
+  let count = buckets.reduce((s, b) => s + b.n, 0);
   const fits = () =>
     (l.max_usd === undefined || used + usd <= l.max_usd + 1e-9) &&
     (l.max_count === undefined || count + 1 <= l.max_count);
-  for (const e of entries) {
-    if (fits()) break;
-    used -= e.usd;
-    count -= 1;
-    // An entry counts while at >= now - span: it has aged out 1 ms after at + span.
-    if (fits()) return Math.max(1, Math.ceil((e.at + span + 1 - now) / 1000));
+  for (const b of buckets) {
+    used -= b.usd;
+    count -= b.n;
+    // A bucket counts while it is at or after the window's oldest bucket: until now - span passes its end.
+    if (fits()) return Math.max(1, Math.ceil((b.bucket + lw.step + span - now) / 1000));
   }
   return Math.max(1, Math.ceil(span / 1000));
 }

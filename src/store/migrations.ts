@@ -119,7 +119,10 @@ CREATE TABLE attestation_keys (
  * One active owner key per e-mail address (agent keys carry their owner's address). A key's
  * `name` is unique among its account's live keys. Policy versions are immutable rows; `policies`
  * points at the current one. A reservation has one row per limit it counts in, all inserted in
- * one transaction. Times in the new tables are unix milliseconds in both databases.
+ * one transaction with the counters they add to: one counter row per (limit, window, bucket), a
+ * calendar window one bucket, a rolling window a hundredth of its length each, so a check reads a
+ * bounded number of rows however many reservations a window holds. Times in the new tables are
+ * unix milliseconds in both databases.
  */
 function accounts(time: string, big: string, real: string, sqlite: boolean): string {
   const notNull = sqlite ? '' : '\nALTER TABLE api_keys ALTER COLUMN account_id SET NOT NULL;';
@@ -169,10 +172,22 @@ CREATE TABLE reservations (
   expires_at ${big},
   chain TEXT,
   actor TEXT,
+  bucket ${big} NOT NULL,
   PRIMARY KEY (id, limit_id)
 );
-CREATE INDEX reservations_window ON reservations (account_id, policy, limit_id, window_key, at);
 CREATE INDEX reservations_due ON reservations (expires_at) WHERE state = 'reserved';
+
+CREATE TABLE limit_counters (
+  account_id TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  limit_id TEXT NOT NULL,
+  window_key TEXT NOT NULL,
+  bucket ${big} NOT NULL,
+  usd ${real} NOT NULL,
+  n ${big} NOT NULL,
+  reserved_usd ${real} NOT NULL,
+  PRIMARY KEY (account_id, policy, limit_id, window_key, bucket)
+);
 
 CREATE TABLE leases (
   name TEXT PRIMARY KEY,

@@ -10,16 +10,20 @@ import { StoreError, redactUrl } from './errors.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
   ACCOUNT_KEYS_ORDER,
+  COUNTER_UPSERT,
   RESERVATION_COLUMNS,
-  WINDOW_ENTRIES_SQL,
   agentKeyValues,
+  bucketsOf,
+  counterAdds,
+  counterSettles,
+  countersQuery,
   overflowing,
   policyFromRow,
   reservationRows,
-  usageFromRows,
-  usageQuery,
+  usageFromCounters,
+  type CounterRow,
   type PolicyVersionRow,
-  type UsageRow,
+  type ReservationRow,
   KEY_COLUMNS,
   PAYMENT_COLUMNS,
   emptyStateCounts,
@@ -490,49 +494,54 @@ export class PostgresStore implements Store {
     });
   }
 
-  private async usageNow(
+  private async counters(
     c: pg.PoolClient | pg.Pool,
     accountId: string,
     policy: string,
     limits: LimitWindow[],
-  ): Promise<LimitUsage[]> {
+  ): Promise<CounterRow[]> {
     if (limits.length === 0) return [];
-    const { sql, params } = usageQuery(accountId, policy, limits, (i) => `$${i}`);
-    return usageFromRows(limits, (await c.query<UsageRow>(sql, params)).rows);
+    const { sql, params } = countersQuery(accountId, policy, limits, (i) => `$${i}`);
+    return (await c.query<CounterRow>(sql, params)).rows;
   }
 
   /**
    * One transaction that first takes a transaction-scoped advisory lock on (account, policy): every
    * process checking or reserving in that policy's limits waits for the one before it to commit,
-   * so the sums it reads already include every earlier reservation.
+   * so the counters it reads (at most a window's buckets per limit) already hold every earlier
+   * reservation. The reservation's rows and its counter changes are one statement.
    */
   async reserve(r: ReserveRequest): Promise<ReserveResult> {
     return this.tx(async (c): Promise<ReserveResult> => {
       await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`limits/${r.accountId}/${r.policy}`]);
-      const usage = await this.usageNow(c, r.accountId, r.policy, r.limits);
+      const rows = await this.counters(c, r.accountId, r.policy, r.limits);
+      const usage = usageFromCounters(r.limits, rows);
       const over = overflowing(r.limits, usage, r.usd);
-      if (over.length > 0) {
-        const full: Array<{ id: string; entries: Array<{ at: number; usd: number }> }> = [];
-        for (const l of over) {
-          const { rows } = await c.query<{ at: string; usd: number }>(
-            WINDOW_ENTRIES_SQL((i) => `$${i}`),
-            [r.accountId, r.policy, l.id, l.windowKey, l.since],
-          );
-          full.push({ id: l.id, entries: rows.map((e) => ({ at: Number(e.at), usd: Number(e.usd) })) });
-        }
-        return { ok: false, usage, full };
-      }
+      if (over.length > 0)
+        return { ok: false, usage, full: over.map((l) => ({ id: l.id, buckets: bucketsOf(l, rows) })) };
       if (r.dryRun) return { ok: true, usage };
-      const rows = reservationRows(r);
-      const width = RESERVATION_COLUMNS.length;
-      const values = rows.map((_, i) => `(${placeholders(width, i * width + 1)})`).join(', ');
-      await c.query(`INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values}`, rows.flat());
+      const res = reservationRows(r);
+      const adds = counterAdds(r);
+      const w = RESERVATION_COLUMNS.length;
+      const values = res.map((_, i) => `(${placeholders(w, i * w + 1)})`).join(', ');
+      const from = res.length * w;
+      const cw = 8;
+      const counterValues = adds.map((_, i) => `(${placeholders(cw, from + i * cw + 1)})`).join(', ');
+      await c.query(
+        `WITH ins AS (INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values})
+        INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd)
+        VALUES ${counterValues}
+        ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
+        usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
+        reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`,
+        [...res.flat(), ...adds.flat()],
+      );
       return { ok: true, usage };
     });
   }
 
   async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
-    return this.usageNow(this.pool, accountId, policy, limits);
+    return usageFromCounters(limits, await this.counters(this.pool, accountId, policy, limits));
   }
 
   async dueReservations(now: number, max: number): Promise<DueReservation[]> {
@@ -550,11 +559,24 @@ export class PostgresStore implements Store {
   }
 
   async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
-    const r = await this.pool.query("UPDATE reservations SET state = $1 WHERE id = $2 AND state = 'reserved'", [
-      state,
-      id,
-    ]);
-    return (r.rowCount ?? 0) > 0;
+    return this.tx(async (c): Promise<boolean> => {
+      const { rows } = await c.query<ReservationRow>(
+        `UPDATE reservations SET state = $1 WHERE id = $2 AND state = 'reserved'
+        RETURNING limit_id, window_key, account_id, policy, bucket, usd`,
+        [state, id],
+      );
+      if (rows.length === 0) return false;
+      for (const row of counterSettles(rows, state))
+        await c.query(
+          COUNTER_UPSERT((i) => `$${i}`),
+          row,
+        );
+      return true;
+    });
+  }
+
+  async pruneCounters(before: number): Promise<number> {
+    return (await this.pool.query('DELETE FROM limit_counters WHERE bucket < $1', [before])).rowCount ?? 0;
   }
 
   async takeLease(name: string, holder: string, ttlMs: number): Promise<boolean> {

@@ -3,6 +3,7 @@
  * PostgreSQL Dates and (for BIGINT) decimal strings; both end as the same records.
  */
 import type {
+  CounterBucket,
   PaymentIdClaim,
   ApiKeyRecord,
   KeyRole,
@@ -169,26 +170,36 @@ export function policyFromRow(r: PolicyVersionRow): PolicyVersion {
 /** Amounts are compared with this slack, so sums of decimal USD in binary floating point stay exact enough. */
 const USD_EPSILON = 1e-9;
 
-export interface UsageRow {
+export interface CounterRow {
   limit_id: string;
-  state: string;
+  window_key: string;
+  bucket: number | string;
   usd: number | string;
   n: number | string;
+  reserved_usd: number | string;
 }
 
-/** Per-limit sums from rows grouped by (limit_id, state), in the order of `limits`. */
-export function usageFromRows(limits: LimitWindow[], rows: UsageRow[]): LimitUsage[] {
-  const by = new Map<string, LimitUsage>(
-    limits.map((l) => [l.id, { id: l.id, committedUsd: 0, reservedUsd: 0, count: 0 }]),
-  );
-  for (const r of rows) {
-    const u = by.get(r.limit_id);
-    if (!u) continue;
-    if (r.state === 'reserved') u.reservedUsd += Number(r.usd);
-    else u.committedUsd += Number(r.usd);
-    u.count += Number(r.n);
-  }
-  return limits.map((l) => by.get(l.id) as LimitUsage);
+/** Per-limit sums from the counter rows that count now, in the order of `limits`. */
+export function usageFromCounters(limits: LimitWindow[], rows: CounterRow[]): LimitUsage[] {
+  return limits.map((l) => {
+    const u: LimitUsage = { id: l.id, committedUsd: 0, reservedUsd: 0, count: 0 };
+    for (const r of rows) {
+      if (r.limit_id !== l.id || r.window_key !== l.windowKey || Number(r.bucket) < l.from) continue;
+      u.reservedUsd += Number(r.reserved_usd);
+      u.committedUsd += Number(r.usd) - Number(r.reserved_usd);
+      u.count += Number(r.n);
+    }
+    return u;
+  });
+}
+
+/** A limit's counted buckets, oldest first (for a rolling window's retry). */
+export function bucketsOf(l: LimitWindow, rows: CounterRow[]): CounterBucket[] {
+  return rows
+    .filter((r) => r.limit_id === l.id && r.window_key === l.windowKey && Number(r.bucket) >= l.from)
+    .map((r) => ({ bucket: Number(r.bucket), usd: Number(r.usd), n: Number(r.n) }))
+    .filter((b) => b.n > 0)
+    .sort((a, b) => a.bucket - b.bucket);
 }
 
 /** The limits `usd` more (and one more count) would overflow, given what each has counted. */
@@ -201,30 +212,60 @@ export function overflowing(limits: LimitWindow[], usage: LimitUsage[], usd: num
 }
 
 /**
- * One query's text for the sums of every limit: a UNION ALL of one grouped SELECT per limit, each
- * over its own window. `ph(i)` renders the i-th placeholder.
+ * One SELECT of every counter row that counts now for the limits (at most a window's buckets
+ * each). `ph(i)` renders the i-th placeholder.
  */
-export function usageQuery(
+export function countersQuery(
   accountId: string,
   policy: string,
   limits: LimitWindow[],
   ph: (i: number) => string,
 ): { sql: string; params: unknown[] } {
   const params: unknown[] = [accountId, policy];
-  const parts = limits.map((l) => {
-    params.push(l.id, l.windowKey, l.since);
+  const ors = limits.map((l) => {
+    params.push(l.id, l.windowKey, l.from);
     const n = params.length;
-    return `SELECT limit_id, state, SUM(usd) AS usd, COUNT(*) AS n FROM reservations
-      WHERE account_id = ${ph(1)} AND policy = ${ph(2)} AND limit_id = ${ph(n - 2)} AND window_key = ${ph(n - 1)}
-      AND at >= ${ph(n)} AND state <> 'released' GROUP BY limit_id, state`;
+    return `(limit_id = ${ph(n - 2)} AND window_key = ${ph(n - 1)} AND bucket >= ${ph(n)})`;
   });
-  return { sql: parts.join(' UNION ALL '), params };
+  return {
+    sql: `SELECT limit_id, window_key, bucket, usd, n, reserved_usd FROM limit_counters
+      WHERE account_id = ${ph(1)} AND policy = ${ph(2)} AND (${ors.join(' OR ')})`,
+    params,
+  };
 }
 
-/** The SELECT of one limit's counted reservations in its window, oldest first (for a rolling window's retry). */
-export const WINDOW_ENTRIES_SQL = (ph: (i: number) => string) =>
-  `SELECT at, usd FROM reservations WHERE account_id = ${ph(1)} AND policy = ${ph(2)} AND limit_id = ${ph(3)}
-   AND window_key = ${ph(4)} AND at >= ${ph(5)} AND state <> 'released' ORDER BY at`;
+/** Adds to a counter bucket (a negative amount takes away), creating it when new. */
+export const COUNTER_UPSERT = (ph: (i: number) => string) =>
+  `INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd)
+   VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, ${ph(4)}, ${ph(5)}, ${ph(6)}, ${ph(7)}, ${ph(8)})
+   ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
+   usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
+   reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`;
+
+/** The counter changes of a new reservation, one per limit, in COUNTER_UPSERT order. */
+export function counterAdds(r: ReserveRequest): unknown[][] {
+  const reserved = r.expiresAt === null ? 0 : r.usd;
+  return r.limits.map((l) => [r.accountId, r.policy, l.id, l.windowKey, l.bucket, r.usd, 1, reserved]);
+}
+
+export interface ReservationRow {
+  limit_id: string;
+  window_key: string;
+  account_id: string;
+  policy: string;
+  bucket: number | string;
+  usd: number | string;
+}
+
+/** The counter changes that settle a reserved reservation's rows as `state`. */
+export function counterSettles(rows: ReservationRow[], state: 'committed' | 'released'): unknown[][] {
+  return rows.map((r) => {
+    const usd = Number(r.usd);
+    return state === 'released'
+      ? [r.account_id, r.policy, r.limit_id, r.window_key, Number(r.bucket), -usd, -1, -usd]
+      : [r.account_id, r.policy, r.limit_id, r.window_key, Number(r.bucket), 0, 0, -usd];
+  });
+}
 
 export const RESERVATION_COLUMNS = [
   'id',
@@ -238,6 +279,7 @@ export const RESERVATION_COLUMNS = [
   'expires_at',
   'chain',
   'actor',
+  'bucket',
 ] as const;
 
 /** One row per limit, in RESERVATION_COLUMNS order. */
@@ -255,6 +297,7 @@ export function reservationRows(r: ReserveRequest): unknown[][] {
     r.expiresAt,
     r.chain,
     r.actor,
+    l.bucket,
   ]);
 }
 

@@ -11,16 +11,20 @@ import { StoreError } from './errors.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
   ACCOUNT_KEYS_ORDER,
+  COUNTER_UPSERT,
   RESERVATION_COLUMNS,
-  WINDOW_ENTRIES_SQL,
   agentKeyValues,
+  bucketsOf,
+  counterAdds,
+  counterSettles,
+  countersQuery,
   overflowing,
   policyFromRow,
   reservationRows,
-  usageFromRows,
-  usageQuery,
+  usageFromCounters,
+  type CounterRow,
   type PolicyVersionRow,
-  type UsageRow,
+  type ReservationRow,
   KEY_COLUMNS,
   PAYMENT_COLUMNS,
   emptyStateCounts,
@@ -106,9 +110,11 @@ export class SqliteStore implements Store {
   private signupCounts = 0;
 
   private readonly countGroup: Database.Transaction<(group: QuotaAsk[]) => UsageResult[]>;
+  private readonly reserveTx: Database.Transaction<(r: ReserveRequest) => ReserveResult>;
 
   private constructor(private readonly db: Database.Database) {
     this.countGroup = db.transaction((group: QuotaAsk[]) => this.countAsks(group));
+    this.reserveTx = db.transaction((r: ReserveRequest) => this.reserveIn(r));
   }
 
   static open(path: string): SqliteStore {
@@ -515,44 +521,38 @@ export class SqliteStore implements Store {
       .immediate();
   }
 
-  private usageNow(accountId: string, policy: string, limits: LimitWindow[]): LimitUsage[] {
+  private counters(accountId: string, policy: string, limits: LimitWindow[]): CounterRow[] {
     if (limits.length === 0) return [];
-    const { sql, params } = usageQuery(accountId, policy, limits, (i) => `?${i}`);
-    return usageFromRows(limits, this.q(sql).all(numbered(params)) as UsageRow[]);
+    const { sql, params } = countersQuery(accountId, policy, limits, (i) => `?${i}`);
+    return this.q(sql).all(numbered(params)) as CounterRow[];
   }
 
-  /** One IMMEDIATE transaction: the write lock is taken before the sums are read, so no other process counts in between. */
+  /**
+   * One IMMEDIATE transaction: the write lock is taken before the counters are read, so no other
+   * process counts in between. It reads at most a window's buckets per limit, whatever the window holds.
+   */
   async reserve(r: ReserveRequest): Promise<ReserveResult> {
-    return this.db
-      .transaction((): ReserveResult => {
-        const usage = this.usageNow(r.accountId, r.policy, r.limits);
-        const over = overflowing(r.limits, usage, r.usd);
-        if (over.length > 0) {
-          const full = over.map((l) => ({
-            id: l.id,
-            entries: (
-              this.q(WINDOW_ENTRIES_SQL((i) => `?${i}`)).all(
-                numbered([r.accountId, r.policy, l.id, l.windowKey, l.since]),
-              ) as Array<{
-                at: number;
-                usd: number;
-              }>
-            ).map((e) => ({ at: Number(e.at), usd: Number(e.usd) })),
-          }));
-          return { ok: false, usage, full };
-        }
-        if (r.dryRun) return { ok: true, usage };
-        const insert = this.q(
-          `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
-        );
-        for (const row of reservationRows(r)) insert.run(...row);
-        return { ok: true, usage };
-      })
-      .immediate();
+    return this.reserveTx.immediate(r);
+  }
+
+  private reserveIn(r: ReserveRequest): ReserveResult {
+    const rows = this.counters(r.accountId, r.policy, r.limits);
+    const usage = usageFromCounters(r.limits, rows);
+    const over = overflowing(r.limits, usage, r.usd);
+    if (over.length > 0)
+      return { ok: false, usage, full: over.map((l) => ({ id: l.id, buckets: bucketsOf(l, rows) })) };
+    if (r.dryRun) return { ok: true, usage };
+    const insert = this.q(
+      `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
+    );
+    for (const row of reservationRows(r)) insert.run(...row);
+    const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
+    for (const row of counterAdds(r)) add.run(numbered(row));
+    return { ok: true, usage };
   }
 
   async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
-    return this.usageNow(accountId, policy, limits);
+    return usageFromCounters(limits, this.counters(accountId, policy, limits));
   }
 
   async dueReservations(now: number, max: number): Promise<DueReservation[]> {
@@ -565,7 +565,22 @@ export class SqliteStore implements Store {
   }
 
   async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
-    return this.q("UPDATE reservations SET state = ? WHERE id = ? AND state = 'reserved'").run(state, id).changes > 0;
+    return this.db
+      .transaction((): boolean => {
+        const rows = this.q(
+          "SELECT limit_id, window_key, account_id, policy, bucket, usd FROM reservations WHERE id = ? AND state = 'reserved'",
+        ).all(id) as ReservationRow[];
+        if (rows.length === 0) return false;
+        this.q("UPDATE reservations SET state = ? WHERE id = ? AND state = 'reserved'").run(state, id);
+        const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
+        for (const row of counterSettles(rows, state)) add.run(numbered(row));
+        return true;
+      })
+      .immediate();
+  }
+
+  async pruneCounters(before: number): Promise<number> {
+    return this.q('DELETE FROM limit_counters WHERE bucket < ?').run(before).changes;
   }
 
   async takeLease(name: string, holder: string, ttlMs: number): Promise<boolean> {

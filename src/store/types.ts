@@ -72,8 +72,12 @@ export interface LimitWindow {
   id: string;
   /** `hour`, `day`, `week`, `month` or `rolling:<seconds>`: counters follow (id, windowKey). */
   windowKey: string;
-  /** Unix ms: reservations at or after this count. */
-  since: number;
+  /** The bucket (unix ms) a reservation made now counts in. */
+  bucket: number;
+  /** The oldest bucket (unix ms) that still counts now. */
+  from: number;
+  /** A bucket's length in ms: a rolling window's hundredth; a calendar window's whole length. */
+  step: number;
   maxUsd: number | null;
   maxCount: number | null;
 }
@@ -108,9 +112,16 @@ export type ReserveResult =
   | {
       ok: false;
       usage: LimitUsage[];
-      /** The limits that would overflow, with their counted reservations (time, usd), oldest first. */
-      full: Array<{ id: string; entries: Array<{ at: number; usd: number }> }>;
+      /** The limits that would overflow, with what each bucket still counting holds, oldest first. */
+      full: Array<{ id: string; buckets: CounterBucket[] }>;
     };
+
+/** One counter row of a limit: its bucket's start (unix ms), USD and count. */
+export interface CounterBucket {
+  bucket: number;
+  usd: number;
+  n: number;
+}
 
 /** A reservation awaiting its release check. */
 export interface DueReservation {
@@ -341,12 +352,14 @@ export interface Store {
    * atomic step for every process on this database.
    */
   reserve(r: ReserveRequest): Promise<ReserveResult>;
-  /** What each limit has counted since its window's start (released reservations excluded). */
+  /** What each limit counts in its current window (released reservations excluded). */
   limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]>;
   /** Reservations still `reserved` whose verdict expired at or before `now`. */
   dueReservations(now: number, max: number): Promise<DueReservation[]>;
   /** Settles a reserved reservation as committed or released; false when it was settled already. */
   settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean>;
+  /** Deletes counter buckets that started before `before` (unix ms): no window reaches them. */
+  pruneCounters(before: number): Promise<number>;
   /** Takes or renews the named lease for `holder` until now + ttlMs; false while another holds it. */
   takeLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
 

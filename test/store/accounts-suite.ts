@@ -31,10 +31,13 @@ function agent(accountId: string, name: string, over: Partial<NewAgentKey> = {})
   };
 }
 
+/** A day limit whose window (one bucket) starts at `since`. */
 const day = (since: number, maxUsd: number | null, maxCount: number | null = null): LimitWindow => ({
   id: 'daily',
   windowKey: 'day',
-  since,
+  bucket: since,
+  from: since,
+  step: 86_400_000,
   maxUsd,
   maxCount,
 });
@@ -167,7 +170,9 @@ export function accountsSuite(h: AccountsHarness): void {
     const weekly: LimitWindow = {
       id: 'weekly',
       windowKey: 'week',
-      since: now - 86_400_000,
+      bucket: now - 86_400_000,
+      from: now - 86_400_000,
+      step: 7 * 86_400_000,
       maxUsd: 500,
       maxCount: null,
     };
@@ -191,7 +196,7 @@ export function accountsSuite(h: AccountsHarness): void {
         second.full.map((f) => f.id),
         ['weekly'],
       );
-      t.same(second.full[0].entries, [{ at: now, usd: 300 }]);
+      t.same(second.full[0].buckets, [{ bucket: now - 86_400_000, usd: 300, n: 1 }]);
     }
     const u = await store.limitUsage(acc, 'p', [day(now - 1000, 1000), weekly]);
     t.same(
