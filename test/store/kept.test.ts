@@ -165,7 +165,16 @@ function suite(name: string, newUrl: () => Promise<string>): void {
     // The reservation made under the answer's id: its state follows, the reserved amount stays.
     const k = newKey(`${randomUUID()}@example.com`);
     await store.createApiKey(k);
-    const limit = { id: 'daily', windowKey: 'day', since: now - 86_400_000, maxUsd: 1000, maxCount: null };
+    const start = now - (now % 86_400_000);
+    const limit = {
+      id: 'daily',
+      windowKey: 'day',
+      bucket: start,
+      from: start,
+      step: 86_400_000,
+      maxUsd: 1000,
+      maxCount: null,
+    };
     const r = await store.reserve({
       id: c.id,
       accountId: k.id,
