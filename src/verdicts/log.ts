@@ -89,6 +89,8 @@ export interface VerdictLogOptions {
 }
 
 const PRUNE_ROUND = 5000;
+/** The longest an answer that reserved waits for its row (docs/policies.md §10). */
+export const DURABLE_WAIT_MS = 2000;
 
 export class VerdictLog {
   private queue: VerdictRecord[] = [];
@@ -122,7 +124,15 @@ export class VerdictLog {
   record(row: VerdictRecord): Promise<void> | undefined {
     if (row.reservedUsd !== null) {
       return new Promise<void>((resolve) => {
-        if (this.durable.push({ row, resolve }) === 1) setImmediate(this.writeDurable);
+        // A store that stops answering between the reservation and its row must not hold the
+        // answer: past DURABLE_WAIT_MS it goes out, and the row is still written (or queued).
+        const timer = setTimeout(resolve, DURABLE_WAIT_MS);
+        timer.unref();
+        const done = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        if (this.durable.push({ row, resolve: done }) === 1) setImmediate(this.writeDurable);
       });
     }
     this.enqueue(row);
