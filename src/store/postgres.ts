@@ -7,17 +7,15 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { StoreError, redactUrl } from './errors.js';
+import { decideBatch, KeyedBatcher, reserveKey, summedAdds, unionLimits } from './batch.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
   ACCOUNT_KEYS_ORDER,
   COUNTER_UPSERT,
   RESERVATION_COLUMNS,
   agentKeyValues,
-  bucketsOf,
-  counterAdds,
   counterSettles,
   countersQuery,
-  overflowing,
   policyFromRow,
   reservationRows,
   usageFromCounters,
@@ -155,7 +153,7 @@ export class PostgresStore implements Store {
   }
 
   /** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
-  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const c = await this.pool.connect();
     // A connection lost between two statements is reported on the client, not the query: held
     // here, it fails the transaction's next statement instead of crashing the process.
@@ -165,7 +163,7 @@ export class PostgresStore implements Store {
     };
     c.on('error', onError);
     try {
-      await c.query('BEGIN');
+      await c.query(begin);
       const out = await fn(c);
       await c.query('COMMIT');
       return out;
@@ -506,39 +504,44 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * One transaction that first takes a transaction-scoped advisory lock on (account, policy): every
-   * process checking or reserving in that policy's limits waits for the one before it to commit,
-   * so the counters it reads (at most a window's buckets per limit) already hold every earlier
-   * reservation. The reservation's rows and its counter changes are one statement.
+   * Batched per (account, policy) (./batch.ts); each batch is one transaction that first takes a
+   * transaction-scoped advisory lock on (account, policy): every process reserving in that
+   * policy's limits waits for the one before it to commit, so the counters it reads (at most a
+   * window's buckets per limit) already hold every earlier reservation. The batch's reservations
+   * and its counter changes are one statement.
    */
   async reserve(r: ReserveRequest): Promise<ReserveResult> {
-    return this.tx(async (c): Promise<ReserveResult> => {
-      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`limits/${r.accountId}/${r.policy}`]);
-      const rows = await this.counters(c, r.accountId, r.policy, r.limits);
-      const usage = usageFromCounters(r.limits, rows);
-      const over = overflowing(r.limits, usage, r.usd);
-      if (over.length > 0)
-        return { ok: false, usage, full: over.map((l) => ({ id: l.id, buckets: bucketsOf(l, rows) })) };
-      if (r.dryRun) return { ok: true, usage };
-      const res = reservationRows(r);
-      const adds = counterAdds(r);
-      const w = RESERVATION_COLUMNS.length;
-      const values = res.map((_, i) => `(${placeholders(w, i * w + 1)})`).join(', ');
-      const from = res.length * w;
-      const cw = 8;
-      const counterValues = adds.map((_, i) => `(${placeholders(cw, from + i * cw + 1)})`).join(', ');
-      await c.query(
-        `WITH ins AS (INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values})
+    return this.reserves.submit(reserveKey(r), r);
+  }
+
+  private readonly reserves = new KeyedBatcher<ReserveRequest, ReserveResult>((asks) =>
+    this.tx(
+      async (c): Promise<ReserveResult[]> => {
+        const { accountId, policy } = asks[0];
+        const rows = await this.counters(c, accountId, policy, unionLimits(asks));
+        const { results, accepted } = decideBatch(asks, rows);
+        if (accepted.length === 0) return results;
+        const res = accepted.flatMap(reservationRows);
+        const adds = summedAdds(accepted);
+        const w = RESERVATION_COLUMNS.length;
+        const values = res.map((_, i) => `(${placeholders(w, i * w + 1)})`).join(', ');
+        const from = res.length * w;
+        const counterValues = adds.map((_, i) => `(${placeholders(8, from + i * 8 + 1)})`).join(', ');
+        await c.query(
+          `WITH ins AS (INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values})
         INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd)
         VALUES ${counterValues}
         ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
         usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
         reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`,
-        [...res.flat(), ...adds.flat()],
-      );
-      return { ok: true, usage };
-    });
-  }
+          [...res.flat(), ...adds.flat()],
+        );
+        return results;
+        // BEGIN and the lock in one round trip (a simple query; the key's quotes doubled).
+      },
+      `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${reserveKey(asks[0]).replace(/'/g, "''")}', 0))`,
+    ),
+  );
 
   async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
     return usageFromCounters(limits, await this.counters(this.pool, accountId, policy, limits));

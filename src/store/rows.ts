@@ -242,12 +242,6 @@ export const COUNTER_UPSERT = (ph: (i: number) => string) =>
    usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
    reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`;
 
-/** The counter changes of a new reservation, one per limit, in COUNTER_UPSERT order. */
-export function counterAdds(r: ReserveRequest): unknown[][] {
-  const reserved = r.expiresAt === null ? 0 : r.usd;
-  return r.limits.map((l) => [r.accountId, r.policy, l.id, l.windowKey, l.bucket, r.usd, 1, reserved]);
-}
-
 export interface ReservationRow {
   limit_id: string;
   window_key: string;

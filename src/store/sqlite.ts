@@ -8,17 +8,15 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreError } from './errors.js';
+import { decideBatch, KeyedBatcher, reserveKey, summedAdds, unionLimits } from './batch.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
   ACCOUNT_KEYS_ORDER,
   COUNTER_UPSERT,
   RESERVATION_COLUMNS,
   agentKeyValues,
-  bucketsOf,
-  counterAdds,
   counterSettles,
   countersQuery,
-  overflowing,
   policyFromRow,
   reservationRows,
   usageFromCounters,
@@ -110,11 +108,11 @@ export class SqliteStore implements Store {
   private signupCounts = 0;
 
   private readonly countGroup: Database.Transaction<(group: QuotaAsk[]) => UsageResult[]>;
-  private readonly reserveTx: Database.Transaction<(r: ReserveRequest) => ReserveResult>;
+  private readonly reserveTx: Database.Transaction<(asks: ReserveRequest[]) => ReserveResult[]>;
 
   private constructor(private readonly db: Database.Database) {
     this.countGroup = db.transaction((group: QuotaAsk[]) => this.countAsks(group));
-    this.reserveTx = db.transaction((r: ReserveRequest) => this.reserveIn(r));
+    this.reserveTx = db.transaction((asks: ReserveRequest[]) => this.reserveIn(asks));
   }
 
   static open(path: string): SqliteStore {
@@ -528,27 +526,29 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * One IMMEDIATE transaction: the write lock is taken before the counters are read, so no other
-   * process counts in between. It reads at most a window's buckets per limit, whatever the window holds.
+   * Batched per (account, policy) (./batch.ts); each batch is one IMMEDIATE transaction: the write
+   * lock is taken before the counters are read, so no other process counts in between. It reads at
+   * most a window's buckets per limit, whatever the window holds.
    */
   async reserve(r: ReserveRequest): Promise<ReserveResult> {
-    return this.reserveTx.immediate(r);
+    return this.reserves.submit(reserveKey(r), r);
   }
 
-  private reserveIn(r: ReserveRequest): ReserveResult {
-    const rows = this.counters(r.accountId, r.policy, r.limits);
-    const usage = usageFromCounters(r.limits, rows);
-    const over = overflowing(r.limits, usage, r.usd);
-    if (over.length > 0)
-      return { ok: false, usage, full: over.map((l) => ({ id: l.id, buckets: bucketsOf(l, rows) })) };
-    if (r.dryRun) return { ok: true, usage };
+  private readonly reserves = new KeyedBatcher<ReserveRequest, ReserveResult>(async (asks) =>
+    this.reserveTx.immediate(asks),
+  );
+
+  private reserveIn(asks: ReserveRequest[]): ReserveResult[] {
+    const { accountId, policy } = asks[0];
+    const { results, accepted } = decideBatch(asks, this.counters(accountId, policy, unionLimits(asks)));
+    if (accepted.length === 0) return results;
     const insert = this.q(
       `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
     );
-    for (const row of reservationRows(r)) insert.run(...row);
+    for (const r of accepted) for (const row of reservationRows(r)) insert.run(...row);
     const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
-    for (const row of counterAdds(r)) add.run(numbered(row));
-    return { ok: true, usage };
+    for (const row of summedAdds(accepted)) add.run(numbered(row));
+    return results;
   }
 
   async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {

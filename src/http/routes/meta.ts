@@ -70,7 +70,7 @@ function mcpInfo(): Record<string, unknown> | null {
     endpoint: `POST ${door.path}`,
     transport: 'streamable HTTP, stateless, JSON answers',
     billing: 'per tool call, as a call to the endpoint that answers the tool',
-    tools: MCP_TOOLS.map((tool) => ({ name: tool.name, endpoint: `POST ${tool.path}` })),
+    tools: MCP_TOOLS.map((tool) => ({ name: tool.name, endpoint: `${tool.get ? 'GET' : 'POST'} ${tool.path}` })),
   };
 }
 
