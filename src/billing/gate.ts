@@ -116,26 +116,6 @@ function keyedPath(e: GatedEndpoint): string | null {
   return e.request === undefined ? null : keyedPathFor(e.request);
 }
 
-/** The 401 of a call that needs a key and presents none. */
-export function noCredentials(): HttpError {
-  return new HttpError(
-    401,
-    `An API key is required: get a free one with POST ${SIGNUP_PATH}, then send it as the x-api-key header or as Authorization: Bearer <key>.`,
-    { signup: SIGNUP_PATH },
-    { 'WWW-Authenticate': BEARER_REALM },
-  );
-}
-
-/** The 401 of a key that is not one of ours, or revoked. */
-export function unknownKey(): HttpError {
-  return new HttpError(
-    401,
-    `Unknown or revoked API key. Get a new one with POST ${SIGNUP_PATH}.`,
-    { signup: SIGNUP_PATH },
-    { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` },
-  );
-}
-
 const isoSeconds = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /**
@@ -185,6 +165,15 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     next();
   }
 
+  function noCredentials(): HttpError {
+    return new HttpError(
+      401,
+      `An API key is required: get a free one with POST ${SIGNUP_PATH}, then send it as the x-api-key header or as Authorization: Bearer <key>.`,
+      { signup: SIGNUP_PATH },
+      { 'WWW-Authenticate': BEARER_REALM },
+    );
+  }
+
   function paymentsOff(e: GatedEndpoint): HttpError {
     const alt = keyedPath(e);
     const tail = alt
@@ -205,7 +194,14 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     } catch (err) {
       throw storeDown(err, 'key lookup');
     }
-    if (!record || record.revokedAt !== null) throw unknownKey();
+    if (!record || record.revokedAt !== null) {
+      throw new HttpError(
+        401,
+        `Unknown or revoked API key. Get a new one with POST ${SIGNUP_PATH}.`,
+        { signup: SIGNUP_PATH },
+        { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` },
+      );
+    }
     // A repeat under an Idempotency-Key gets the first answer and counts nothing (docs/policies.md §9).
     if (deps.idempotency && (await deps.idempotency.begin(req, res, record)) === 'answered') return;
     const at = now();
