@@ -242,3 +242,12 @@ t.test('hostile documents: each a 4xx with a clear body, nothing stored', async 
   );
   t.equal(guardBig.status, 413);
 });
+
+t.test('other methods on a management path answer 405 with the methods it has', async (t) => {
+  const r = await call(app.url, 'POST', '/v1/policies/pay', owner, {});
+  t.equal(r.status, 405);
+  t.same(r.headers.get('allow')?.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PUT']);
+  const k = await call(app.url, 'PUT', '/v1/keys', owner, {});
+  t.equal(k.status, 405);
+  t.same(k.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'POST']);
+});
