@@ -143,6 +143,8 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
         if (claim.kind === 'new') break;
         if (claim.kind === 'done') {
           deps.metrics?.idempotency('replayed');
+          // The access line names the key that asked; nothing is counted or logged for a replay.
+          res.locals.billing = { kind: 'key', keyId: k.id, accountId: k.accountId };
           replay(res, claim.status, claim.body);
           return 'answered';
         }
