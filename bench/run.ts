@@ -77,7 +77,7 @@ const HARD_LIMIT_MS = 12 * 60_000;
 
 /**
  * The scenarios whose throughput the targets compare (the yardsticks and the cached decides, with
- * and without signing and with the fleet cache). On a shared host the machine's speed drifts by
+ * and without signing and with the fleet cache; the cached guard with and without the verdict log). On a shared host the machine's speed drifts by
  * more than the differences measured, so these run interleaved: every server starts once, then
  * each round runs each scenario in turn, and each reports its median round. A ratio target is the
  * median of the rounds' own ratios (bench/targets.ts): each of runs seconds apart, never of one
@@ -90,6 +90,7 @@ const PAIRED = [
   'decide-cached-unsigned',
   'decide-cached-redis',
   'guard-swap',
+  'guard-swap-unlogged',
   'guard-policy',
   'guard-swap-pg',
   'guard-policy-pg',

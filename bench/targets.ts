@@ -5,7 +5,8 @@
  * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
  * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
  * node, then the price provider beside the node's token reads); the guard with a signed order's p50
- * within 15 ms of one upstream round (the price provider beside the node's token reads).
+ * within 15 ms of one upstream round (the price provider beside the node's token reads); the
+ * cached guard, its answers logged, at least 0.9 × the same guard with the verdict log off.
  */
 export interface Measured {
   name: string;
@@ -55,6 +56,8 @@ export const LIMITS = Object.freeze({
   simulationP50OverUpstreamsMs: 15,
   /** One instance's cached decide with REDIS_URL set, as a ratio to the same without it. */
   cachedWithRedisVsWithout: 0.9,
+  /** The cached keyed guard, every answer logged, as a ratio to the same with the log off (docs/policies.md §10). */
+  guardLoggedVsUnlogged: 0.9,
   /** Upstream requests per distinct check across a fleet of three (docs/fleet.md). */
   fleetUpstreamPerCheck: 1.0,
   /** A delegation scan's calls run side by side: one upstream round. */
@@ -127,6 +130,16 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
     out.push({
       target: `decide-cached-redis >= ${LIMITS.cachedWithRedisVsWithout} x decide-cached`,
       ok: ratio >= LIMITS.cachedWithRedisVsWithout,
+      detail,
+    });
+  }
+  const guard = get('guard-swap');
+  const unlogged = get('guard-swap-unlogged');
+  if (guard && unlogged) {
+    const { ratio, detail } = throughputRatio(guard, unlogged);
+    out.push({
+      target: `guard-swap >= ${LIMITS.guardLoggedVsUnlogged} x guard-swap-unlogged (the verdict log's cost)`,
+      ok: ratio >= LIMITS.guardLoggedVsUnlogged,
       detail,
     });
   }

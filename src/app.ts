@@ -31,6 +31,7 @@ import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
+import type { VerdictLog } from './verdicts/log.js';
 import type { KeyResolver } from './billing/keys.js';
 import type { PolicyService } from './policy/service.js';
 import { checkParams, managementAuth } from './billing/management.js';
@@ -111,6 +112,8 @@ export interface AppDeps {
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
   /** GET /metrics; the other GET handlers are built here. */
   metricsHandler?: RequestHandler;
+  /** Where answers to keyed calls are logged (docs/policies.md §10). */
+  verdicts?: VerdictLog | null;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
   attester?: Attester | null;
   /** Set while the server drains: answers carry `Connection: close`. */

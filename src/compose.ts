@@ -26,6 +26,9 @@ import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
 import { KeyResolver } from './billing/keys.js';
+import { createIdempotency } from './http/idempotency.js';
+import { verdictsHandler } from './http/routes/verdicts.js';
+import { VerdictLog } from './verdicts/log.js';
 import { PolicyService } from './policy/service.js';
 import { startRelease } from './policy/release.js';
 import { accountHandlers } from './http/routes/account.js';
@@ -93,8 +96,12 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
   metrics.setLedgerSource(() => store.countPaymentsByState());
   // One key cache for the billing gate and the management calls, so a revocation drops from both.
   const keys = new KeyResolver(store);
-  const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics, keys }) : null;
+  const idempotency = createIdempotency({ store, logger, metrics, maxDeadlineMs: config.maxDeadlineMs });
+  const billing = config.billing
+    ? createBillingGate({ config, store, logger, payments, metrics, keys, idempotency })
+    : null;
   const policies = new PolicyService(store, { logger });
+  const verdicts = new VerdictLog(store, logger, { retentionDays: config.verdictLogDays, metrics });
   let attester: Attester | null;
   try {
     attester = await createAttester(config, store);
@@ -104,7 +111,8 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     await store.close();
     throw err;
   }
-  const agentDeps = { config, engine, logger, metrics, attester };
+  // VERDICT_LOG=off (measurement only): answers go unlogged; GET /v1/verdicts still reads the log.
+  const agentDeps = { config, engine, logger, metrics, attester, verdicts: config.verdictLog ? verdicts : null };
   const guardDeps = { ...agentDeps, policies };
   const deps: AppDeps = {
     config,
@@ -113,6 +121,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     engine,
     billing,
     attester,
+    verdicts: agentDeps.verdicts,
     handlers: {
       guard: guardHandler(guardDeps),
       stablecoin: stablecoinHandler(agentDeps),
@@ -126,10 +135,14 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     policies,
     management: {
       keys,
-      handlers: accountHandlers({ config, store, keys, policies, guard: guardDeps }),
+      handlers: {
+        ...accountHandlers({ config, store, keys, policies, guard: guardDeps }),
+        verdicts: verdictsHandler({ store, log: verdicts }),
+      },
     },
   };
   payments.start();
+  verdicts.start();
   const release = startRelease({ config, store, logger });
   return {
     deps,
@@ -141,6 +154,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     async close() {
       await release.stop();
       await payments.stop();
+      await verdicts.close();
       await engine.close();
       await attester?.close();
       stopWatching();

@@ -36,6 +36,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   x402: 'The same answers, paid per call with x402 only (0.01 USDC on Base).',
   agents: 'The six analysis agents and their endpoints.',
   mcp: 'The MCP tools over streamable HTTP: JSON-RPC 2.0, each tool call billed as a call to its endpoint.',
+  account: "An account's own records for its owner key: the verdict log (docs/policies.md §10).",
 };
 
 /** One JSON-RPC 2.0 message as MCP sends it (docs/mcp.md §1); the MCP transport checks the rest. */
@@ -107,7 +108,7 @@ function managementOperation(e: ManagementEndpoint, errorBody: Json): Json {
       ? 'An agent key not bound to this policy: it needs the owner key'
       : "An agent key: this call needs the account's owner key",
   );
-  if (e.params?.length || e.handler === 'keysCreate')
+  if (e.params?.length || e.handler === 'keysCreate' || e.query?.some((q) => q.name === 'key'))
     responses[404] = json(errorBody, 'No such key, policy or version in the account');
   if (['keysCreate', 'keysDelete', 'policyDelete'].includes(e.handler))
     responses[409] = json(
@@ -120,8 +121,11 @@ function managementOperation(e: ManagementEndpoint, errorBody: Json): Json {
     );
   if (e.request !== undefined)
     responses[413] = json(errorBody, `Body larger than ${e.bodyLimit === undefined ? '256 KiB' : '2 MiB'}`);
-  if (e.request !== undefined || e.params?.length)
-    responses[422] = json(ref('HTTPValidationError'), 'A path parameter or the body does not match its schema');
+  if (e.request !== undefined || e.params?.length || e.query?.length)
+    responses[422] = json(
+      ref('HTTPValidationError'),
+      'A path or query parameter or the body does not match its schema',
+    );
   if (e.billed) responses[429] = json(errorBody, "The account's monthly quota is used up");
   responses[503] = {
     ...json(errorBody, 'The account store is unavailable; nothing was changed'),
@@ -143,6 +147,17 @@ function managementOperation(e: ManagementEndpoint, errorBody: Json): Json {
       description: p.description,
       schema: p.schema,
     }));
+  if (e.query?.length)
+    op.parameters = [
+      ...(op.parameters ?? []),
+      ...e.query.map((q) => ({
+        name: q.name,
+        in: 'query',
+        required: false,
+        description: q.description,
+        schema: q.schema,
+      })),
+    ];
   if (e.request !== undefined)
     op.requestBody = { required: true, content: { 'application/json': { schema: ref(e.request) } } };
   return op;

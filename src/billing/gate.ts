@@ -5,6 +5,7 @@
 import type { ApiHandler, ApiRequest, ApiResponse, Next } from '../http/api.js';
 import type { Config } from '../config.js';
 import { HttpError } from '../http/errors.js';
+import { idempotencyKeyProblem, type Idempotency } from '../http/idempotency.js';
 import { keyedPathFor, payPerCallPathFor, SIGNUP_PATH } from '../http/endpoints.js';
 import type { Logger } from '../log.js';
 import { PRICE_DISPLAY } from '../pricing.js';
@@ -36,6 +37,8 @@ export interface PaymentGate {
 export interface BillingInfo {
   kind: 'key' | 'payment' | 'free';
   keyId?: string;
+  /** The key's name in its account (the verdict log shows it). */
+  keyName?: string;
   plan?: Plan;
   /** The key's account, whose one monthly quota the call drew on (docs/policies.md §1). */
   accountId?: string;
@@ -62,6 +65,8 @@ export interface BillingGateDeps {
   /** Key lookups; by default a 5 s, 10,000-entry cache in front of the store. */
   keys?: KeyResolver;
   metrics?: Pick<Metrics, 'quotaRejection'>;
+  /** Idempotency-Key answers (docs/policies.md §9); absent: the header is ignored. */
+  idempotency?: Idempotency | null;
   now?: () => Date;
 }
 
@@ -197,6 +202,8 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
         { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` },
       );
     }
+    // A repeat under an Idempotency-Key gets the first answer and counts nothing (docs/policies.md §9).
+    if (deps.idempotency && (await deps.idempotency.begin(req, res, record)) === 'answered') return;
     const at = now();
     const period = usagePeriod(at);
     const limit = planLimit(config, record.plan);
@@ -247,6 +254,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
     res.locals.billing = {
       kind: 'key',
       keyId,
+      keyName: record.name,
       plan: record.plan,
       accountId,
       role: record.role,
@@ -274,6 +282,9 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
       };
     }
     return async (req, res, next) => {
+      // A malformed Idempotency-Key is refused like a malformed body, before credentials.
+      const malformed = deps.idempotency ? idempotencyKeyProblem(req) : null;
+      if (malformed) throw malformed;
       const raw = presentedKey(req);
       if (raw !== null) return viaKey(e, raw, req, res, next);
       if (!payments) throw noCredentials();

@@ -2750,6 +2750,150 @@ export const schemas = {
       }
     }
   },
+  "VerdictLogEntry": {
+    "$id": "VerdictLogEntry",
+    "title": "VerdictLogEntry",
+    "type": "object",
+    "description": "One answer to a keyed call (decide, guard, the agents, MCP tool calls).",
+    "properties": {
+      "id": {
+        "type": "string",
+        "pattern": "^0x[0-9a-f]{64}$",
+        "description": "The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."
+      },
+      "at": {
+        "type": "string",
+        "format": "date-time",
+        "description": "When the answer was given."
+      },
+      "key_id": {
+        "type": "string",
+        "description": "The key that made the call."
+      },
+      "key_name": {
+        "type": "string",
+        "description": "That key's name when it made the call (`owner` for the owner key)."
+      },
+      "endpoint": {
+        "type": "string",
+        "description": "The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."
+      },
+      "verdict": {
+        "type": "string",
+        "enum": [
+          "proceed",
+          "wait",
+          "block"
+        ]
+      },
+      "risk": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "enum": [
+          "low",
+          "medium",
+          "high",
+          null
+        ]
+      },
+      "failure_modes": {
+        "type": "array",
+        "items": {
+          "type": "string"
+        }
+      },
+      "policy": {
+        "description": "The policy version the answer was judged under (decision.policy), or null.",
+        "anyOf": [
+          {
+            "type": "object",
+            "properties": {
+              "name": {
+                "type": "string"
+              },
+              "version": {
+                "type": "integer",
+                "minimum": 1
+              },
+              "hash": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "name",
+              "version",
+              "hash"
+            ]
+          },
+          {
+            "type": "null"
+          }
+        ]
+      },
+      "reserved_usd": {
+        "type": [
+          "number",
+          "null"
+        ],
+        "minimum": 0,
+        "description": "What the answer reserved in its policy's limits; null when it reserved nothing."
+      },
+      "reservation": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "enum": [
+          "reserved",
+          "committed",
+          "released",
+          null
+        ],
+        "description": "The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."
+      }
+    },
+    "required": [
+      "id",
+      "at",
+      "key_id",
+      "key_name",
+      "endpoint",
+      "verdict",
+      "risk",
+      "failure_modes",
+      "policy",
+      "reserved_usd",
+      "reservation"
+    ]
+  },
+  "VerdictPage": {
+    "$id": "VerdictPage",
+    "title": "VerdictPage",
+    "type": "object",
+    "description": "One page of the account's verdict log, newest first (GET /v1/verdicts).",
+    "properties": {
+      "verdicts": {
+        "type": "array",
+        "maxItems": 500,
+        "items": {
+          "$ref": "VerdictLogEntry"
+        }
+      },
+      "next_cursor": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "Pass as `cursor` (with the same filters) for the next, older page; null on the last page."
+      }
+    },
+    "required": [
+      "verdicts",
+      "next_cursor"
+    ]
+  },
   "YieldRouteOption": {
     "$id": "YieldRouteOption",
     "title": "YieldRouteOption",

@@ -16816,10 +16816,1036 @@ validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRouteOption = validate46;
-const schema62 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+export const VerdictLogEntry = validate46;
+const schema62 = {"$id":"VerdictLogEntry","title":"VerdictLogEntry","type":"object","description":"One answer to a keyed call (decide, guard, the agents, MCP tool calls).","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."},"at":{"type":"string","format":"date-time","description":"When the answer was given."},"key_id":{"type":"string","description":"The key that made the call."},"key_name":{"type":"string","description":"That key's name when it made the call (`owner` for the owner key)."},"endpoint":{"type":"string","description":"The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."},"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":["string","null"],"enum":["low","medium","high",null]},"failure_modes":{"type":"array","items":{"type":"string"}},"policy":{"description":"The policy version the answer was judged under (decision.policy), or null.","anyOf":[{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string"}},"required":["name","version","hash"]},{"type":"null"}]},"reserved_usd":{"type":["number","null"],"minimum":0,"description":"What the answer reserved in its policy's limits; null when it reserved nothing."},"reservation":{"type":["string","null"],"enum":["reserved","committed","released",null],"description":"The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."}},"required":["id","at","key_id","key_name","endpoint","verdict","risk","failure_modes","policy","reserved_usd","reservation"]};
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="VerdictLogEntry" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.at === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.key_id === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key_id"},message:"must have required property '"+"key_id"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.key_name === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key_name"},message:"must have required property '"+"key_name"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.endpoint === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "endpoint"},message:"must have required property '"+"endpoint"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.verdict === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.risk === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.failure_modes === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "failure_modes"},message:"must have required property '"+"failure_modes"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.policy === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.reserved_usd === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reserved_usd"},message:"must have required property '"+"reserved_usd"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.reservation === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reservation"},message:"must have required property '"+"reservation"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data0 = data.id;
+if(typeof data0 === "string"){
+if(!pattern5.test(data0)){
+const err11 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.at !== undefined){
+let data1 = data.at;
+if(typeof data1 === "string"){
+if(!(formats0.validate(data1))){
+const err13 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.key_id !== undefined){
+if(typeof data.key_id !== "string"){
+const err15 = {instancePath:instancePath+"/key_id",schemaPath:"#/properties/key_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.key_name !== undefined){
+if(typeof data.key_name !== "string"){
+const err16 = {instancePath:instancePath+"/key_name",schemaPath:"#/properties/key_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.endpoint !== undefined){
+if(typeof data.endpoint !== "string"){
+const err17 = {instancePath:instancePath+"/endpoint",schemaPath:"#/properties/endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.verdict !== undefined){
+let data5 = data.verdict;
+if(typeof data5 !== "string"){
+const err18 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(!(((data5 === "proceed") || (data5 === "wait")) || (data5 === "block"))){
+const err19 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.risk !== undefined){
+let data6 = data.risk;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err20 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(!((((data6 === "low") || (data6 === "medium")) || (data6 === "high")) || (data6 === null))){
+const err21 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.failure_modes !== undefined){
+let data7 = data.failure_modes;
+if(Array.isArray(data7)){
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+if(typeof data7[i0] !== "string"){
+const err22 = {instancePath:instancePath+"/failure_modes/" + i0,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.policy !== undefined){
+let data9 = data.policy;
+const _errs20 = errors;
+let valid3 = false;
+const _errs21 = errors;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.name === undefined){
+const err24 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data9.version === undefined){
+const err25 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data9.hash === undefined){
+const err26 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "hash"},message:"must have required property '"+"hash"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data9.name !== undefined){
+if(typeof data9.name !== "string"){
+const err27 = {instancePath:instancePath+"/policy/name",schemaPath:"#/properties/policy/anyOf/0/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data9.version !== undefined){
+let data11 = data9.version;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+const err28 = {instancePath:instancePath+"/policy/version",schemaPath:"#/properties/policy/anyOf/0/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 < 1 || isNaN(data11)){
+const err29 = {instancePath:instancePath+"/policy/version",schemaPath:"#/properties/policy/anyOf/0/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+if(data9.hash !== undefined){
+if(typeof data9.hash !== "string"){
+const err30 = {instancePath:instancePath+"/policy/hash",schemaPath:"#/properties/policy/anyOf/0/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+var _valid0 = _errs21 === errors;
+valid3 = valid3 || _valid0;
+if(!valid3){
+const _errs29 = errors;
+if(data9 !== null){
+const err32 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+var _valid0 = _errs29 === errors;
+valid3 = valid3 || _valid0;
+}
+if(!valid3){
+const err33 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+else {
+errors = _errs20;
+if(vErrors !== null){
+if(_errs20){
+vErrors.length = _errs20;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data.reserved_usd !== undefined){
+let data13 = data.reserved_usd;
+if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
+const err34 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 0 || isNaN(data13)){
+const err35 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+if(data.reservation !== undefined){
+let data14 = data.reservation;
+if((typeof data14 !== "string") && (data14 !== null)){
+const err36 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(!((((data14 === "reserved") || (data14 === "committed")) || (data14 === "released")) || (data14 === null))){
+const err37 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+else {
+const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+
+export const VerdictPage = validate47;
+const schema63 = {"$id":"VerdictPage","title":"VerdictPage","type":"object","description":"One page of the account's verdict log, newest first (GET /v1/verdicts).","properties":{"verdicts":{"type":"array","maxItems":500,"items":{"$ref":"VerdictLogEntry"}},"next_cursor":{"type":["string","null"],"description":"Pass as `cursor` (with the same filters) for the next, older page; null on the last page."}},"required":["verdicts","next_cursor"]};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="VerdictPage" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.verdicts === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verdicts"},message:"must have required property '"+"verdicts"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.next_cursor === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "next_cursor"},message:"must have required property '"+"next_cursor"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.verdicts !== undefined){
+let data0 = data.verdicts;
+if(Array.isArray(data0)){
+if(data0.length > 500){
+const err2 = {instancePath:instancePath+"/verdicts",schemaPath:"#/properties/verdicts/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.id === undefined){
+const err3 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.at === undefined){
+const err4 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.key_id === undefined){
+const err5 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "key_id"},message:"must have required property '"+"key_id"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.key_name === undefined){
+const err6 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "key_name"},message:"must have required property '"+"key_name"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data1.endpoint === undefined){
+const err7 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "endpoint"},message:"must have required property '"+"endpoint"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data1.verdict === undefined){
+const err8 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data1.risk === undefined){
+const err9 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.failure_modes === undefined){
+const err10 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "failure_modes"},message:"must have required property '"+"failure_modes"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.policy === undefined){
+const err11 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data1.reserved_usd === undefined){
+const err12 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "reserved_usd"},message:"must have required property '"+"reserved_usd"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data1.reservation === undefined){
+const err13 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "reservation"},message:"must have required property '"+"reservation"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data1.id !== undefined){
+let data2 = data1.id;
+if(typeof data2 === "string"){
+if(!pattern5.test(data2)){
+const err14 = {instancePath:instancePath+"/verdicts/" + i0+"/id",schemaPath:"VerdictLogEntry/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/verdicts/" + i0+"/id",schemaPath:"VerdictLogEntry/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data1.at !== undefined){
+let data3 = data1.at;
+if(typeof data3 === "string"){
+if(!(formats0.validate(data3))){
+const err16 = {instancePath:instancePath+"/verdicts/" + i0+"/at",schemaPath:"VerdictLogEntry/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/verdicts/" + i0+"/at",schemaPath:"VerdictLogEntry/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data1.key_id !== undefined){
+if(typeof data1.key_id !== "string"){
+const err18 = {instancePath:instancePath+"/verdicts/" + i0+"/key_id",schemaPath:"VerdictLogEntry/properties/key_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data1.key_name !== undefined){
+if(typeof data1.key_name !== "string"){
+const err19 = {instancePath:instancePath+"/verdicts/" + i0+"/key_name",schemaPath:"VerdictLogEntry/properties/key_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data1.endpoint !== undefined){
+if(typeof data1.endpoint !== "string"){
+const err20 = {instancePath:instancePath+"/verdicts/" + i0+"/endpoint",schemaPath:"VerdictLogEntry/properties/endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data1.verdict !== undefined){
+let data7 = data1.verdict;
+if(typeof data7 !== "string"){
+const err21 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(!(((data7 === "proceed") || (data7 === "wait")) || (data7 === "block"))){
+const err22 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data1.risk !== undefined){
+let data8 = data1.risk;
+if((typeof data8 !== "string") && (data8 !== null)){
+const err23 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(!((((data8 === "low") || (data8 === "medium")) || (data8 === "high")) || (data8 === null))){
+const err24 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data1.failure_modes !== undefined){
+let data9 = data1.failure_modes;
+if(Array.isArray(data9)){
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data9[i1] !== "string"){
+const err25 = {instancePath:instancePath+"/verdicts/" + i0+"/failure_modes/" + i1,schemaPath:"VerdictLogEntry/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/verdicts/" + i0+"/failure_modes",schemaPath:"VerdictLogEntry/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data1.policy !== undefined){
+let data11 = data1.policy;
+const _errs25 = errors;
+let valid7 = false;
+const _errs26 = errors;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.name === undefined){
+const err27 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data11.version === undefined){
+const err28 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data11.hash === undefined){
+const err29 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "hash"},message:"must have required property '"+"hash"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data11.name !== undefined){
+if(typeof data11.name !== "string"){
+const err30 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/name",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data11.version !== undefined){
+let data13 = data11.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err31 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/version",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err32 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/version",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+if(data11.hash !== undefined){
+if(typeof data11.hash !== "string"){
+const err33 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/hash",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+var _valid0 = _errs26 === errors;
+valid7 = valid7 || _valid0;
+if(!valid7){
+const _errs34 = errors;
+if(data11 !== null){
+const err35 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+var _valid0 = _errs34 === errors;
+valid7 = valid7 || _valid0;
+}
+if(!valid7){
+const err36 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+else {
+errors = _errs25;
+if(vErrors !== null){
+if(_errs25){
+vErrors.length = _errs25;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data1.reserved_usd !== undefined){
+let data15 = data1.reserved_usd;
+if((!((typeof data15 == "number") && (isFinite(data15)))) && (data15 !== null)){
+const err37 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 < 0 || isNaN(data15)){
+const err38 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+}
+if(data1.reservation !== undefined){
+let data16 = data1.reservation;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err39 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(!((((data16 === "reserved") || (data16 === "committed")) || (data16 === "released")) || (data16 === null))){
+const err40 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/verdicts",schemaPath:"#/properties/verdicts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.next_cursor !== undefined){
+let data17 = data.next_cursor;
+if((typeof data17 !== "string") && (data17 !== null)){
+const err43 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema63.properties.next_cursor.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+else {
+const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+validate47.errors = vErrors;
+return errors === 0;
+}
+
+export const YieldRouteOption = validate48;
+const schema65 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRouteOption" */;
 let vErrors = null;
 let errors = 0;
@@ -16927,7 +17953,7 @@ errors++;
 if(data.protocol !== undefined){
 let data3 = data.protocol;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema62.properties.protocol.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16985,7 +18011,7 @@ errors++;
 if(data.liquidity_usd !== undefined){
 let data5 = data.liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema62.properties.liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -17009,7 +18035,7 @@ errors++;
 }
 let data6 = data.stablecoin_asset_id;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema62.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -17041,14 +18067,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingRequest = validate47;
-const schema63 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
+export const YieldRoutingRequest = validate49;
+const schema66 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -17199,7 +18225,7 @@ errors++;
 if(data1.protocol !== undefined){
 let data5 = data1.protocol;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema62.properties.protocol.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17257,7 +18283,7 @@ errors++;
 if(data1.liquidity_usd !== undefined){
 let data7 = data1.liquidity_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema62.properties.liquidity_usd.type},message:"must be number,null"};
+const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -17281,7 +18307,7 @@ errors++;
 }
 let data8 = data1.stablecoin_asset_id;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema62.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -17385,7 +18411,7 @@ errors++;
 if(data.prefer_chain !== undefined){
 let data11 = data.prefer_chain;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema63.properties.prefer_chain.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema66.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -17418,7 +18444,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
 

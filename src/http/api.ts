@@ -29,6 +29,7 @@ export interface ApiLocals {
   billing?: {
     kind: 'key' | 'payment' | 'free';
     keyId?: string;
+    keyName?: string;
     plan?: string;
     accountId?: string;
     role?: 'owner' | 'agent';

@@ -266,6 +266,13 @@ export type GetHandlerKey =
   | 'docsFiles'
   | 'metrics';
 
+/** A query parameter of a management GET row, for the OpenAPI document (the handler reads and checks it, 422 `["query", name]`). */
+export interface QueryParam {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
 export interface GetEndpoint {
   path: string;
   summary: string;
@@ -386,7 +393,8 @@ export type ManagementHandlerKey =
   | 'policyVersion'
   | 'policyDelete'
   | 'policyUsage'
-  | 'policyEvaluate';
+  | 'policyEvaluate'
+  | 'verdicts';
 
 /** A path parameter: its name in `{}` in the path, what it is and the pattern it must match (else 422). */
 export interface PathParam {
@@ -405,6 +413,7 @@ export interface ManagementEndpoint {
   access: 'management';
   handler: ManagementHandlerKey;
   params?: readonly PathParam[];
+  query?: readonly QueryParam[];
   /** The body's schema, for the methods that take one. */
   request?: SchemaId;
   /** The answer's schema; null for a 204 with no body. */
@@ -583,6 +592,41 @@ export const MANAGEMENT_ENDPOINTS: readonly ManagementEndpoint[] = [
     status: 200,
     agent: 'bound',
     billed: true,
+  },
+  {
+    method: 'GET',
+    path: '/v1/verdicts',
+    summary: "The account's verdict log, newest first",
+    description:
+      "Every answer given to a call with one of the account's keys (decide, guard, the agents, MCP tool calls): when, which key, which endpoint, the verdict, risk and failure modes, the policy version, and what it reserved in the policy's limits with that reservation's state now. Newest first, at most 500 a page; pass `next_cursor` as `cursor` for the next page. Rows are kept VERDICT_LOG_DAYS (30) days. The account's owner key only: 401 without a key, 403 for an agent key.",
+    tag: 'account',
+    access: 'management',
+    handler: 'verdicts',
+    response: 'VerdictPage',
+    status: 200,
+    query: [
+      {
+        name: 'limit',
+        description: 'Rows on the page, 1 to 500 (50 when absent).',
+        schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+      },
+      {
+        name: 'cursor',
+        description: "The previous page's `next_cursor`: the page after it.",
+        schema: { type: 'string' },
+      },
+      { name: 'key', description: "Only this key's answers (a key id of the account).", schema: { type: 'string' } },
+      {
+        name: 'verdict',
+        description: 'Only answers with this verdict.',
+        schema: { type: 'string', enum: ['proceed', 'wait', 'block'] },
+      },
+      {
+        name: 'since',
+        description: 'Only answers given at or after this time (RFC 3339).',
+        schema: { type: 'string', format: 'date-time' },
+      },
+    ],
   },
 ];
 

@@ -197,6 +197,51 @@ CREATE TABLE leases (
 `;
 }
 
+/**
+ * Idempotency-Key answers and the verdict log (docs/policies.md §9, §10). An idempotency row is
+ * taken by the first attempt (`owner`, no status yet, `expires_at` a short lease so a crashed
+ * attempt frees it), then holds that attempt's answer for 24 hours. A verdict row is one answer
+ * to a keyed call; its reservation's state is read from `reservations` by `reservation_id`.
+ * Pages are read newest first by (account, at, id), with or without a key or a verdict: one
+ * index for each. The page index is also the row's unique key (a retried batch inserts nothing
+ * twice): an index on the random id alone would cost as much to keep up as the other three
+ * together. Times are unix milliseconds in both databases.
+ */
+function idempotencyAndVerdicts(big: string, real: string): string {
+  return `
+CREATE TABLE idempotency_keys (
+  account_id TEXT NOT NULL,
+  idem_key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  status INTEGER,
+  body TEXT,
+  expires_at ${big} NOT NULL,
+  PRIMARY KEY (account_id, idem_key)
+);
+CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at);
+
+CREATE TABLE verdict_log (
+  id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  at ${big} NOT NULL,
+  key_id TEXT NOT NULL,
+  key_name TEXT NOT NULL,
+  endpoint TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  risk TEXT,
+  failure_modes TEXT NOT NULL,
+  policy TEXT,
+  reserved_usd ${real},
+  reservation_id TEXT
+);
+CREATE UNIQUE INDEX verdict_log_page ON verdict_log (account_id, at, id);
+CREATE INDEX verdict_log_key ON verdict_log (account_id, key_id, at, id);
+CREATE INDEX verdict_log_verdict ON verdict_log (account_id, verdict, at, id);
+CREATE INDEX verdict_log_age ON verdict_log (at);
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -221,6 +266,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'accounts, agent keys, policies, limit reservations',
     sqlite: accounts('INTEGER', 'INTEGER', 'REAL', true),
     postgres: accounts('TIMESTAMPTZ', 'BIGINT', 'DOUBLE PRECISION', false),
+  },
+  {
+    version: 5,
+    name: 'idempotency keys, verdict log',
+    sqlite: idempotencyAndVerdicts('INTEGER', 'REAL'),
+    postgres: idempotencyAndVerdicts('BIGINT', 'DOUBLE PRECISION'),
   },
 ]);
 

@@ -36,7 +36,23 @@ import {
   paymentIdClaim,
   type PaymentIdRow,
 } from './rows.js';
+import {
+  PRUNE_IDEMPOTENCY_SQL,
+  PRUNE_VERDICTS_SQL,
+  VERDICT_COLUMNS,
+  idempotencyClaim,
+  verdictFromRow,
+  verdictPageQuery,
+  verdictValues,
+  type IdempotencyRow,
+  type VerdictRow,
+} from './kept.js';
 import type {
+  IdempotencyClaim,
+  IdempotencyRequest,
+  VerdictEntry,
+  VerdictQuery,
+  VerdictRecord,
   DueReservation,
   KeyRefusal,
   LimitUsage,
@@ -575,6 +591,86 @@ export class PostgresStore implements Store {
       [name, holder, now + ttlMs, now],
     );
     return rowCount === 1;
+  }
+
+  /**
+   * Each statement is atomic on its own: the insert either takes the key or finds the row another
+   * attempt holds, which is then read as it stands (a row deleted in between reads as pending, and
+   * the caller asks again).
+   */
+  async claimIdempotencyKey(r: IdempotencyRequest): Promise<IdempotencyClaim> {
+    const now = Date.now();
+    await this.pool.query('DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND expires_at <= $3', [
+      r.accountId,
+      r.key,
+      now,
+    ]);
+    const inserted = await this.pool.query(
+      `INSERT INTO idempotency_keys (account_id, idem_key, fingerprint, owner, expires_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (account_id, idem_key) DO NOTHING`,
+      [r.accountId, r.key, r.fingerprint, r.owner, now + r.leaseMs],
+    );
+    if (inserted.rowCount === 1) return { kind: 'new' };
+    const { rows } = await this.pool.query<IdempotencyRow>(
+      'SELECT fingerprint, status, body FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2',
+      [r.accountId, r.key],
+    );
+    return idempotencyClaim(rows[0], r.fingerprint);
+  }
+
+  async completeIdempotencyKey(
+    accountId: string,
+    key: string,
+    owner: string,
+    a: { status: number; body: string },
+    keepMs: number,
+  ): Promise<boolean> {
+    const res = await this.pool.query(
+      'UPDATE idempotency_keys SET status = $1, body = $2, expires_at = $3 WHERE account_id = $4 AND idem_key = $5 AND owner = $6',
+      [a.status, a.body, Date.now() + keepMs, accountId, key, owner],
+    );
+    return res.rowCount === 1;
+  }
+
+  async releaseIdempotencyKey(accountId: string, key: string, owner: string): Promise<void> {
+    await this.pool.query(
+      'DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND owner = $3 AND status IS NULL',
+      [accountId, key, owner],
+    );
+  }
+
+  /** One multi-row INSERT per 500 rows (a statement, so all of them or none). */
+  async appendVerdicts(rows: VerdictRecord[]): Promise<void> {
+    const width = VERDICT_COLUMNS.length;
+    for (let from = 0; from < rows.length; from += 500) {
+      const part = rows.slice(from, from + 500);
+      const values = part.map((_, i) => `(${placeholders(width, i * width + 1)})`).join(', ');
+      await this.pool.query(
+        `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES ${values} ON CONFLICT (account_id, at, id) DO NOTHING`,
+        part.flatMap(verdictValues),
+      );
+    }
+  }
+
+  async verdictPage(q: VerdictQuery): Promise<VerdictEntry[]> {
+    const { sql, params } = verdictPageQuery(q, (i) => `$${i}`);
+    return (await this.pool.query<VerdictRow>(sql, params)).rows.map(verdictFromRow);
+  }
+
+  async pruneKept(
+    now: number,
+    verdictsBefore: number,
+    max: number,
+  ): Promise<{ verdicts: number; idempotency: number }> {
+    const v = await this.pool.query(
+      PRUNE_VERDICTS_SQL((i) => `$${i}`),
+      [verdictsBefore, max],
+    );
+    const k = await this.pool.query(
+      PRUNE_IDEMPOTENCY_SQL((i) => `$${i}`),
+      [now, max],
+    );
+    return { verdicts: v.rowCount ?? 0, idempotency: k.rowCount ?? 0 };
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

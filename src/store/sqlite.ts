@@ -37,7 +37,23 @@ import {
   paymentIdClaim,
   type PaymentIdRow,
 } from './rows.js';
+import {
+  PRUNE_IDEMPOTENCY_SQL,
+  PRUNE_VERDICTS_SQL,
+  VERDICT_COLUMNS,
+  idempotencyClaim,
+  verdictFromRow,
+  verdictPageQuery,
+  verdictValues,
+  type IdempotencyRow,
+  type VerdictRow,
+} from './kept.js';
 import type {
+  IdempotencyClaim,
+  IdempotencyRequest,
+  VerdictEntry,
+  VerdictQuery,
+  VerdictRecord,
   DueReservation,
   KeyRefusal,
   LimitUsage,
@@ -578,6 +594,76 @@ export class SqliteStore implements Store {
       now,
     );
     return row !== undefined;
+  }
+
+  async claimIdempotencyKey(r: IdempotencyRequest): Promise<IdempotencyClaim> {
+    const now = Date.now();
+    return this.db
+      .transaction((): IdempotencyClaim => {
+        this.q('DELETE FROM idempotency_keys WHERE account_id = ? AND idem_key = ? AND expires_at <= ?').run(
+          r.accountId,
+          r.key,
+          now,
+        );
+        const inserted = this.q(
+          `INSERT INTO idempotency_keys (account_id, idem_key, fingerprint, owner, expires_at) VALUES (?, ?, ?, ?, ?)
+          ON CONFLICT (account_id, idem_key) DO NOTHING`,
+        ).run(r.accountId, r.key, r.fingerprint, r.owner, now + r.leaseMs);
+        if (inserted.changes === 1) return { kind: 'new' };
+        const row = this.q(
+          'SELECT fingerprint, status, body FROM idempotency_keys WHERE account_id = ? AND idem_key = ?',
+        ).get(r.accountId, r.key) as IdempotencyRow | undefined;
+        return idempotencyClaim(row, r.fingerprint);
+      })
+      .immediate();
+  }
+
+  async completeIdempotencyKey(
+    accountId: string,
+    key: string,
+    owner: string,
+    a: { status: number; body: string },
+    keepMs: number,
+  ): Promise<boolean> {
+    return (
+      this.q(
+        'UPDATE idempotency_keys SET status = ?, body = ?, expires_at = ? WHERE account_id = ? AND idem_key = ? AND owner = ?',
+      ).run(a.status, a.body, Date.now() + keepMs, accountId, key, owner).changes === 1
+    );
+  }
+
+  async releaseIdempotencyKey(accountId: string, key: string, owner: string): Promise<void> {
+    this.q('DELETE FROM idempotency_keys WHERE account_id = ? AND idem_key = ? AND owner = ? AND status IS NULL').run(
+      accountId,
+      key,
+      owner,
+    );
+  }
+
+  async appendVerdicts(rows: VerdictRecord[]): Promise<void> {
+    if (rows.length === 0) return;
+    const insert = this.q(
+      `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES (${VERDICT_COLUMNS.map(() => '?').join(', ')})
+      ON CONFLICT (account_id, at, id) DO NOTHING`,
+    );
+    this.db.transaction(() => {
+      for (const v of rows) insert.run(...verdictValues(v));
+    })();
+  }
+
+  async verdictPage(q: VerdictQuery): Promise<VerdictEntry[]> {
+    const { sql, params } = verdictPageQuery(q, (i) => `?${i}`);
+    return (this.q(sql).all(numbered(params)) as VerdictRow[]).map(verdictFromRow);
+  }
+
+  async pruneKept(
+    now: number,
+    verdictsBefore: number,
+    max: number,
+  ): Promise<{ verdicts: number; idempotency: number }> {
+    const verdicts = this.q(PRUNE_VERDICTS_SQL((i) => `?${i}`)).run(numbered([verdictsBefore, max])).changes;
+    const idempotency = this.q(PRUNE_IDEMPOTENCY_SQL((i) => `?${i}`)).run(numbered([now, max])).changes;
+    return { verdicts, idempotency };
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

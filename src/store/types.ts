@@ -205,6 +205,70 @@ export interface PaymentIdRequest {
   ttlMs: number;
 }
 
+/** One attempt taking an Idempotency-Key of an account (docs/policies.md §9). */
+export interface IdempotencyRequest {
+  accountId: string;
+  key: string;
+  /** SHA-256 of who asked what: the key id, the endpoint and the canonical JSON body. */
+  fingerprint: string;
+  /** Random per attempt: only the attempt that took the key may keep an answer under it or free it. */
+  owner: string;
+  /** How long the attempt holds the key before another may take it over (a crashed attempt). */
+  leaseMs: number;
+}
+
+/** What an Idempotency-Key is when a request arrives with it. */
+export type IdempotencyClaim =
+  | { kind: 'new' }
+  | { kind: 'conflict' }
+  | { kind: 'pending' }
+  | { kind: 'done'; status: number; body: string };
+
+/** The policy version an answer was judged under, as `decision.policy` names it. */
+export interface PolicyRefRecord {
+  name: string;
+  version: number;
+  hash: string;
+}
+
+/** One answer to a keyed call, as the verdict log keeps it (docs/policies.md §10). */
+export interface VerdictRecord {
+  /** The answer's attestation id (0x + 64 hex): unique per answer, and its reservation's id. */
+  id: string;
+  accountId: string;
+  /** Unix ms. */
+  at: number;
+  keyId: string;
+  keyName: string;
+  endpoint: string;
+  verdict: string;
+  risk: string | null;
+  failureModes: string[];
+  policy: PolicyRefRecord | null;
+  /** What the answer reserved in its policy's limits; null when it reserved nothing. */
+  reservedUsd: number | null;
+}
+
+export type ReservationState = 'reserved' | 'committed' | 'released';
+
+/** A verdict as a page shows it: its reservation's state now (null when it reserved nothing). */
+export interface VerdictEntry extends VerdictRecord {
+  reservation: ReservationState | null;
+}
+
+/** One page of an account's verdicts, newest first (keyset pagination on (at, id)). */
+export interface VerdictQuery {
+  accountId: string;
+  /** Rows to read; a caller asking one more than it shows learns whether a next page exists. */
+  limit: number;
+  /** Rows strictly older than this (at, id): the last row of the previous page. */
+  before: { at: number; id: string } | null;
+  keyId: string | null;
+  verdict: string | null;
+  /** Rows at or after this unix ms. */
+  since: number | null;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Applies pending migrations. Idempotent; safe when several processes start at once. */
@@ -298,6 +362,33 @@ export interface Store {
   pruneCounters(before: number): Promise<number>;
   /** Takes or renews the named lease for `holder` until now + ttlMs; false while another holds it. */
   takeLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
+
+  // Idempotency-Key answers and the verdict log (docs/policies.md §9, §10).
+
+  /**
+   * Takes (account, key) for this attempt when free or expired ('new'); otherwise says whether the
+   * kept request differs ('conflict'), is still being served ('pending') or was answered ('done').
+   */
+  claimIdempotencyKey(r: IdempotencyRequest): Promise<IdempotencyClaim>;
+  /** Keeps the answer under (account, key) for `keepMs`; only the owning attempt can. */
+  completeIdempotencyKey(
+    accountId: string,
+    key: string,
+    owner: string,
+    answer: { status: number; body: string },
+    keepMs: number,
+  ): Promise<boolean>;
+  /** Frees (account, key) when the owning attempt was not answered, so a retry runs again. */
+  releaseIdempotencyKey(accountId: string, key: string, owner: string): Promise<void>;
+  /** Appends verdicts in one transaction; a row already there is left as it is (a retried batch). */
+  appendVerdicts(rows: VerdictRecord[]): Promise<void>;
+  /** One page of an account's verdicts, newest first, each with its reservation's state. */
+  verdictPage(q: VerdictQuery): Promise<VerdictEntry[]>;
+  /**
+   * Deletes at most `max` verdicts older than `verdictsBefore` and at most `max` idempotency rows
+   * expired at `now`; returns how many of each.
+   */
+  pruneKept(now: number, verdictsBefore: number, max: number): Promise<{ verdicts: number; idempotency: number }>;
 }
 
 /** A secp256k1 private key (0x hex) and its address. */

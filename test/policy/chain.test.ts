@@ -269,6 +269,16 @@ t.test('an unexecuted proceed is released after expiry, an executed one stays co
     [0, 100, 1],
     'the unexecuted 200 released, the executed 100 committed',
   );
+  // The verdict log follows each reservation; what was reserved stays on the row (docs/policies.md §10).
+  const log = (await call(app.url, 'GET', '/v1/verdicts', o)).body.verdicts;
+  t.same(
+    log.map((r: any) => [r.id, r.reserved_usd, r.reservation]),
+    [
+      [unexecuted.attestation.typed_data.message.id, 200, 'released'],
+      [m.id, 100, 'committed'],
+    ],
+    'the verdict log shows the release and the commit',
+  );
 });
 
 t.test(

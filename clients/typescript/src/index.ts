@@ -27,6 +27,8 @@ import type {
   PolicyVersion,
   StablecoinIntelligenceRequest,
   StablecoinIntelligenceResponse,
+  VerdictLogEntry,
+  VerdictPage,
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
@@ -48,6 +50,8 @@ export type {
   PolicyVersion,
   StablecoinIntelligenceRequest,
   StablecoinIntelligenceResponse,
+  VerdictLogEntry,
+  VerdictPage,
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
@@ -117,6 +121,19 @@ export interface PreflightClient {
   policyUsage(name: string): Promise<PolicyUsage>;
   /** What the guard would answer under the policy: `decision.dry_run`, no reservation, no attestation; one call. */
   evaluatePolicy(name: string, req: GuardInput): Promise<DecideResponse>;
+  /** One page of the account's verdict log, newest first (owner key only; docs/policies.md §10). */
+  verdicts(query?: VerdictQuery): Promise<VerdictPage>;
+}
+
+/** The filters and page of GET /v1/verdicts; pass a page's `next_cursor` as `cursor` for the next. */
+export interface VerdictQuery {
+  limit?: number;
+  cursor?: string;
+  /** A key id of the account. */
+  key?: string;
+  verdict?: 'proceed' | 'wait' | 'block';
+  /** RFC 3339: answers at or after this time. */
+  since?: string;
 }
 
 const PATHS = {
@@ -173,6 +190,9 @@ export function createClient(opts: ClientOptions): PreflightClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (opts.apiKey !== undefined) headers['x-api-key'] = opts.apiKey;
+    // One Idempotency-Key for every attempt of a keyed POST: a retry after a dropped connection
+    // gets the first answer and is neither counted nor reserved twice (docs/policies.md §9).
+    if (opts.apiKey !== undefined && method === 'POST') headers['idempotency-key'] = generatePaymentId();
     const text = body === undefined ? undefined : JSON.stringify(body);
     for (let attempt = 0; ; attempt++) {
       let res: Response;
@@ -220,6 +240,12 @@ export function createClient(opts: ClientOptions): PreflightClient {
     deletePolicy: (name) => call(`/v1/policies/${enc(name)}`, undefined, 'DELETE', true),
     policyUsage: (name) => call(`/v1/policies/${enc(name)}/usage`, undefined, 'GET', true),
     evaluatePolicy: (name, req) => call(`/v1/policies/${enc(name)}/evaluate`, req, 'POST', true),
+    verdicts: (query = {}) => {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
+      const qs = q.toString();
+      return call(`/v1/verdicts${qs === '' ? '' : `?${qs}`}`, undefined, 'GET', true);
+    },
   };
 }
 

@@ -651,6 +651,36 @@ export type StablecoinIntelligenceRequest = {
   block_deviation_pct: number;
 };
 
+/** One answer to a keyed call (decide, guard, the agents, MCP tool calls). */
+export type VerdictLogEntry = {
+  /** The answer's attestation id (attestation.typed_data.message.id), also its reservation's id. */
+  id: string;
+  /** When the answer was given. */
+  at: string;
+  /** The key that made the call. */
+  key_id: string;
+  /** That key's name when it made the call (`owner` for the owner key). */
+  key_name: string;
+  /** The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool). */
+  endpoint: string;
+  verdict: "proceed" | "wait" | "block";
+  risk: "low" | "medium" | "high" | null;
+  failure_modes: Array<string>;
+  /** The policy version the answer was judged under (decision.policy), or null. */
+  policy: unknown;
+  /** What the answer reserved in its policy's limits; null when it reserved nothing. */
+  reserved_usd: number | null;
+  /** The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved. */
+  reservation: "reserved" | "committed" | "released" | null;
+};
+
+/** One page of the account's verdict log, newest first (GET /v1/verdicts). */
+export type VerdictPage = {
+  verdicts: Array<VerdictLogEntry>;
+  /** Pass as `cursor` (with the same filters) for the next, older page; null on the last page. */
+  next_cursor: string | null;
+};
+
 export type YieldRouteOption = {
   name: string;
   /** Annual yield in percent. */

@@ -95,7 +95,7 @@ function policyNotFound(name: string): HttpError {
   return new HttpError(404, `No policy named '${name}' in your account.`);
 }
 
-export function accountHandlers(deps: AccountDeps): Record<ManagementHandlerKey, ApiHandler> {
+export function accountHandlers(deps: AccountDeps): Record<Exclude<ManagementHandlerKey, 'verdicts'>, ApiHandler> {
   const { store, keys, policies, config } = deps;
 
   const keysCreate: ApiHandler = async (req, res) => {

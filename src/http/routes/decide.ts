@@ -8,6 +8,7 @@ import type { Engine } from '../../engine/runner.js';
 import { buildDecideResponse } from '../../engine/decide-response.js';
 import { checkName } from '../../checks/index.js';
 import { attach, DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
+import type { VerdictLog } from '../../verdicts/log.js';
 import type { PolicyService } from '../../policy/service.js';
 import { underPolicy } from '../../guard/handler.js';
 
@@ -16,6 +17,7 @@ export function decideHandler(deps: {
   engine: Engine;
   metrics: Metrics;
   attester?: Attester | null;
+  verdicts?: VerdictLog | null;
   policies?: PolicyService | null;
 }): ApiHandler {
   const { engine, attester } = deps;

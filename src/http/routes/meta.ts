@@ -1,4 +1,6 @@
 /** The free read-only endpoints' handlers: /, /health, /v1/capabilities, /v1/agents, /openapi.json. */
+import { IDEMPOTENCY_KEEP_MS } from '../idempotency.js';
+import { VERDICT_PAGE_MAX } from './verdicts.js';
 import type { RequestHandler } from 'express';
 import { CHAIN_IDS, type Config } from '../../config.js';
 import { DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
@@ -154,6 +156,13 @@ export function capabilities(config: Readonly<Config>, attester: Attester | null
       reasons: POLICY_REASONS,
       windows: ['hour', 'day', 'week', 'month', { rolling_s: '60 to 2592000' }],
       key_cache_s: KEY_CACHE_MS / 1000,
+      // docs/policies.md §9, §10.
+      idempotency_key: {
+        header: 'Idempotency-Key',
+        length: '1 to 255 visible ASCII',
+        kept_h: IDEMPOTENCY_KEEP_MS / 3_600_000,
+      },
+      verdict_log: { endpoint: 'GET /v1/verdicts', page_max: VERDICT_PAGE_MAX, retention_days: config.verdictLogDays },
     },
   };
 }
