@@ -9,7 +9,8 @@
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
  *                                            three-instance measurement (PostgreSQL and Redis),
- *                                            `first-answers` a fresh process's first answers
+ *                                            `first-answers` a fresh process's first answers,
+ *                                            `reservation` the policy limits' check-and-reserve alone
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
  *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
@@ -40,6 +41,7 @@ import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './sessi
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printCold, printPool, printSigning, printTable, printTargetChecks } from './report.js';
 import { checkScrapes, scrape } from './scrape.js';
+import { benchDatabase, measureReservations, policyKey, type ReservationCost } from './policy.js';
 
 interface Options {
   mode: 'all' | 'targets' | 'pool';
@@ -76,7 +78,7 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'first-answers'];
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -84,11 +86,11 @@ function parseArgs(argv: string[]): Options {
 }
 
 /** Every scenario's run is bounded; the whole bench aborts past this. */
-const HARD_LIMIT_MS = 9 * 60_000;
+const HARD_LIMIT_MS = 12 * 60_000;
 
 /**
  * The scenarios whose throughput the targets compare (the yardsticks and the cached decides, with
- * and without signing and with the fleet cache). On a shared host the machine's speed drifts by
+ * and without signing and with the fleet cache; the cached guard with and without the verdict log). On a shared host the machine's speed drifts by
  * more than the differences measured, so these run interleaved: every server starts once, then
  * each round runs each scenario in turn, and each reports its median round. A ratio target is the
  * median of the rounds' own ratios (bench/targets.ts): each of runs seconds apart, never of one
@@ -102,11 +104,18 @@ const PAIRED = [
   'decide-cached-inline',
   'decide-cached-unsigned',
   'decide-cached-redis',
+  'guard-swap',
+  'guard-swap-unlogged',
+  'guard-policy',
+  'guard-swap-pg',
+  'guard-policy-pg',
 ];
 
 interface Server {
   child: Child;
   run: ReturnType<typeof scenarioRunner>;
+  /** Stops the child and drops what the scenario made for it (a PostgreSQL database). */
+  stop(): Promise<void>;
 }
 
 /**
@@ -117,20 +126,35 @@ async function startFor(s: Scenario, opts: Options, upstreams: Upstreams, rig: P
   if (s.server !== 'service') {
     const child = await startServerChild(s.server === 'floor' ? './floor.js' : './reference.js', {});
     const run = scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey: null, upstreams, rig, billing: false });
-    return { child, run };
+    return { child, run, stop: () => child.stop() };
   }
+  const db = s.store === 'postgres' ? await benchDatabase() : null;
   const child = await startServerChild(
     './service.js',
-    serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
-  );
+    serviceEnv(upstreams, rig, {
+      ...(opts.billing ? {} : { BILLING: 'off' }),
+      ...(db ? { DATABASE_URL: db.url } : {}),
+      ...s.env,
+    }),
+  ).catch(async (err: unknown) => {
+    await db?.drop();
+    throw err;
+  });
+  const stop = async () => {
+    await child.stop();
+    await db?.drop();
+  };
   try {
-    const apiKey = opts.billing ? await signup(child.url) : null;
+    let apiKey = opts.billing ? await signup(child.url) : null;
+    // Under a policy: the load's key is an agent key bound to it (a policy needs billing on).
+    if (s.policy && apiKey !== null) apiKey = await policyKey(child.url, apiKey);
     return {
       child,
       run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey, upstreams, rig, billing: opts.billing }),
+      stop,
     };
   } catch (err) {
-    await child.stop();
+    await stop();
     throw err;
   }
 }
@@ -151,7 +175,7 @@ async function runPaired(
     }
     return paired.map((s) => medianRun(runs.get(s)!));
   } finally {
-    for (const { child } of servers.values()) await child.stop();
+    for (const server of servers.values()) await server.stop();
   }
 }
 
@@ -258,7 +282,7 @@ async function runTargets(
     try {
       rows.push(await own.run(s, 0));
     } finally {
-      await own.child.stop();
+      await own.stop();
     }
   }
 
@@ -317,6 +341,18 @@ async function main(): Promise<number> {
       first = await measureFirstAnswers(upstreams);
       targets.checks.push(...checkFirstAnswers(first, opts.latencyMs, STATUS_PAGE_MS));
     }
+    // The reservation's own cost on each store (docs/policies.md §4): figures, not targets.
+    let reservations: ReservationCost[] | { skipped: string } | null = null;
+    if (targets && (opts.only === null || opts.only.includes('reservation'))) {
+      reservations = await measureReservations();
+      if (!('skipped' in reservations)) {
+        process.stdout.write('\nReservation (check-and-reserve in two limits, on the store)\n');
+        for (const r of reservations)
+          process.stdout.write(
+            `  ${r.store}, ${r.concurrency} at a time, ${r.reservations} reservations: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms\n`,
+          );
+      }
+    }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
@@ -340,6 +376,7 @@ async function main(): Promise<number> {
       coldCapacityRamp: targets?.ramp ?? null,
       firstAnswers: first,
       fleet,
+      reservations,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };
