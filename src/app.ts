@@ -28,6 +28,7 @@ import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
+import type { Screening } from './screening/service.js';
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -45,6 +46,8 @@ export interface AppDeps {
   metricsHandler?: RequestHandler;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
   attester?: Attester | null;
+  /** The screening lists: their state in /health and /v1/capabilities (docs/screening.md). */
+  screening?: Screening | null;
   /** Set while the server drains: answers carry `Connection: close`. */
   isDraining?: () => boolean;
 }
@@ -134,7 +137,12 @@ export function buildRoutes(deps: AppDeps): Routes {
   // Only rows whose handler exists are mounted; a path with none answers 404 like any unknown one.
   const shared = deps.engine.shared ?? null;
   const getHandlers: Partial<Record<GetHandlerKey, RequestHandler>> = {
-    ...metaHandlers(config, deps.attester ?? null, shared === null ? null : () => shared.state()),
+    ...metaHandlers(
+      config,
+      deps.attester ?? null,
+      shared === null ? null : () => shared.state(),
+      deps.screening ?? null,
+    ),
     ...docsHandlers(),
     metrics: deps.metricsHandler,
   };

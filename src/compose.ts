@@ -25,6 +25,8 @@ import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
+import { Screening } from './screening/service.js';
+import { screenHandler } from './guard/screen-handler.js';
 
 export interface Service {
   deps: AppDeps;
@@ -96,7 +98,21 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     await store.close();
     throw err;
   }
-  const agentDeps = { config, engine, logger, metrics, attester };
+  // The screening lists: the fleet's versions from the database at once, then refreshed (docs/screening.md).
+  const screening = new Screening({
+    config: config.screening,
+    store,
+    events: {
+      refresh: (list, outcome) => metrics.screeningRefresh(list, outcome),
+      malformed: (list, n) => metrics.screeningMalformed(list, n),
+      log: (level, fields, msg) => logger[level](fields, msg),
+    },
+  });
+  await screening.start();
+  metrics.setScreeningSource(() =>
+    screening.lists().map((l) => ({ name: l.name, kind: l.kind, size: l.packed.size, ageS: screening.ageS(l) })),
+  );
+  const agentDeps = { config, engine, logger, metrics, attester, screening };
   const deps: AppDeps = {
     config,
     logger,
@@ -104,8 +120,10 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     engine,
     billing,
     attester,
+    screening,
     handlers: {
       guard: guardHandler(agentDeps),
+      screen: screenHandler(agentDeps),
       stablecoin: stablecoinHandler(agentDeps),
       bridge: bridgeRiskHandler(agentDeps),
       yield: yieldRoutingHandler(agentDeps),
@@ -124,6 +142,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     payments,
     async close() {
       await payments.stop();
+      await screening.stop();
       await engine.close();
       await attester?.close();
       stopWatching();

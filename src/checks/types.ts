@@ -5,6 +5,8 @@
  */
 import type { Check } from '../generated/types.js';
 import type { Config } from '../config.js';
+import type { ScreeningView } from '../screening/view.js';
+import type { CounterpartyScreenCheck } from './counterparty_screen.js';
 import type { DelegationScanCheck } from './delegation_scan.js';
 import type { LiquidityDepthCheck } from './liquidity_depth.js';
 import type { RpcHealthCheck } from './rpc_health.js';
@@ -24,7 +26,8 @@ export type GuardOnlyCheck =
   | LiquidityDepthCheck
   | TransactionSimulationCheck
   | SignatureScanCheck
-  | DelegationScanCheck;
+  | DelegationScanCheck
+  | CounterpartyScreenCheck;
 /** Every check object a module runs. */
 export type AnyCheck = Check | GuardOnlyCheck;
 export type CheckType = AnyCheck['type'];
@@ -79,6 +82,8 @@ export interface CheckContext {
   signal: AbortSignal;
   /** Milliseconds left for this check (the signal fires when they run out). */
   timeoutMs: number;
+  /** The screening lists, on the main thread only (counterparty_screen; docs/screening.md §4). */
+  screening?: ScreeningView;
 }
 
 /**

@@ -22,8 +22,17 @@ import {
   type PaymentRow,
   paymentIdClaim,
   type PaymentIdRow,
+  screeningHead,
+  type ScreeningHeadRow,
+  screeningRow,
+  type ScreeningRow,
+  screeningSql,
+  screeningValues,
 } from './rows.js';
 import type {
+  ScreeningListHead,
+  ScreeningListRow,
+  ScreeningStatus,
   ApiKeyRecord,
   KeptAnswer,
   PaymentIdClaim,
@@ -49,6 +58,8 @@ export interface PostgresOptions {
 }
 
 const placeholders = (n: number, from = 1): string => Array.from({ length: n }, (_, i) => `$${i + from}`).join(', ');
+
+const SCREENING = screeningSql(true);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
@@ -285,5 +296,62 @@ export class PostgresStore implements Store {
       "SELECT private_key, address FROM attestation_keys WHERE id = 'verdict'",
     );
     return { privateKey: rows[0].private_key, address: rows[0].address };
+  }
+
+  async screeningListHeads(): Promise<ScreeningListHead[]> {
+    const { rows } = await this.pool.query<ScreeningHeadRow>(SCREENING.heads);
+    return rows.map(screeningHead);
+  }
+
+  async screeningList(name: string): Promise<ScreeningListRow | null> {
+    const { rows } = await this.pool.query<ScreeningRow>(SCREENING.row, [name]);
+    return rows[0] ? screeningRow(rows[0]) : null;
+  }
+
+  async claimScreeningRefresh(
+    name: string,
+    owner: string,
+    now: number,
+    leaseMs: number,
+    dueBeforeMs: number,
+  ): Promise<boolean> {
+    await this.pool.query(SCREENING.seed, [name, Buffer.alloc(0)]);
+    const r = await this.pool.query(SCREENING.claim, [owner, now + leaseMs, name, now, dueBeforeMs]);
+    return r.rowCount === 1;
+  }
+
+  async putScreeningList(row: ScreeningListRow, _owner: string): Promise<void> {
+    await this.pool.query(SCREENING.put, screeningValues(row));
+  }
+
+  async markScreeningRefresh(
+    name: string,
+    owner: string,
+    at: number,
+    status: ScreeningStatus,
+    error: string | null,
+  ): Promise<void> {
+    await this.pool.query(SCREENING.mark, [at, status, error, name, owner]);
+  }
+
+  async recordCounterparties(account: string, addresses: readonly string[], at: number): Promise<void> {
+    if (addresses.length === 0) return;
+    // One statement for all: unnest keeps it atomic and one round trip.
+    await this.pool.query(
+      `INSERT INTO screening_counterparties (account, address, last_at)
+        SELECT $1, a, $3 FROM unnest($2::text[]) AS a
+        ON CONFLICT (account, address) DO UPDATE SET last_at = GREATEST(screening_counterparties.last_at, excluded.last_at)`,
+      [account, [...new Set(addresses)], at],
+    );
+  }
+
+  async counterparties(account: string, since: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ address: string }>(SCREENING.counterparties, [account, since]);
+    return rows.map((r) => r.address);
+  }
+
+  async pruneCounterparties(before: number): Promise<number> {
+    const r = await this.pool.query(SCREENING.prune, [before]);
+    return r.rowCount ?? 0;
   }
 }

@@ -10,6 +10,9 @@ import type {
   PaymentRecord,
   PaymentState,
   Plan,
+  ScreeningListHead,
+  ScreeningListRow,
+  ScreeningStatus,
 } from './types.js';
 
 type Time = number | string | Date;
@@ -236,5 +239,107 @@ export function paymentIdClaim(row: PaymentIdRow | undefined, fingerprint: strin
   return {
     kind: 'done',
     answer: { status: Number(row.status), body: row.body, receipt: row.receipt ?? '', paymentId: row.payment_id ?? '' },
+  };
+}
+
+/** The columns of a screening list's head, in the order SCREENING_HEAD_COLUMNS names them. */
+export const SCREENING_HEAD_COLUMNS = 'name, hash, size, changed_at, confirmed_at, checked_at, status, error';
+export const SCREENING_ROW_COLUMNS = `${SCREENING_HEAD_COLUMNS}, kind, source, list_date, keys, tags, tag_table`;
+
+export interface ScreeningHeadRow {
+  name: string;
+  hash: string;
+  size: number | string;
+  changed_at: number | string;
+  confirmed_at: number | string;
+  checked_at: number | string;
+  status: ScreeningStatus;
+  error: string | null;
+}
+
+export interface ScreeningRow extends ScreeningHeadRow {
+  kind: 'sanctions' | 'blocklist';
+  source: string;
+  list_date: string | null;
+  keys: Uint8Array;
+  tags: Uint8Array;
+  tag_table: string;
+}
+
+export function screeningHead(r: ScreeningHeadRow): ScreeningListHead {
+  return {
+    name: r.name,
+    hash: r.hash,
+    size: Number(r.size),
+    changedAt: Number(r.changed_at),
+    confirmedAt: Number(r.confirmed_at),
+    checkedAt: Number(r.checked_at),
+    status: r.status,
+    error: r.error,
+  };
+}
+
+export function screeningRow(r: ScreeningRow): ScreeningListRow {
+  return {
+    ...screeningHead(r),
+    kind: r.kind,
+    source: r.source,
+    date: r.list_date,
+    keys: new Uint8Array(r.keys),
+    tags: new Uint8Array(r.tags),
+    table: r.tag_table,
+  };
+}
+
+/** The values of a list's insert-or-replace, in the order of SCREENING_ROW_COLUMNS. */
+export function screeningValues(r: ScreeningListRow): unknown[] {
+  return [
+    r.name,
+    r.hash,
+    r.size,
+    r.changedAt,
+    r.confirmedAt,
+    r.checkedAt,
+    r.status,
+    r.error,
+    r.kind,
+    r.source,
+    r.date,
+    Buffer.from(r.keys.buffer, r.keys.byteOffset, r.keys.byteLength),
+    Buffer.from(r.tags.buffer, r.tags.byteOffset, r.tags.byteLength),
+    r.table,
+  ];
+}
+
+/** Placeholders $1..$n (PostgreSQL) or ? (SQLite) for `n` values. */
+export function placeholders(n: number, numbered: boolean): string {
+  return Array.from({ length: n }, (_, i) => (numbered ? `$${i + 1}` : '?')).join(', ');
+}
+
+/** The statements both stores run for screening, with ? or $n placeholders. */
+export function screeningSql(numbered: boolean) {
+  const p = (i: number) => (numbered ? `$${i}` : '?');
+  const n = SCREENING_ROW_COLUMNS.split(',').length;
+  const updates = SCREENING_ROW_COLUMNS.split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== 'name')
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ');
+  return {
+    heads: `SELECT ${SCREENING_HEAD_COLUMNS} FROM screening_lists WHERE changed_at > 0 OR checked_at > 0`,
+    row: `SELECT ${SCREENING_ROW_COLUMNS} FROM screening_lists WHERE name = ${p(1)} AND changed_at > 0`,
+    // A list nobody refreshed yet gets an empty row to hold the lease.
+    seed: `INSERT INTO screening_lists (name, kind, source, size, hash, keys, tags, tag_table, changed_at, confirmed_at, checked_at, status)
+      VALUES (${p(1)}, 'blocklist', '', 0, '', ${p(2)}, ${p(2)}, '[]', 0, 0, 0, 'ok') ON CONFLICT (name) DO NOTHING`,
+    claim: `UPDATE screening_lists SET lease_owner = ${p(1)}, lease_until = ${p(2)}
+      WHERE name = ${p(3)} AND lease_until < ${p(4)} AND checked_at < ${p(5)}`,
+    put: `INSERT INTO screening_lists (${SCREENING_ROW_COLUMNS}, lease_owner, lease_until) VALUES (${placeholders(n, numbered)}, NULL, 0)
+      ON CONFLICT (name) DO UPDATE SET ${updates}, lease_owner = NULL, lease_until = 0`,
+    mark: `UPDATE screening_lists SET checked_at = ${p(1)}, status = ${p(2)}, error = ${p(3)}, lease_owner = NULL, lease_until = 0
+      WHERE name = ${p(4)} AND lease_owner = ${p(5)}`,
+    record: `INSERT INTO screening_counterparties (account, address, last_at) VALUES (${p(1)}, ${p(2)}, ${p(3)})
+      ON CONFLICT (account, address) DO UPDATE SET last_at = excluded.last_at`,
+    counterparties: `SELECT address FROM screening_counterparties WHERE account = ${p(1)} AND last_at >= ${p(2)}`,
+    prune: `DELETE FROM screening_counterparties WHERE last_at < ${p(1)}`,
   };
 }

@@ -23,8 +23,17 @@ import {
   type PaymentRow,
   paymentIdClaim,
   type PaymentIdRow,
+  screeningHead,
+  type ScreeningHeadRow,
+  screeningRow,
+  type ScreeningRow,
+  screeningSql,
+  screeningValues,
 } from './rows.js';
 import type {
+  ScreeningListHead,
+  ScreeningListRow,
+  ScreeningStatus,
   ApiKeyRecord,
   KeptAnswer,
   PaymentIdClaim,
@@ -57,6 +66,8 @@ export function sqlitePath(databaseUrl: string): string {
   const rest = databaseUrl.replace(/^sqlite:/, '');
   return rest.startsWith('//') ? rest.slice(2) : rest;
 }
+
+const SCREENING = screeningSql(false);
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -338,5 +349,54 @@ export class SqliteStore implements Store {
       address: string;
     };
     return { privateKey: row.private_key, address: row.address };
+  }
+
+  async screeningListHeads(): Promise<ScreeningListHead[]> {
+    return (this.q(SCREENING.heads).all() as ScreeningHeadRow[]).map(screeningHead);
+  }
+
+  async screeningList(name: string): Promise<ScreeningListRow | null> {
+    const row = this.q(SCREENING.row).get(name) as ScreeningRow | undefined;
+    return row ? screeningRow(row) : null;
+  }
+
+  async claimScreeningRefresh(
+    name: string,
+    owner: string,
+    now: number,
+    leaseMs: number,
+    dueBeforeMs: number,
+  ): Promise<boolean> {
+    this.q(SCREENING.seed).run(name, Buffer.alloc(0));
+    return this.q(SCREENING.claim).run(owner, now + leaseMs, name, now, dueBeforeMs).changes === 1;
+  }
+
+  async putScreeningList(row: ScreeningListRow, _owner: string): Promise<void> {
+    this.q(SCREENING.put).run(...screeningValues(row));
+  }
+
+  async markScreeningRefresh(
+    name: string,
+    owner: string,
+    at: number,
+    status: ScreeningStatus,
+    error: string | null,
+  ): Promise<void> {
+    this.q(SCREENING.mark).run(at, status, error, name, owner);
+  }
+
+  async recordCounterparties(account: string, addresses: readonly string[], at: number): Promise<void> {
+    const st = this.q(SCREENING.record);
+    this.db.transaction(() => {
+      for (const a of addresses) st.run(account, a, at);
+    })();
+  }
+
+  async counterparties(account: string, since: number): Promise<string[]> {
+    return (this.q(SCREENING.counterparties).all(account, since) as Array<{ address: string }>).map((r) => r.address);
+  }
+
+  async pruneCounterparties(before: number): Promise<number> {
+    return this.q(SCREENING.prune).run(before).changes;
   }
 }
