@@ -1,5 +1,5 @@
 /**
- * The MCP tools (docs/mcp.md): five tools, each the same call as one HTTP endpoint. Their input and
+ * The MCP tools (docs/mcp.md): six tools, each the same call as one HTTP endpoint. Their input and
  * output schemas are the generated schemas of schemas/, bundled into one self-contained document
  * each (MCP clients resolve no external references). A tool call is an HTTP call made by `call`:
  * over the streamable HTTP transport it goes through the service's own endpoint (src/mcp/http.ts),
@@ -46,6 +46,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
     path: '/v1/decide',
     request: 'DecideRequest',
     response: 'DecideResponse',
+  },
+  {
+    name: 'preflight_screen',
+    title: 'Screen counterparties',
+    description:
+      "Before paying, approving or delegating to addresses, screen up to 100 of them: sanctions list, the operator's blocklists, lookalikes of known counterparties (address poisoning), recipients delegated to a sweeper. Same as POST /v1/screen.",
+    path: '/v1/screen',
+    request: 'ScreenRequest',
+    response: 'ScreenResponse',
   },
   {
     name: 'stablecoin_peg',

@@ -21,7 +21,14 @@ import { startStatusPage, type StatusPageEmulator } from '../emulators/statuspag
 const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
 const QUOTA = 6;
 const EXAMPLE = { action: 'bridge', chain: 'base', amount_usd: 2500, strict_mode: true };
-const TOOLS = ['bridge_risk', 'preflight_decide', 'preflight_guard', 'stablecoin_peg', 'yield_route'];
+const TOOLS = [
+  'bridge_risk',
+  'preflight_decide',
+  'preflight_guard',
+  'preflight_screen',
+  'stablecoin_peg',
+  'yield_route',
+];
 
 let anvil: Anvil;
 let cg: CoinGeckoEmulator;
@@ -82,7 +89,7 @@ for (const [transport, connect] of [
     const client = await connect(key);
     t.teardown(() => client.close());
 
-    t.test('lists the five tools with the schemas of schemas/', async (t) => {
+    t.test('lists the six tools with the schemas of schemas/', async (t) => {
       const { tools } = await client.listTools();
       t.same(tools.map((x) => x.name).sort(), TOOLS);
       const guard = tools.find((x) => x.name === 'preflight_guard')!;
