@@ -42,7 +42,9 @@ export interface ListParser {
   end(): ParsedList;
 }
 
-export class ListFormatError extends Error {}
+export class ListFormatError extends Error {
+  override name = 'ListFormatError';
+}
 
 const local = (name: string): string => name.slice(name.indexOf(':') + 1);
 const looksEvm = (s: string): boolean => /^0x/i.test(s.trim());
