@@ -111,6 +111,7 @@ export class Screening implements ScreeningView {
   #lists = new Map<string, LoadedList>();
   readonly #refreshing = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
+  #stopped = false;
   #ticking: Promise<void> | null = null;
   readonly #books = new Map<string, { at: number; book: Promise<KnownBook> }>();
 
@@ -147,14 +148,22 @@ export class Screening implements ScreeningView {
   /** Loads the fleet's versions from the database (an instance answers from them at once), then polls. */
   async start(): Promise<void> {
     await this.tick().catch((err) => this.#events.log?.('warn', { err }, 'screening lists not read from the database'));
-    this.#timer = setInterval(() => void this.tick().catch(() => undefined), this.#config.pollS * 1000);
+    this.#timer = setInterval(
+      () =>
+        void this.tick().catch((err) =>
+          this.#events.log?.('warn', { err }, 'screening lists not read from the database'),
+        ),
+      this.#config.pollS * 1000,
+    );
     this.#timer.unref();
   }
 
+  /** Stops polling; a refresh still running is dropped when it ends (its thread exits on its own limits). */
   async stop(): Promise<void> {
+    this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
-    await this.#ticking;
+    await this.#ticking?.catch(() => undefined);
   }
 
   /** Every list in use, sanctions first. */
@@ -227,6 +236,7 @@ export class Screening implements ScreeningView {
   }
 
   async #poll(): Promise<void> {
+    if (this.#stopped) return;
     const heads = new Map((await this.#store.screeningListHeads()).map((h) => [h.name, h]));
     for (const c of this.#configured) {
       const h = heads.get(c.name);
@@ -252,7 +262,9 @@ export class Screening implements ScreeningView {
         if (
           await this.#store.claimScreeningRefresh(c.name, this.#owner, now, leaseMs, now - this.#config.refreshS * 1000)
         )
-          void this.refreshNow(c);
+          void this.refreshNow(c).catch((err) =>
+            this.#events.log?.('warn', { err, list: c.name }, 'screening list refresh not recorded'),
+          );
       }
     }
   }
@@ -272,6 +284,7 @@ export class Screening implements ScreeningView {
         timeoutMs: this.#config.fetchTimeoutMs,
         stallMs: this.#config.stallMs,
       });
+      if (this.#stopped) return 'failed';
       const now = this.#now();
       const old = this.#lists.get(c.name);
       let outcome: ScreeningStatus;

@@ -315,7 +315,7 @@ export class PostgresStore implements Store {
     leaseMs: number,
     dueBeforeMs: number,
   ): Promise<boolean> {
-    await this.pool.query(SCREENING.seed, [name, Buffer.alloc(0)]);
+    await this.pool.query(SCREENING.seed, [name, Buffer.alloc(0), Buffer.alloc(0)]);
     const r = await this.pool.query(SCREENING.claim, [owner, now + leaseMs, name, now, dueBeforeMs]);
     return r.rowCount === 1;
   }

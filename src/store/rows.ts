@@ -330,7 +330,7 @@ export function screeningSql(numbered: boolean) {
     row: `SELECT ${SCREENING_ROW_COLUMNS} FROM screening_lists WHERE name = ${p(1)} AND changed_at > 0`,
     // A list nobody refreshed yet gets an empty row to hold the lease.
     seed: `INSERT INTO screening_lists (name, kind, source, size, hash, keys, tags, tag_table, changed_at, confirmed_at, checked_at, status)
-      VALUES (${p(1)}, 'blocklist', '', 0, '', ${p(2)}, ${p(2)}, '[]', 0, 0, 0, 'ok') ON CONFLICT (name) DO NOTHING`,
+      VALUES (${p(1)}, 'blocklist', '', 0, '', ${p(2)}, ${p(3)}, '[]', 0, 0, 0, 'ok') ON CONFLICT (name) DO NOTHING`,
     claim: `UPDATE screening_lists SET lease_owner = ${p(1)}, lease_until = ${p(2)}
       WHERE name = ${p(3)} AND lease_until < ${p(4)} AND checked_at < ${p(5)}`,
     put: `INSERT INTO screening_lists (${SCREENING_ROW_COLUMNS}, lease_owner, lease_until) VALUES (${placeholders(n, numbered)}, NULL, 0)

@@ -367,7 +367,7 @@ export class SqliteStore implements Store {
     leaseMs: number,
     dueBeforeMs: number,
   ): Promise<boolean> {
-    this.q(SCREENING.seed).run(name, Buffer.alloc(0));
+    this.q(SCREENING.seed).run(name, Buffer.alloc(0), Buffer.alloc(0));
     return this.q(SCREENING.claim).run(owner, now + leaseMs, name, now, dueBeforeMs).changes === 1;
   }
 

@@ -99,7 +99,11 @@ t.test('the three feed formats; malformed entries skipped and counted', async (t
 t.test('hostile XML is refused: entities, a DTD, deep nesting, long text, another root', async (t) => {
   const bomb = `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><Sanctions>&lol2;</Sanctions>`;
   t.throws(() => parseList('sanctions', bomb), { name: 'ListFormatError' }, 'a DTD with entities');
-  t.throws(() => parseList('sanctions', '<Sanctions>&xxe;</Sanctions>'), { name: 'ListFormatError' }, 'an undefined entity');
+  t.throws(
+    () => parseList('sanctions', '<Sanctions>&xxe;</Sanctions>'),
+    { name: 'ListFormatError' },
+    'an undefined entity',
+  );
   t.throws(
     () => parseList('sanctions', `<Sanctions>${'<a>'.repeat(100)}${'</a>'.repeat(100)}</Sanctions>`),
     /nesting deeper/,
