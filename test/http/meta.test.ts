@@ -79,8 +79,8 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document with every path', asyn
     t.ok(doc.paths[p], `documents ${p}`);
   t.equal(
     Object.keys(doc.paths).filter((p) => doc.paths[p].post).length,
-    14,
-    'all fourteen POST paths, /mcp among them',
+    15,
+    'all fifteen POST paths, /mcp among them',
   );
   await t.resolves(SwaggerParser.validate(structuredClone(doc)), 'swagger-parser validates it with zero errors');
   for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
