@@ -25,8 +25,8 @@ import { refreshInThread, type WorkerResult } from './worker.js';
 export const SANCTIONS_LIST = 'ofac_sdn';
 /** How long an account's learned counterparties are known (docs/screening.md §5). */
 export const COUNTERPARTY_DAYS = 90;
-/** How long an instance reuses an account's book before reading it again: the fleet's 5 s. */
-export const BOOK_TTL_MS = 5000;
+/** How long an instance reuses an account's book before reading it again: within the fleet's 5 s. */
+export const BOOK_TTL_MS = 4000;
 const DAY_MS = 86_400_000;
 
 /** A list's status: `embedded` (the snapshot, not refreshed), `pending` (configured, never loaded), else the last refresh's outcome. */
