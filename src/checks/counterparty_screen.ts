@@ -25,24 +25,9 @@ import { probe } from './delegation_scan.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { SIMULATION_TTL_S } from './transaction_simulation.js';
 import { isOperatorUrl } from './trust.js';
-import type { CheckContext, CheckModule, CheckOutcome } from './types.js';
+import type { CheckContext, CheckModule, CheckOutcome, CounterpartyScreenCheck } from './types.js';
 
-export interface ScreenedAddress {
-  address: string;
-  roles: Role[];
-}
-
-export interface CounterpartyScreenCheck {
-  type: 'counterparty_screen';
-  chain: string;
-  /** The node the sweeper rule reads recipients' code on; null: the rule is skipped. */
-  rpc_url: string | null;
-  addresses: ScreenedAddress[];
-  /** The request's known addresses (known_safe_addresses, or /v1/screen's known_addresses) and the policy's sets. */
-  known_addresses: string[];
-  /** The account whose learned counterparties are known too; null for a call without a key. */
-  account: string | null;
-}
+export type { CounterpartyScreenCheck };
 
 /** One address's answer, as POST /v1/screen gives it and the guard's evidence lists it. */
 export interface AddressResult {

@@ -10,6 +10,7 @@ import { CHAIN_IDS, type ChainName, type Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
 import { type Authorization, delegationOverrides, ZERO_ADDRESS } from '../scan/delegation.js';
 import { readTypedData } from '../scan/typed-data.js';
+import { orderParties } from '../scan/orders.js';
 import type { TypedDataInput } from '../scan/typed-data-shape.js';
 import type { Role } from '../screening/rules.js';
 
@@ -287,6 +288,7 @@ export const PLAN: readonly PlanRow[] = [
         typed_data: r.req.typed_data,
         amount_usd: r.req.amount_usd ?? null,
         known_safe_addresses: r.req.known_safe_addresses ?? [],
+        signer: r.req.signer ?? null,
       },
     ],
   },
@@ -347,7 +349,7 @@ export function addRole(into: Map<string, Set<Role>>, address: unknown, role: Ro
 /**
  * The addresses a guard request names (docs/screening.md §4), each once with its roles:
  * transaction.to (a recipient too when it carries native value), the typed message's
- * verifyingContract, spender and recipient, EIP-7702 delegates, the request's spender and
+ * verifyingContract, spender and recipient, a signed order's recipients, EIP-7702 delegates, the request's spender and
  * contract_address. The simulation's counterparties are added by the guard once it has run.
  */
 export function namedAddresses(r: ResolvedRequest): Array<{ address: string; roles: Role[] }> {
@@ -366,6 +368,8 @@ export function namedAddresses(r: ResolvedRequest): Array<{ address: string; rol
     for (const f of fields)
       if (f.type === 'address' && Object.hasOwn(TYPED_ROLES, f.name))
         addRole(m, td.message[f.name], TYPED_ROLES[f.name]);
+    // A signed order pays its recipients: the proceeds' and every fee's (docs/action-scan.md §7).
+    for (const a of orderParties(td, r.req.signer ?? null)?.recipients ?? []) addRole(m, a, 'recipient');
   }
   for (const a of authorizations(r)) addRole(m, a.address, 'delegate');
   addRole(m, r.req.spender, 'spender');
