@@ -102,6 +102,8 @@ export interface ScreeningConfig {
   stallMs: number;
   /** SCREENING_POLL_S: how often an instance reads the fleet's list versions from the database. */
   pollS: number;
+  /** SANCTIONS_ALLOW_SHRINK: accept a list shrunk by more than half (a deliberate large delisting); off by default. */
+  allowShrink: boolean;
 }
 
 /** OFAC's SDN Advanced XML export: the default SANCTIONS_LIST_URL. */
@@ -316,6 +318,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       fetchTimeoutMs: int(env, 'SCREENING_FETCH_TIMEOUT_MS', 120_000, 100, 3_600_000),
       stallMs: int(env, 'SCREENING_STALL_MS', 30_000, 100, 600_000),
       pollS: int(env, 'SCREENING_POLL_S', 15, 1, 60),
+      allowShrink: bool(env, 'SANCTIONS_ALLOW_SHRINK', false),
     }),
   };
   return Object.freeze(cfg);

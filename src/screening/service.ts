@@ -297,7 +297,7 @@ export class Screening implements ScreeningView {
         if (r.packed.size === 0) {
           outcome = 'refused';
           error = `the fetched list holds no valid address (${r.malformed} malformed entries skipped)`;
-        } else if (old?.loaded && r.packed.size * 2 < old.packed.size) {
+        } else if (old?.loaded && r.packed.size * 2 < old.packed.size && !this.#config.allowShrink) {
           outcome = 'refused';
           error = `the fetched list has ${r.packed.size} addresses against ${old.packed.size} in use: shrunk by more than half, kept the list in use`;
         } else outcome = 'ok';
