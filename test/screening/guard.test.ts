@@ -5,7 +5,7 @@
  * poisoning with the real May 2024 pair; a counterparty learned from an answered proceed; and
  * recipients delegated by real type-4 transactions to the project's Sweeper and BatchDelegate.
  */
-import { Contract, ContractFactory, Interface, type Wallet, parseEther } from 'ethers';
+import { type Contract, ContractFactory, Interface, type Wallet, parseEther } from 'ethers';
 import t from 'tap';
 import { compiled } from '../../contracts/compile.js';
 import { DecideResponse as validateResponse } from '../../src/generated/validators.js';
