@@ -42,6 +42,9 @@ export interface ListParser {
   end(): ParsedList;
 }
 
+/** The tag of a feed entry without a reason, shared (a million entries, one object). */
+const NO_REASON: ListTag = Object.freeze({ reason: null });
+
 export class ListFormatError extends Error {
   override name = 'ListFormatError';
 }
@@ -204,7 +207,11 @@ function feedParser(): ListParser {
           const reason = obj ? (item as Record<string, unknown>).reason : null;
           const a = normalAddress(raw);
           if (a === null) malformed++;
-          else entries.push([a, { reason: typeof reason === 'string' && reason !== '' ? reason.slice(0, 200) : null }]);
+          else
+            entries.push([
+              a,
+              typeof reason === 'string' && reason !== '' ? { reason: reason.slice(0, 200) } : NO_REASON,
+            ]);
         }
         return { entries, malformed, date: null, format: objects ? 'json_objects' : 'json' };
       }
@@ -214,7 +221,7 @@ function feedParser(): ListParser {
         if (line === '') continue;
         const a = normalAddress(line);
         if (a === null) malformed++;
-        else entries.push([a, { reason: null }]);
+        else entries.push([a, NO_REASON]);
       }
       return { entries, malformed, date: null, format: 'text' };
     },

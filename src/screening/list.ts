@@ -38,35 +38,61 @@ export function normalAddress(v: unknown): string | null {
 
 /**
  * Packs entries (address → tag); the same address twice keeps the first tag, its assets merged.
- * Addresses must be lowercase and valid (normalAddress).
+ * Addresses must be lowercase and valid (normalAddress). Sorting the entries themselves (no map of
+ * a million strings) keeps a large feed's peak memory to the entries and the packed buffers.
  */
-export function pack(entries: Iterable<[string, ListTag]>): PackedList {
-  const byAddress = new Map<string, ListTag>();
-  for (const [a, tag] of entries) {
-    const had = byAddress.get(a);
-    if (had === undefined) byAddress.set(a, tag);
-    else if (tag.assets && had.assets) had.assets = [...new Set([...had.assets, ...tag.assets])].sort();
-  }
-  const sorted = [...byAddress.keys()].sort();
-  const keys = new Uint8Array(sorted.length * 20);
-  const tags = new Uint32Array(sorted.length);
+export function pack(entries: Array<[string, ListTag]>): PackedList {
+  const order = entries.map((_, i) => i);
+  order.sort((x, y) => {
+    const a = entries[x][0];
+    const b = entries[y][0];
+    return a < b ? -1 : a > b ? 1 : x - y;
+  });
+  const keys = new Uint8Array(order.length * 20);
+  const tags = new Uint32Array(order.length);
   const table: ListTag[] = [];
   const tagIndex = new Map<string, number>();
+  // Feeds share one tag object among most entries: looked up by reference before by content.
+  const byRef = new Map<ListTag, number>();
   const hash = createHash('sha256');
-  sorted.forEach((a, i) => {
-    keys.set(Buffer.from(a.slice(2), 'hex'), i * 20);
-    hash.update(i === 0 ? a : `\n${a}`);
-    const tag = byAddress.get(a)!;
-    const k = JSON.stringify(tag);
-    let t = tagIndex.get(k);
-    if (t === undefined) {
-      t = table.length;
-      table.push(tag);
-      tagIndex.set(k, t);
+  let size = 0;
+  let last = '';
+  let lastTag: ListTag | null = null;
+  for (const i of order) {
+    const [a, tag] = entries[i];
+    if (a === last && lastTag) {
+      if (tag.assets && lastTag.assets) lastTag.assets = [...new Set([...lastTag.assets, ...tag.assets])].sort();
+      continue;
     }
-    tags[i] = t;
-  });
-  return { keys, tags, table, size: sorted.length, hash: hash.digest('hex') };
+    if (lastTag) size = put(size, last, lastTag);
+    last = a;
+    lastTag = tag.assets ? { ...tag, assets: [...tag.assets] } : tag;
+  }
+  if (lastTag) size = put(size, last, lastTag);
+  function put(at: number, a: string, tag: ListTag): number {
+    keys.set(Buffer.from(a.slice(2), 'hex'), at * 20);
+    hash.update(at === 0 ? a : `\n${a}`);
+    let t = byRef.get(tag);
+    if (t === undefined) {
+      const k = JSON.stringify(tag);
+      t = tagIndex.get(k);
+      if (t === undefined) {
+        t = table.length;
+        table.push(tag);
+        tagIndex.set(k, t);
+      }
+      byRef.set(tag, t);
+    }
+    tags[at] = t;
+    return at + 1;
+  }
+  return {
+    keys: keys.slice(0, size * 20),
+    tags: tags.slice(0, size),
+    table,
+    size,
+    hash: hash.digest('hex'),
+  };
 }
 
 /** The index of `key` (20 bytes) in a packed list, or -1. */

@@ -2,7 +2,7 @@
  * Runs list refreshes in a thread of their own (workers/list-worker.ts). The thread has its own
  * heap limit; if it dies (out of memory on a hostile list, a bug), the refreshes it was running are
  * failures and the service goes on with the lists it has (docs/screening.md §3). The thread is
- * kept while refreshes come and ends after IDLE_MS without one, so an hourly refresh holds no
+ * kept while refreshes come and ends 2 s after the last, so an hourly refresh holds no
  * thread in between.
  */
 import { Worker } from 'node:worker_threads';
@@ -15,7 +15,7 @@ export type WorkerResult =
 
 /** Heap of the list thread: a million-address feed parses in well under this. */
 const LIST_THREAD_HEAP_MB = 768;
-const IDLE_MS = 10_000;
+const IDLE_MS = 2_000;
 
 let thread: { worker: Worker; pending: Map<number, (r: WorkerResult) => void>; idle: NodeJS.Timeout | null } | null =
   null;

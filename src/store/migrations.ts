@@ -113,8 +113,9 @@ CREATE TABLE attestation_keys (
 }
 
 /**
- * Screening (docs/screening.md): each list's current version, kept for the fleet (one row per list,
- * the addresses packed as 20-byte keys), with the refresh lease that lets one instance at a time
+ * Screening (docs/screening.md): each list's current version, kept for the fleet (one head row per
+ * list; its addresses packed as 20-byte keys and their tags in chunks of 256 KiB, so neither a write
+ * nor a read holds the database or the event loop for the whole list), with the refresh lease that lets one instance at a time
  * refresh it; and each account's counterparties of answered proceeds. Times are unix milliseconds.
  */
 function screening(big: string, blob: string): string {
@@ -126,8 +127,6 @@ CREATE TABLE screening_lists (
   list_date TEXT,
   size INTEGER NOT NULL,
   hash TEXT NOT NULL,
-  keys ${blob} NOT NULL,
-  tags ${blob} NOT NULL,
   tag_table TEXT NOT NULL,
   changed_at ${big} NOT NULL,
   confirmed_at ${big} NOT NULL,
@@ -136,6 +135,14 @@ CREATE TABLE screening_lists (
   error TEXT,
   lease_owner TEXT,
   lease_until ${big} NOT NULL DEFAULT 0
+);
+
+CREATE TABLE screening_list_chunks (
+  name TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  data ${blob} NOT NULL,
+  PRIMARY KEY (name, hash, seq)
 );
 
 CREATE TABLE screening_counterparties (

@@ -22,12 +22,12 @@ import {
   type PaymentRow,
   paymentIdClaim,
   type PaymentIdRow,
+  putScreeningList,
+  readScreeningList,
+  type ScreeningDb,
   screeningHead,
   type ScreeningHeadRow,
-  screeningRow,
-  type ScreeningRow,
   screeningSql,
-  screeningValues,
 } from './rows.js';
 import type {
   ScreeningListHead,
@@ -304,8 +304,15 @@ export class PostgresStore implements Store {
   }
 
   async screeningList(name: string): Promise<ScreeningListRow | null> {
-    const { rows } = await this.pool.query<ScreeningRow>(SCREENING.row, [name]);
-    return rows[0] ? screeningRow(rows[0]) : null;
+    return readScreeningList(this.#screeningDb(), SCREENING, name);
+  }
+
+  /** The chunked list code's view of this database (src/store/rows.ts). */
+  #screeningDb(): ScreeningDb {
+    return {
+      run: async (sql, params) => void (await this.pool.query(sql, params)),
+      all: async <T>(sql: string, params: unknown[]) => (await this.pool.query(sql, params)).rows as T[],
+    };
   }
 
   async claimScreeningRefresh(
@@ -315,13 +322,13 @@ export class PostgresStore implements Store {
     leaseMs: number,
     dueBeforeMs: number,
   ): Promise<boolean> {
-    await this.pool.query(SCREENING.seed, [name, Buffer.alloc(0), Buffer.alloc(0)]);
+    await this.pool.query(SCREENING.seed, [name]);
     const r = await this.pool.query(SCREENING.claim, [owner, now + leaseMs, name, now, dueBeforeMs]);
     return r.rowCount === 1;
   }
 
   async putScreeningList(row: ScreeningListRow, _owner: string): Promise<void> {
-    await this.pool.query(SCREENING.put, screeningValues(row));
+    await putScreeningList(this.#screeningDb(), SCREENING, row);
   }
 
   async markScreeningRefresh(

@@ -244,7 +244,9 @@ export function paymentIdClaim(row: PaymentIdRow | undefined, fingerprint: strin
 
 /** The columns of a screening list's head, in the order SCREENING_HEAD_COLUMNS names them. */
 export const SCREENING_HEAD_COLUMNS = 'name, hash, size, changed_at, confirmed_at, checked_at, status, error';
-export const SCREENING_ROW_COLUMNS = `${SCREENING_HEAD_COLUMNS}, kind, source, list_date, keys, tags, tag_table`;
+const SCREENING_ROW_COLUMNS = `${SCREENING_HEAD_COLUMNS}, kind, source, list_date, tag_table`;
+/** A list's packed bytes (keys, then tags) are stored in chunks of this size. */
+export const SCREENING_CHUNK_BYTES = 1 << 18;
 
 export interface ScreeningHeadRow {
   name: string;
@@ -257,12 +259,10 @@ export interface ScreeningHeadRow {
   error: string | null;
 }
 
-export interface ScreeningRow extends ScreeningHeadRow {
+interface ScreeningRow extends ScreeningHeadRow {
   kind: 'sanctions' | 'blocklist';
   source: string;
   list_date: string | null;
-  keys: Uint8Array;
-  tags: Uint8Array;
   tag_table: string;
 }
 
@@ -279,21 +279,69 @@ export function screeningHead(r: ScreeningHeadRow): ScreeningListHead {
   };
 }
 
-export function screeningRow(r: ScreeningRow): ScreeningListRow {
+/** Placeholders $1..$n (PostgreSQL) or ? (SQLite) for `n` values. */
+export function placeholders(n: number, numbered: boolean): string {
+  return Array.from({ length: n }, (_, i) => (numbered ? `$${i + 1}` : '?')).join(', ');
+}
+
+/** The statements both stores run for screening, with ? or $n placeholders. */
+export function screeningSql(numbered: boolean) {
+  const p = (i: number) => (numbered ? `$${i}` : '?');
+  const columns = SCREENING_ROW_COLUMNS.split(',').map((c) => c.trim());
+  const updates = columns
+    .filter((c) => c !== 'name')
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ');
   return {
-    ...screeningHead(r),
-    kind: r.kind,
-    source: r.source,
-    date: r.list_date,
-    keys: new Uint8Array(r.keys),
-    tags: new Uint8Array(r.tags),
-    table: r.tag_table,
+    heads: `SELECT ${SCREENING_HEAD_COLUMNS} FROM screening_lists WHERE changed_at > 0 OR checked_at > 0`,
+    row: `SELECT ${SCREENING_ROW_COLUMNS} FROM screening_lists WHERE name = ${p(1)} AND changed_at > 0`,
+    // A list nobody refreshed yet gets an empty row to hold the lease.
+    seed: `INSERT INTO screening_lists (name, kind, source, size, hash, tag_table, changed_at, confirmed_at, checked_at, status)
+      VALUES (${p(1)}, 'blocklist', '', 0, '', '[]', 0, 0, 0, 'ok') ON CONFLICT (name) DO NOTHING`,
+    claim: `UPDATE screening_lists SET lease_owner = ${p(1)}, lease_until = ${p(2)}
+      WHERE name = ${p(3)} AND lease_until < ${p(4)} AND checked_at < ${p(5)}`,
+    put: `INSERT INTO screening_lists (${SCREENING_ROW_COLUMNS}, lease_owner, lease_until) VALUES (${placeholders(columns.length, numbered)}, NULL, 0)
+      ON CONFLICT (name) DO UPDATE SET ${updates}, lease_owner = NULL, lease_until = 0`,
+    chunk: `INSERT INTO screening_list_chunks (name, hash, seq, data) VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)})
+      ON CONFLICT (name, hash, seq) DO NOTHING`,
+    readChunk: `SELECT data FROM screening_list_chunks WHERE name = ${p(1)} AND hash = ${p(2)} AND seq = ${p(3)}`,
+    dropChunks: `DELETE FROM screening_list_chunks WHERE name = ${p(1)} AND hash <> ${p(2)}`,
+    mark: `UPDATE screening_lists SET checked_at = ${p(1)}, status = ${p(2)}, error = ${p(3)}, lease_owner = NULL, lease_until = 0
+      WHERE name = ${p(4)} AND lease_owner = ${p(5)}`,
+    record: `INSERT INTO screening_counterparties (account, address, last_at) VALUES (${p(1)}, ${p(2)}, ${p(3)})
+      ON CONFLICT (account, address) DO UPDATE SET last_at = excluded.last_at`,
+    counterparties: `SELECT address FROM screening_counterparties WHERE account = ${p(1)} AND last_at >= ${p(2)}`,
+    prune: `DELETE FROM screening_counterparties WHERE last_at < ${p(1)}`,
   };
 }
 
-/** The values of a list's insert-or-replace, in the order of SCREENING_ROW_COLUMNS. */
-export function screeningValues(r: ScreeningListRow): unknown[] {
-  return [
+/** What the chunked list code needs of a database: one statement at a time, async. */
+export interface ScreeningDb {
+  run(sql: string, params: unknown[]): Promise<void>;
+  all<T>(sql: string, params: unknown[]): Promise<T[]>;
+}
+
+/** Lets the event loop answer between two chunks (SQLite's calls are synchronous). */
+const breathe = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Stores a list: its chunks first (keys, then tags), then the head that names their hash, then the
+ * chunks of older versions go. A reader that sees the new head finds all its chunks.
+ */
+export async function putScreeningList(
+  db: ScreeningDb,
+  sql: ReturnType<typeof screeningSql>,
+  r: ScreeningListRow,
+): Promise<void> {
+  const bytes = new Uint8Array(r.keys.byteLength + r.tags.byteLength);
+  bytes.set(r.keys, 0);
+  bytes.set(r.tags, r.keys.byteLength);
+  for (let seq = 0, at = 0; at < bytes.byteLength; seq++, at += SCREENING_CHUNK_BYTES) {
+    const part = bytes.subarray(at, Math.min(bytes.byteLength, at + SCREENING_CHUNK_BYTES));
+    await db.run(sql.chunk, [r.name, r.hash, seq, Buffer.from(part.buffer, part.byteOffset, part.byteLength)]);
+    await breathe();
+  }
+  await db.run(sql.put, [
     r.name,
     r.hash,
     r.size,
@@ -305,41 +353,34 @@ export function screeningValues(r: ScreeningListRow): unknown[] {
     r.kind,
     r.source,
     r.date,
-    Buffer.from(r.keys.buffer, r.keys.byteOffset, r.keys.byteLength),
-    Buffer.from(r.tags.buffer, r.tags.byteOffset, r.tags.byteLength),
     r.table,
-  ];
+  ]);
+  await db.run(sql.dropChunks, [r.name, r.hash]);
 }
 
-/** Placeholders $1..$n (PostgreSQL) or ? (SQLite) for `n` values. */
-export function placeholders(n: number, numbered: boolean): string {
-  return Array.from({ length: n }, (_, i) => (numbered ? `$${i + 1}` : '?')).join(', ');
-}
-
-/** The statements both stores run for screening, with ? or $n placeholders. */
-export function screeningSql(numbered: boolean) {
-  const p = (i: number) => (numbered ? `$${i}` : '?');
-  const n = SCREENING_ROW_COLUMNS.split(',').length;
-  const updates = SCREENING_ROW_COLUMNS.split(',')
-    .map((c) => c.trim())
-    .filter((c) => c !== 'name')
-    .map((c) => `${c} = excluded.${c}`)
-    .join(', ');
+/** Reads a list's current version chunk by chunk; null when none is stored or it was replaced mid-read. */
+export async function readScreeningList(
+  db: ScreeningDb,
+  sql: ReturnType<typeof screeningSql>,
+  name: string,
+): Promise<ScreeningListRow | null> {
+  const [row] = await db.all<ScreeningRow>(sql.row, [name]);
+  if (!row) return null;
+  const head = screeningHead(row);
+  const bytes = new Uint8Array(head.size * 24);
+  for (let seq = 0, at = 0; at < bytes.byteLength; seq++, at += SCREENING_CHUNK_BYTES) {
+    const [c] = await db.all<{ data: Uint8Array }>(sql.readChunk, [name, head.hash, seq]);
+    if (!c) return null;
+    bytes.set(c.data, at);
+    await breathe();
+  }
   return {
-    heads: `SELECT ${SCREENING_HEAD_COLUMNS} FROM screening_lists WHERE changed_at > 0 OR checked_at > 0`,
-    row: `SELECT ${SCREENING_ROW_COLUMNS} FROM screening_lists WHERE name = ${p(1)} AND changed_at > 0`,
-    // A list nobody refreshed yet gets an empty row to hold the lease.
-    seed: `INSERT INTO screening_lists (name, kind, source, size, hash, keys, tags, tag_table, changed_at, confirmed_at, checked_at, status)
-      VALUES (${p(1)}, 'blocklist', '', 0, '', ${p(2)}, ${p(3)}, '[]', 0, 0, 0, 'ok') ON CONFLICT (name) DO NOTHING`,
-    claim: `UPDATE screening_lists SET lease_owner = ${p(1)}, lease_until = ${p(2)}
-      WHERE name = ${p(3)} AND lease_until < ${p(4)} AND checked_at < ${p(5)}`,
-    put: `INSERT INTO screening_lists (${SCREENING_ROW_COLUMNS}, lease_owner, lease_until) VALUES (${placeholders(n, numbered)}, NULL, 0)
-      ON CONFLICT (name) DO UPDATE SET ${updates}, lease_owner = NULL, lease_until = 0`,
-    mark: `UPDATE screening_lists SET checked_at = ${p(1)}, status = ${p(2)}, error = ${p(3)}, lease_owner = NULL, lease_until = 0
-      WHERE name = ${p(4)} AND lease_owner = ${p(5)}`,
-    record: `INSERT INTO screening_counterparties (account, address, last_at) VALUES (${p(1)}, ${p(2)}, ${p(3)})
-      ON CONFLICT (account, address) DO UPDATE SET last_at = excluded.last_at`,
-    counterparties: `SELECT address FROM screening_counterparties WHERE account = ${p(1)} AND last_at >= ${p(2)}`,
-    prune: `DELETE FROM screening_counterparties WHERE last_at < ${p(1)}`,
+    ...head,
+    kind: row.kind,
+    source: row.source,
+    date: row.list_date,
+    keys: bytes.subarray(0, head.size * 20),
+    tags: bytes.slice(head.size * 20),
+    table: row.tag_table,
   };
 }

@@ -23,12 +23,12 @@ import {
   type PaymentRow,
   paymentIdClaim,
   type PaymentIdRow,
+  putScreeningList,
+  readScreeningList,
+  type ScreeningDb,
   screeningHead,
   type ScreeningHeadRow,
-  screeningRow,
-  type ScreeningRow,
   screeningSql,
-  screeningValues,
 } from './rows.js';
 import type {
   ScreeningListHead,
@@ -356,8 +356,15 @@ export class SqliteStore implements Store {
   }
 
   async screeningList(name: string): Promise<ScreeningListRow | null> {
-    const row = this.q(SCREENING.row).get(name) as ScreeningRow | undefined;
-    return row ? screeningRow(row) : null;
+    return readScreeningList(this.#screeningDb(), SCREENING, name);
+  }
+
+  /** The chunked list code's view of this database (src/store/rows.ts). */
+  #screeningDb(): ScreeningDb {
+    return {
+      run: async (sql, params) => void this.q(sql).run(...params),
+      all: async <T>(sql: string, params: unknown[]) => this.q(sql).all(...params) as T[],
+    };
   }
 
   async claimScreeningRefresh(
@@ -367,12 +374,12 @@ export class SqliteStore implements Store {
     leaseMs: number,
     dueBeforeMs: number,
   ): Promise<boolean> {
-    this.q(SCREENING.seed).run(name, Buffer.alloc(0), Buffer.alloc(0));
+    this.q(SCREENING.seed).run(name);
     return this.q(SCREENING.claim).run(owner, now + leaseMs, name, now, dueBeforeMs).changes === 1;
   }
 
   async putScreeningList(row: ScreeningListRow, _owner: string): Promise<void> {
-    this.q(SCREENING.put).run(...screeningValues(row));
+    await putScreeningList(this.#screeningDb(), SCREENING, row);
   }
 
   async markScreeningRefresh(
