@@ -457,7 +457,7 @@ export function storeSuite(h: Harness): void {
   t.test(`${h.name}: one refresh lease per list at a time, due only after the interval`, async (t) => {
     const stores = [store, await openStore({ databaseUrl: url }), await openStore({ databaseUrl: url })];
     try {
-      const now = 1_000_000;
+      const now = 10_000_000_000;
       const won = await Promise.all(
         stores.map((s, i) => s.claimScreeningRefresh('lease', `o${i}`, now, 60_000, now - 3600_000)),
       );
