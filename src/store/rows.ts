@@ -333,14 +333,14 @@ export async function putScreeningList(
   sql: ReturnType<typeof screeningSql>,
   r: ScreeningListRow,
 ): Promise<void> {
-  const bytes = new Uint8Array(r.keys.byteLength + r.tags.byteLength);
-  bytes.set(r.keys, 0);
-  bytes.set(r.tags, r.keys.byteLength);
-  for (let seq = 0, at = 0; at < bytes.byteLength; seq++, at += SCREENING_CHUNK_BYTES) {
-    const part = bytes.subarray(at, Math.min(bytes.byteLength, at + SCREENING_CHUNK_BYTES));
-    await db.run(sql.chunk, [r.name, r.hash, seq, Buffer.from(part.buffer, part.byteOffset, part.byteLength)]);
-    await breathe();
-  }
+  // The keys' chunks, then the tags': views of the buffers as they are, nothing copied.
+  let seq = 0;
+  for (const whole of [r.keys, r.tags])
+    for (let at = 0; at < whole.byteLength; at += SCREENING_CHUNK_BYTES) {
+      const part = whole.subarray(at, Math.min(whole.byteLength, at + SCREENING_CHUNK_BYTES));
+      await db.run(sql.chunk, [r.name, r.hash, seq++, Buffer.from(part.buffer, part.byteOffset, part.byteLength)]);
+      await breathe();
+    }
   await db.run(sql.put, [
     r.name,
     r.hash,
@@ -368,10 +368,11 @@ export async function readScreeningList(
   if (!row) return null;
   const head = screeningHead(row);
   const bytes = new Uint8Array(head.size * 24);
-  for (let seq = 0, at = 0; at < bytes.byteLength; seq++, at += SCREENING_CHUNK_BYTES) {
+  for (let seq = 0, at = 0; at < bytes.byteLength; seq++) {
     const [c] = await db.all<{ data: Uint8Array }>(sql.readChunk, [name, head.hash, seq]);
-    if (!c) return null;
+    if (!c || at + c.data.byteLength > bytes.byteLength) return null;
     bytes.set(c.data, at);
+    at += c.data.byteLength;
     await breathe();
   }
   return {
