@@ -99,7 +99,9 @@ export function pack(entries: Array<[string, ListTag]>): PackedList {
 export function findKey(list: Pick<PackedList, 'keys' | 'size'>, key: Uint8Array): number {
   let lo = 0;
   let hi = list.size - 1;
-  const keys = Buffer.from(list.keys.buffer, list.keys.byteOffset, list.keys.byteLength);
+  const keys = Buffer.isBuffer(list.keys)
+    ? list.keys
+    : Buffer.from(list.keys.buffer, list.keys.byteOffset, list.keys.byteLength);
   while (lo <= hi) {
     const mid = (lo + hi) >>> 1;
     const c = keys.compare(key, 0, 20, mid * 20, mid * 20 + 20);

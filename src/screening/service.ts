@@ -270,7 +270,10 @@ export class Screening implements ScreeningView {
   }
 
   #use(l: LoadedList): void {
-    this.#lists.set(l.name, l);
+    // A Buffer view of the keys, made once: every lookup compares against it.
+    const k = l.packed.keys;
+    const keys = Buffer.isBuffer(k) ? k : Buffer.from(k.buffer, k.byteOffset, k.byteLength);
+    this.#lists.set(l.name, { ...l, packed: { ...l.packed, keys } });
   }
 
   /** Fetches one list (this instance holds its lease), applies the shrink guard and stores the outcome. */
