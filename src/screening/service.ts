@@ -127,6 +127,13 @@ export class Screening implements ScreeningView {
         : [{ name: SANCTIONS_LIST, kind: 'sanctions' as const, url: deps.config.sanctionsListUrl }]),
       ...deps.config.blocklistUrls.map((url) => ({ name: listSource(url), kind: 'blocklist' as const, url })),
     ];
+    // Two feeds that differ only in their query (or credentials) would share a name: number the later ones.
+    const seen = new Map<string, number>();
+    for (const c of this.#configured) {
+      const n = (seen.get(c.name) ?? 0) + 1;
+      seen.set(c.name, n);
+      if (n > 1) c.name = `${c.name}#${n}`;
+    }
     this.#lists.set(SANCTIONS_LIST, embeddedSanctions());
     for (const c of this.#configured)
       if (c.kind === 'blocklist')
