@@ -8,7 +8,8 @@
  *   --latency=50                             upstream answer delay in ms
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
- *                                            three-instance measurement (PostgreSQL and Redis)
+ *                                            three-instance measurement (PostgreSQL and Redis),
+ *                                            `reservation` the policy limits' check-and-reserve alone
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
  *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
@@ -27,6 +28,7 @@ import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './sessi
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printSigning, printTable, printTargetChecks } from './report.js';
 import { checkScrapes, scrape } from './scrape.js';
+import { benchDatabase, measureReservations, policyKey, type ReservationCost } from './policy.js';
 
 interface Options {
   mode: 'all' | 'targets' | 'pool';
@@ -63,7 +65,7 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet'];
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -71,11 +73,11 @@ function parseArgs(argv: string[]): Options {
 }
 
 /** Every scenario's run is bounded; the whole bench aborts past this. */
-const HARD_LIMIT_MS = 9 * 60_000;
+const HARD_LIMIT_MS = 12 * 60_000;
 
 /**
  * The scenarios whose throughput the targets compare (the yardsticks and the cached decides, with
- * and without signing and with the fleet cache). On a shared host the machine's speed drifts by
+ * and without signing and with the fleet cache; the cached guard with and without the verdict log). On a shared host the machine's speed drifts by
  * more than the differences measured, so these run interleaved: every server starts once, then
  * each round runs each scenario in turn, and each reports its median round. A ratio target is the
  * median of the rounds' own ratios (bench/targets.ts): each of runs seconds apart, never of one
@@ -89,6 +91,11 @@ const PAIRED = [
   'decide-cached-redis',
   'guard-screened',
   'guard-screened-1m',
+  'guard-swap',
+  'guard-swap-unlogged',
+  'guard-policy',
+  'guard-swap-pg',
+  'guard-policy-pg',
 ];
 
 /** The service's resident memory from its /metrics, in MB. */
@@ -113,6 +120,8 @@ async function healthy(url: string, ms = 180_000): Promise<void> {
 interface Server {
   child: Child;
   run: ReturnType<typeof scenarioRunner>;
+  /** Stops the child and drops what the scenario made for it (a PostgreSQL database). */
+  stop(): Promise<void>;
 }
 
 /**
@@ -123,21 +132,36 @@ async function startFor(s: Scenario, opts: Options, upstreams: Upstreams, rig: P
   if (s.server !== 'service') {
     const child = await startServerChild(s.server === 'floor' ? './floor.js' : './reference.js', {});
     const run = scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey: null, upstreams, rig, billing: false });
-    return { child, run };
+    return { child, run, stop: () => child.stop() };
   }
+  const db = s.store === 'postgres' ? await benchDatabase() : null;
   const child = await startServerChild(
     './service.js',
-    serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
-  );
+    serviceEnv(upstreams, rig, {
+      ...(opts.billing ? {} : { BILLING: 'off' }),
+      ...(db ? { DATABASE_URL: db.url } : {}),
+      ...s.env,
+    }),
+  ).catch(async (err: unknown) => {
+    await db?.drop();
+    throw err;
+  });
+  const stop = async () => {
+    await child.stop();
+    await db?.drop();
+  };
   try {
     await healthy(child.url);
-    const apiKey = opts.billing ? await signup(child.url) : null;
+    let apiKey = opts.billing ? await signup(child.url) : null;
+    // Under a policy: the load's key is an agent key bound to it (a policy needs billing on).
+    if (s.policy && apiKey !== null) apiKey = await policyKey(child.url, apiKey);
     return {
       child,
       run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey, upstreams, rig, billing: opts.billing }),
+      stop,
     };
   } catch (err) {
-    await child.stop();
+    await stop();
     throw err;
   }
 }
@@ -160,7 +184,7 @@ async function runPaired(
     for (const [i, s] of paired.entries()) rows[i].rssMb = await rssMb(servers.get(s)!.child.url);
     return rows;
   } finally {
-    for (const { child } of servers.values()) await child.stop();
+    for (const server of servers.values()) await server.stop();
   }
 }
 
@@ -259,7 +283,7 @@ async function runTargets(
       row.rssMb = await rssMb(own.child.url);
       rows.push(row);
     } finally {
-      await own.child.stop();
+      await own.stop();
     }
   }
 
@@ -310,6 +334,18 @@ async function main(): Promise<number> {
       if ('skipped' in fleet) targets.checks.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
       else targets.checks.push(...checkFleet(fleet));
     }
+    // The reservation's own cost on each store (docs/policies.md §4): figures, not targets.
+    let reservations: ReservationCost[] | { skipped: string } | null = null;
+    if (targets && (opts.only === null || opts.only.includes('reservation'))) {
+      reservations = await measureReservations();
+      if (!('skipped' in reservations)) {
+        process.stdout.write('\nReservation (check-and-reserve in two limits, on the store)\n');
+        for (const r of reservations)
+          process.stdout.write(
+            `  ${r.store}, ${r.concurrency} at a time, ${r.reservations} reservations: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms\n`,
+          );
+      }
+    }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
@@ -328,6 +364,7 @@ async function main(): Promise<number> {
       targets: targets?.checks ?? null,
       signing: targets?.signing ?? null,
       fleet,
+      reservations,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };

@@ -5,7 +5,8 @@
  * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
  * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
  * node, then the price provider beside the node's token reads); the guard with a signed order's p50
- * within 15 ms of one upstream round (the price provider beside the node's token reads).
+ * within 15 ms of one upstream round (the price provider beside the node's token reads); the
+ * cached guard, its answers logged, at least 0.9 × the same guard with the verdict log off.
  */
 export interface Measured {
   name: string;
@@ -57,6 +58,8 @@ export const LIMITS = Object.freeze({
   simulationP50OverUpstreamsMs: 15,
   /** One instance's cached decide with REDIS_URL set, as a ratio to the same without it. */
   cachedWithRedisVsWithout: 0.9,
+  /** The cached keyed guard, every answer logged, as a ratio to the same with the log off (docs/policies.md §10). */
+  guardLoggedVsUnlogged: 0.9,
   /** Upstream requests per distinct check across a fleet of three (docs/fleet.md). */
   fleetUpstreamPerCheck: 1.0,
   /** A delegation scan's calls run side by side: one upstream round. */
@@ -69,6 +72,8 @@ export const LIMITS = Object.freeze({
   blocklistRssMb: 150,
   /** How much a refresh of that list may raise the guard's p99, in ms. */
   blocklistRefreshP99Ms: 5,
+  /** A cached guard under a 20-rule, two-limit policy, as a ratio to the same guard with no policy (docs/policies.md). */
+  policyVsNone: 0.8,
 });
 
 export function checkTargets(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): TargetCheck[] {
@@ -136,6 +141,16 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       detail,
     });
   }
+  const guard = get('guard-swap');
+  const unlogged = get('guard-swap-unlogged');
+  if (guard && unlogged) {
+    const { ratio, detail } = throughputRatio(guard, unlogged);
+    out.push({
+      target: `guard-swap >= ${LIMITS.guardLoggedVsUnlogged} x guard-swap-unlogged (the verdict log's cost)`,
+      ok: ratio >= LIMITS.guardLoggedVsUnlogged,
+      detail,
+    });
+  }
   const deleg = get('guard-delegation');
   if (deleg) {
     const limit = upstreamLatencyMs + LIMITS.delegationP50OverUpstreamMs;
@@ -180,6 +195,20 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       target: `guard-screened-1m-refresh p99 <= steady p99 + ${LIMITS.blocklistRefreshP99Ms} ms`,
       ok: refreshing.p99 <= limit,
       detail: `p99 ${refreshing.p99} ms refreshing, ${steady.p99} ms steady (limit ${limit})`,
+    });
+  }
+  for (const [withPolicy, without] of [
+    ['guard-policy', 'guard-swap'],
+    ['guard-policy-pg', 'guard-swap-pg'],
+  ] as const) {
+    const a = get(withPolicy);
+    const b = get(without);
+    if (!a || !b) continue;
+    const { ratio, detail } = throughputRatio(a, b);
+    out.push({
+      target: `${withPolicy} >= ${LIMITS.policyVsNone} x ${without} req/s`,
+      ok: ratio >= LIMITS.policyVsNone,
+      detail,
     });
   }
   const keyed = get('decide-keyed');

@@ -4,6 +4,7 @@
  * lists, and the counterparties of an answered proceed are learned for the account.
  */
 import { counterpartyScreen, type CounterpartyScreenCheck } from '../checks/counterparty_screen.js';
+import { checkError } from '../checks/outcome.js';
 import type { CheckResult } from '../checks/types.js';
 import type { Config } from '../config.js';
 import { result } from '../engine/runner.js';
@@ -38,15 +39,27 @@ export async function screenGuard(
   results: readonly CheckResult[],
   account: string | null,
   remainingMs: number,
+  /** The addresses of the policy's sets; null: the policy store could not be read. */
+  policySets: readonly string[] | null = [],
 ): Promise<CheckResult> {
   const started = performance.now();
   const base = planned.check as unknown as CounterpartyScreenCheck;
+  if (policySets === null) {
+    const outcome = checkError(
+      'known_counterparties_unavailable',
+      "The policy's address sets could not be read: a lookalike of an address in them cannot be ruled out.",
+      null,
+    );
+    deps.metrics?.check('counterparty_screen', outcome.status, 'miss', 0);
+    return result(planned.name, 'counterparty_screen', outcome, Math.round(performance.now() - started), false, 0);
+  }
   const roles = new Map<string, Set<Role>>();
   for (const a of base.addresses) for (const role of a.roles) addRole(roles, a.address, role);
   simulated(results, roles);
   const check: CounterpartyScreenCheck = {
     ...base,
     addresses: [...roles].map(([address, r]) => ({ address, roles: [...r] })),
+    known_addresses: [...new Set([...base.known_addresses, ...policySets.map((a) => a.toLowerCase())])],
     account,
   };
   const timeoutMs = Math.max(1, Math.round(remainingMs));
