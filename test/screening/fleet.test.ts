@@ -102,13 +102,13 @@ if (pgProblem === null) {
     const signup = await post(`${fleet[0].url}/v1/api-keys/signup`, { email: 'fleet@example.com' });
     const k = signup.body.api_key;
     // What a proceed records, through the instance's own book (the guard's path to it is tested on anvil).
-    const keyId = (await fleet[0].store.findApiKeyByHash(sha256(k)))!.id;
+    const accountId = (await fleet[0].store.findApiKeyByHash(sha256(k)))!.accountId;
     // The others have read the account's book already (and keep it up to 5 s).
     for (const a of fleet.slice(1)) {
       const r = await post(`${a.url}/v1/screen`, { addresses: [poison] }, { 'x-api-key': k });
       t.equal(r.body.results[0].status, 'pass', 'nothing known yet');
     }
-    await fleet[0].screening.learn(`key:${keyId}`, [intended]);
+    await fleet[0].screening.learn(`account:${accountId}`, [intended]);
     const learned = Date.now();
     for (const a of fleet.slice(1)) {
       let seen = false;

@@ -21,6 +21,7 @@ import {
   until,
 } from '../helpers/lists.js';
 import { startUsdcChain, type UsdcChain } from '../helpers/usdc.js';
+import { agentKey, call } from '../policy/helpers.js';
 
 /** The May 2024 poisoning: the victim meant the first and paid the second (1,155 WBTC). */
 const INTENDED = '0xd9A1b0B1e1aE382DbDc898Ea68012FfcB2853a91';
@@ -164,6 +165,24 @@ t.test('a counterparty learned from an answered proceed protects a later transfe
     [['address_lookalike'], []],
     'POST /v1/screen reads the same book',
   );
+});
+
+t.test("address poisoning with the intended address in a policy's address set", async (t) => {
+  // A fresh account: nothing learned; the policy allows by default and only names its payees.
+  const owner = (await post(`${app.url}/v1/api-keys/signup`, { email: 'policy-owner@example.com' })).body.api_key;
+  const put = await call(app.url, 'PUT', '/v1/policies/payees', owner, {
+    default: 'allow',
+    address_sets: { payees: [INTENDED] },
+  });
+  t.ok(put.status === 201 || put.status === 200, JSON.stringify(put.body));
+  const agent = await agentKey(app.url, owner, 'payments bot', 'payees');
+  const poisoned = await guard(transfer(POISON), { 'x-api-key': agent.key });
+  t.equal(poisoned.verdict, 'block');
+  t.equal(poisoned.screen.reason, 'address_lookalike');
+  t.match(poisoned.screen.message, INTENDED.toLowerCase());
+  t.match(poisoned.screen.message, POISON.toLowerCase());
+  const intended = await guard(transfer(INTENDED), { 'x-api-key': agent.key });
+  t.equal(intended.screen.status, 'pass', intended.screen.message);
 });
 
 /** Delegates a fresh funded wallet to `delegate` with a real type-4 transaction the dev wallet sponsors. */
