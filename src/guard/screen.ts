@@ -89,6 +89,9 @@ export function countHits(metrics: Metrics | undefined, outcome: { observed?: un
   for (const a of addrs) for (const r of a.reasons) if (HIT_RULES[r]) metrics.screeningHit(HIT_RULES[r]);
 }
 
+/** How long an answer waits for its counterparties to be recorded. */
+const LEARN_WAIT_MS = 250;
+
 /** Learns the recipients, spenders and delegates of an answered proceed for the account. */
 export async function learnFromProceed(
   screening: Pick<Screening, 'learn'>,
@@ -100,9 +103,12 @@ export async function learnFromProceed(
   const addrs =
     (screen?.observed as { addresses?: Array<{ address: string; roles: Role[] }> } | undefined)?.addresses ?? [];
   const learned = addrs.filter((a) => a.roles.some((r) => LEARNED.has(r))).map((a) => a.address);
-  try {
-    await screening.learn(account, learned);
-  } catch (err) {
+  // The answer waits for the write (the next answer knows them), but never longer than LEARN_WAIT_MS:
+  // a store that hangs delays no answer; the write goes on and a failure is logged.
+  const write = screening.learn(account, learned).catch((err) => {
     logger.warn({ err, account }, 'counterparties of a proceed not recorded');
-  }
+  });
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([write, new Promise<void>((resolve) => (timer = setTimeout(resolve, LEARN_WAIT_MS)))]);
+  clearTimeout(timer);
 }
