@@ -28,6 +28,8 @@ export interface Row {
   rounds?: number[];
   /** Interleaved scenarios: each round's server CPU ms per answer (null where unknown). */
   cpuRounds?: Array<number | null>;
+  /** The service's resident memory after the scenario, in MB (its /metrics). */
+  rssMb?: number;
 }
 
 /** The ledger's state counts from the service's /metrics. */
@@ -71,7 +73,9 @@ export function serviceEnv(
     X402_MAX_TIMEOUT_SECONDS: '60',
     ...upstreams.env,
     ...(rig?.env ?? {}),
-    ...overrides,
+    ...Object.fromEntries(
+      Object.entries(overrides).map(([k, v]) => [k, v.replace('{{BLOCKLIST}}', upstreams.blocklistUrl)]),
+    ),
   };
 }
 
