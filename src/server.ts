@@ -92,11 +92,10 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     throw err;
   }
   const built = buildApp(service.deps);
-  // Ready means warm: every check thread has loaded its modules, the signing thread listens, and
-  // the request path has run once, so the first caller does not pay for any of it.
+  // Ready means warm: every check thread has run the warm-up and the signing thread has signed
+  // once, so the first caller does not pay for any of it.
   await service.ready();
-  app = built;
-  for (const serve of held.splice(0)) serve();
+  // Logged before the first `ok`, so a reader of the log never sees traffic before `ready`.
   logger.info(
     {
       pool: service.engine.executor.kind,
@@ -109,6 +108,8 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     },
     'ready',
   );
+  app = built;
+  for (const serve of held.splice(0)) serve();
 
   async function shutdown(reason: string): Promise<void> {
     if (draining) return;
