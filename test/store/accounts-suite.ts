@@ -235,7 +235,7 @@ export function accountsSuite(h: AccountsHarness): void {
   });
 
   t.test(
-    `${h.name}: reservations stored one row per limit before migration 6 are folded, counted and released`,
+    `${h.name}: reservations stored one row per limit before migration 7 are folded, counted and released`,
     async (t) => {
       const fresh = await h.newUrl();
       await h.exec(
@@ -244,7 +244,7 @@ export function accountsSuite(h: AccountsHarness): void {
           ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'
           : 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
       );
-      for (const m of MIGRATIONS.filter((m) => m.version <= 5)) {
+      for (const m of MIGRATIONS.filter((m) => m.version <= 6)) {
         await h.exec(fresh, m[h.dialect]);
         await h.exec(
           fresh,
