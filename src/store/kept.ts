@@ -95,7 +95,7 @@ export function verdictFromRow(r: VerdictRow): VerdictEntry {
  * One page, newest first: the account's rows (of one key, of one verdict, since a time) strictly
  * before the previous page's last (at, id), read down one of the (account, ..., at, id) indexes,
  * so a page costs the same wherever it is in the log. Each row's reservation state is one lookup
- * by the reservation's id (the first column of its key).
+ * by the reservation's id (its primary key).
  */
 export function verdictPageQuery(q: VerdictQuery, ph: (i: number) => string): { sql: string; params: unknown[] } {
   const params: unknown[] = [q.accountId];

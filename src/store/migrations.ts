@@ -285,6 +285,37 @@ CREATE INDEX screening_counterparties_last ON screening_counterparties (last_at)
 `;
 }
 
+/**
+ * One reservations row per reservation (docs/policies.md §4), its limits' (limit, window, bucket)
+ * as a JSON array: an answer inserts one row and one primary-key entry, whatever its policy's
+ * number of limits. Existing rows are folded per id; their state and amounts are unchanged.
+ */
+function reservationPerRow(big: string, real: string, sqlite: boolean): string {
+  const limits = sqlite
+    ? 'json_group_array(json_array(limit_id, window_key, bucket))'
+    : 'json_agg(json_build_array(limit_id, window_key, bucket))::text';
+  return `
+CREATE TABLE reservations_v6 (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  policy TEXT NOT NULL,
+  at ${big} NOT NULL,
+  usd ${real} NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
+  expires_at ${big},
+  chain TEXT,
+  actor TEXT,
+  limits TEXT NOT NULL
+);
+INSERT INTO reservations_v6 (id, account_id, policy, at, usd, state, expires_at, chain, actor, limits)
+  SELECT id, MIN(account_id), MIN(policy), MIN(at), MIN(usd), MIN(state), MIN(expires_at), MIN(chain), MIN(actor), ${limits}
+  FROM reservations GROUP BY id;
+DROP TABLE reservations;
+ALTER TABLE reservations_v6 RENAME TO reservations;
+CREATE INDEX reservations_due ON reservations (expires_at) WHERE state = 'reserved';
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -321,6 +352,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'screening lists and counterparties',
     sqlite: screening('INTEGER', 'BLOB'),
     postgres: screening('BIGINT', 'BYTEA'),
+  },
+  {
+    version: 7,
+    name: 'one reservations row per reservation',
+    sqlite: reservationPerRow('INTEGER', 'REAL', true),
+    postgres: reservationPerRow('BIGINT', 'DOUBLE PRECISION', false),
   },
 ]);
 

@@ -17,7 +17,7 @@ import {
   counterSettles,
   countersQuery,
   policyFromRow,
-  reservationRows,
+  reservationRow,
   usageFromCounters,
   type CounterRow,
   type PolicyVersionRow,
@@ -532,7 +532,7 @@ export class PostgresStore implements Store {
         const rows = await this.counters(c, accountId, policy, unionLimits(asks));
         const { results, accepted } = decideBatch(asks, rows);
         if (accepted.length === 0) return results;
-        const res = accepted.flatMap(reservationRows);
+        const res = accepted.map(reservationRow);
         const adds = summedAdds(accepted);
         const w = RESERVATION_COLUMNS.length;
         const values = res.map((_, i) => `(${placeholders(w, i * w + 1)})`).join(', ');
@@ -565,8 +565,8 @@ export class PostgresStore implements Store {
       actor: string | null;
       expires_at: string;
     }>(
-      `SELECT id, MIN(chain) AS chain, MIN(actor) AS actor, MIN(expires_at) AS expires_at
-      FROM reservations WHERE state = 'reserved' AND expires_at <= $1 GROUP BY id ORDER BY MIN(expires_at) LIMIT $2`,
+      `SELECT id, chain, actor, expires_at
+      FROM reservations WHERE state = 'reserved' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
       [now, max],
     );
     return rows.map((r) => ({ id: r.id, chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) }));
@@ -576,11 +576,11 @@ export class PostgresStore implements Store {
     return this.tx(async (c): Promise<boolean> => {
       const { rows } = await c.query<ReservationRow>(
         `UPDATE reservations SET state = $1 WHERE id = $2 AND state = 'reserved'
-        RETURNING limit_id, window_key, account_id, policy, bucket, usd`,
+        RETURNING account_id, policy, usd, limits`,
         [state, id],
       );
       if (rows.length === 0) return false;
-      for (const row of counterSettles(rows, state))
+      for (const row of counterSettles(rows[0], state))
         await c.query(
           COUNTER_UPSERT((i) => `$${i}`),
           row,

@@ -246,28 +246,25 @@ export const COUNTER_UPSERT = (ph: (i: number) => string) =>
    reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`;
 
 export interface ReservationRow {
-  limit_id: string;
-  window_key: string;
   account_id: string;
   policy: string;
-  bucket: number | string;
   usd: number | string;
+  /** JSON: [[limit_id, window_key, bucket], ...]. */
+  limits: string;
 }
 
-/** The counter changes that settle a reserved reservation's rows as `state`. */
-export function counterSettles(rows: ReservationRow[], state: 'committed' | 'released'): unknown[][] {
-  return rows.map((r) => {
-    const usd = Number(r.usd);
-    return state === 'released'
-      ? [r.account_id, r.policy, r.limit_id, r.window_key, Number(r.bucket), -usd, -1, -usd]
-      : [r.account_id, r.policy, r.limit_id, r.window_key, Number(r.bucket), 0, 0, -usd];
-  });
+/** The counter changes that settle a reserved reservation as `state`: one per limit it counted in. */
+export function counterSettles(r: ReservationRow, state: 'committed' | 'released'): unknown[][] {
+  const usd = Number(r.usd);
+  return (JSON.parse(r.limits) as Array<[string, string, number | string]>).map(([limitId, windowKey, bucket]) =>
+    state === 'released'
+      ? [r.account_id, r.policy, limitId, windowKey, Number(bucket), -usd, -1, -usd]
+      : [r.account_id, r.policy, limitId, windowKey, Number(bucket), 0, 0, -usd],
+  );
 }
 
 export const RESERVATION_COLUMNS = [
   'id',
-  'limit_id',
-  'window_key',
   'account_id',
   'policy',
   'at',
@@ -276,26 +273,23 @@ export const RESERVATION_COLUMNS = [
   'expires_at',
   'chain',
   'actor',
-  'bucket',
+  'limits',
 ] as const;
 
-/** One row per limit, in RESERVATION_COLUMNS order. */
-export function reservationRows(r: ReserveRequest): unknown[][] {
-  const state = r.expiresAt === null ? 'committed' : 'reserved';
-  return r.limits.map((l) => [
+/** The reservation's row, in RESERVATION_COLUMNS order: its limits' (limit, window, bucket) in one JSON column. */
+export function reservationRow(r: ReserveRequest): unknown[] {
+  return [
     r.id,
-    l.id,
-    l.windowKey,
     r.accountId,
     r.policy,
     r.at,
     r.usd,
-    state,
+    r.expiresAt === null ? 'committed' : 'reserved',
     r.expiresAt,
     r.chain,
     r.actor,
-    l.bucket,
-  ]);
+    JSON.stringify(r.limits.map((l) => [l.id, l.windowKey, l.bucket])),
+  ];
 }
 
 export interface PaymentRow {

@@ -18,7 +18,7 @@ import {
   counterSettles,
   countersQuery,
   policyFromRow,
-  reservationRows,
+  reservationRow,
   usageFromCounters,
   type CounterRow,
   type PolicyVersionRow,
@@ -556,7 +556,7 @@ export class SqliteStore implements Store {
     const insert = this.q(
       `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
     );
-    for (const r of accepted) for (const row of reservationRows(r)) insert.run(...row);
+    for (const r of accepted) insert.run(...reservationRow(r));
     const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
     for (const row of summedAdds(accepted)) add.run(numbered(row));
     return results;
@@ -567,8 +567,8 @@ export class SqliteStore implements Store {
   }
 
   async dueReservations(now: number, max: number): Promise<DueReservation[]> {
-    const rows = this.q(`SELECT id, MIN(chain) AS chain, MIN(actor) AS actor, MIN(expires_at) AS expires_at
-      FROM reservations WHERE state = 'reserved' AND expires_at <= ? GROUP BY id ORDER BY MIN(expires_at) LIMIT ?`).all(
+    const rows = this.q(`SELECT id, chain, actor, expires_at
+      FROM reservations WHERE state = 'reserved' AND expires_at <= ? ORDER BY expires_at LIMIT ?`).all(
       now,
       max,
     ) as Array<{ id: string; chain: string | null; actor: string | null; expires_at: number }>;
@@ -578,13 +578,12 @@ export class SqliteStore implements Store {
   async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
     return this.db
       .transaction((): boolean => {
-        const rows = this.q(
-          "SELECT limit_id, window_key, account_id, policy, bucket, usd FROM reservations WHERE id = ? AND state = 'reserved'",
-        ).all(id) as ReservationRow[];
-        if (rows.length === 0) return false;
-        this.q("UPDATE reservations SET state = ? WHERE id = ? AND state = 'reserved'").run(state, id);
+        const row = this.q(
+          "UPDATE reservations SET state = ? WHERE id = ? AND state = 'reserved' RETURNING account_id, policy, usd, limits",
+        ).get(state, id) as ReservationRow | undefined;
+        if (row === undefined) return false;
         const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
-        for (const row of counterSettles(rows, state)) add.run(numbered(row));
+        for (const c of counterSettles(row, state)) add.run(numbered(c));
         return true;
       })
       .immediate();

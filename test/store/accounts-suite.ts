@@ -234,6 +234,70 @@ export function accountsSuite(h: AccountsHarness): void {
     );
   });
 
+  t.test(
+    `${h.name}: reservations stored one row per limit before migration 7 are folded, counted and released`,
+    async (t) => {
+      const fresh = await h.newUrl();
+      await h.exec(
+        fresh,
+        h.dialect === 'sqlite'
+          ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'
+          : 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+      );
+      for (const m of MIGRATIONS.filter((m) => m.version <= 6)) {
+        await h.exec(fresh, m[h.dialect]);
+        await h.exec(
+          fresh,
+          h.dialect === 'sqlite'
+            ? `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, 'old', 0)`
+            : `INSERT INTO schema_migrations (version, name) VALUES (${m.version}, 'old')`,
+        );
+      }
+      const now = Date.now();
+      const dayFrom = now - 1000;
+      const hourFrom = now - 500;
+      const created = h.dialect === 'sqlite' ? String(now) : `to_timestamp(${now / 1000})`;
+      // One reserved answer of $40 in two limits and one committed of $10 in one, as migration 5 kept them.
+      const r1 = `0x${'a1'.repeat(32)}`;
+      const r2 = `0x${'b2'.repeat(32)}`;
+      await h.exec(
+        fresh,
+        `INSERT INTO accounts (id, created_at) VALUES ('acc6', ${created});
+       INSERT INTO reservations (id, limit_id, window_key, account_id, policy, at, usd, state, expires_at, chain, actor, bucket) VALUES
+        ('${r1}', 'daily', 'day', 'acc6', 'p', ${now}, 40, 'reserved', ${now + 1000}, 'base', '0x${'11'.repeat(20)}', ${dayFrom}),
+        ('${r1}', 'hourly', 'hour', 'acc6', 'p', ${now}, 40, 'reserved', ${now + 1000}, 'base', '0x${'11'.repeat(20)}', ${hourFrom}),
+        ('${r2}', 'daily', 'day', 'acc6', 'p', ${now}, 10, 'committed', NULL, 'base', NULL, ${dayFrom});
+       INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd) VALUES
+        ('acc6', 'p', 'daily', 'day', ${dayFrom}, 50, 2, 40),
+        ('acc6', 'p', 'hourly', 'hour', ${hourFrom}, 40, 1, 40);`,
+      );
+      const s = await openStore({ databaseUrl: fresh });
+      try {
+        const hour: LimitWindow = { ...day(hourFrom, 100), id: 'hourly', windowKey: 'hour', step: 3_600_000 };
+        const limits = [day(dayFrom, 1000), hour];
+        const due = await s.dueReservations(now + 1000, 10);
+        t.same(
+          due.map((d) => [d.id, d.actor, d.expiresAt]),
+          [[r1, `0x${'11'.repeat(20)}`, now + 1000]],
+          'the reserved answer is due once, not once per limit',
+        );
+        t.equal(await s.settleReservation(r1, 'released'), true);
+        t.equal(await s.settleReservation(r1, 'released'), false, 'released once');
+        t.same(
+          (await s.limitUsage('acc6', 'p', limits)).map((u) => [u.id, u.reservedUsd, u.committedUsd, u.count]),
+          [
+            ['daily', 0, 10, 1],
+            ['hourly', 0, 0, 0],
+          ],
+          'its release gave back both limits; the committed one still counts',
+        );
+        t.equal(await s.settleReservation(r2, 'released'), false, 'a committed reservation is not released');
+      } finally {
+        await s.close();
+      }
+    },
+  );
+
   t.test(`${h.name}: 40 concurrent reservations of 100 under 1,000 on three stores: exactly 10`, async (t) => {
     const owner = newKey('race@example.com');
     await store.createApiKey(owner);
