@@ -27,6 +27,7 @@ import {
 import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
+import { checkOrigin } from './http/origin.js';
 import type { Attester } from './attest/index.js';
 
 export interface AppDeps {
@@ -142,10 +143,12 @@ export function buildRoutes(deps: AppDeps): Routes {
   // on their paths itself (200, Allow: GET, HEAD); every other method falls through to the 405.
   const pages = express.Router();
   app.use(pages);
+  const origin = checkOrigin(config);
   for (const g of GET_ENDPOINTS) {
     const handler = getHandlers[g.handler];
     if (!handler) continue;
-    pages.get(g.path, routeLabel(g.path), handler);
+    if (g.checkOrigin) pages.get(g.path, routeLabel(g.path), origin, handler);
+    else pages.get(g.path, routeLabel(g.path), handler);
     // The files handler labels what it serves itself; a name it does not know falls through to 404.
     const files = g.files === undefined ? undefined : getHandlers[g.files];
     if (files) pages.get(`${g.path}/:file`, files);
@@ -156,7 +159,10 @@ export function buildRoutes(deps: AppDeps): Routes {
   for (const e of POST_ENDPOINTS) {
     const handler = postHandlers[e.handler];
     if (!handler) continue;
-    const chain: ApiHandler[] = [routeLabel(e.path), json];
+    const chain: ApiHandler[] = [routeLabel(e.path)];
+    // A foreign browser origin is refused before the body is read (docs/browser.md §1).
+    if (e.checkOrigin) chain.push(origin);
+    chain.push(json);
     // per_tool (POST /mcp): no schema step (the transport answers JSON-RPC errors) and no billing
     // gate, since each tool call is a POST to the tool's own endpoint and billed there.
     if (e.access !== 'per_tool') {

@@ -77,6 +77,8 @@ export function buildOpenApi(serverUrl: string | null): Json {
   const components: Json = {};
   for (const [id, s] of Object.entries(schemas)) components[id] = toComponent(s);
   const errorBody = ref('ErrorResponse');
+  /** Rows with `checkOrigin` (docs/browser.md §1). */
+  const foreignOrigin = json(errorBody, 'Sent by a browser page whose Origin is not admitted (ALLOWED_ORIGINS)');
   const paths: Json = {};
 
   for (const e of GET_ENDPOINTS) {
@@ -105,9 +107,11 @@ export function buildOpenApi(serverUrl: string | null): Json {
         // Free: an empty requirement says so (no credentials), instead of leaving it unstated;
         // /metrics takes the operator's token when one is set, so it is optional there.
         security: metrics ? [{}, { MetricsToken: [] }] : [],
-        responses: metrics
-          ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
-          : { 200: ok },
+        responses: {
+          200: ok,
+          ...(metrics ? { 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') } : {}),
+          ...(e.checkOrigin ? { 403: foreignOrigin } : {}),
+        },
       },
     };
   }
@@ -143,6 +147,7 @@ export function buildOpenApi(serverUrl: string | null): Json {
             400: json({ type: 'object' }, 'Not a JSON-RPC message: the JSON-RPC error from the transport'),
             401: json(errorBody, 'Unknown or revoked API key, or no credentials when payments are not configured'),
             402: challenge,
+            ...(e.checkOrigin ? { 403: foreignOrigin } : {}),
             406: json(
               { type: 'object' },
               'The Accept header does not take both application/json and text/event-stream',
@@ -160,6 +165,7 @@ export function buildOpenApi(serverUrl: string | null): Json {
       413: json(errorBody, 'Body larger than 256 KiB'),
       422: json(ref('HTTPValidationError'), 'The body does not match the schema'),
     };
+    if (e.checkOrigin) responses[403] = foreignOrigin;
     const security: Json[] = [];
     if (e.access !== 'free') {
       responses[402] = challenge;

@@ -26,6 +26,12 @@ interface PostCommon {
   handler: HandlerKey;
   tag: string;
   agent?: AgentMeta;
+  /**
+   * A browser may only call it from an admitted origin (src/http/origin.ts, docs/browser.md §1):
+   * a request with a foreign `Origin` is a 403 before its body is read. `/mcp` and the management
+   * endpoints a signed-in console calls carry it.
+   */
+  checkOrigin?: true;
 }
 
 /** A POST whose body is validated against `request` and answered with `response`; the billing gate prices it. */
@@ -214,6 +220,7 @@ export const POST_ENDPOINTS: readonly PostEndpoint[] = [
     access: 'per_tool',
     handler: 'mcp',
     tag: 'mcp',
+    checkOrigin: true,
   },
 ];
 
@@ -282,6 +289,8 @@ export interface GetEndpoint {
    * it knows and passes the rest on (404). They are the page's assets, not operations of the OpenAPI document.
    */
   files?: GetHandlerKey;
+  /** As on a POST: a foreign `Origin` is a 403 (docs/browser.md §1). */
+  checkOrigin?: true;
 }
 
 export const GET_ENDPOINTS: readonly GetEndpoint[] = [
