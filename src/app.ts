@@ -26,6 +26,7 @@ import {
 } from './http/endpoints.js';
 import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
+import { consoleHandlers } from './http/routes/console.js';
 import { decideHandler } from './http/routes/decide.js';
 import { checkOrigin } from './http/origin.js';
 import type { Attester } from './attest/index.js';
@@ -137,6 +138,7 @@ export function buildRoutes(deps: AppDeps): Routes {
   const getHandlers: Partial<Record<GetHandlerKey, RequestHandler>> = {
     ...metaHandlers(config, deps.attester ?? null, shared === null ? null : () => shared.state()),
     ...docsHandlers(),
+    ...consoleHandlers(),
     metrics: deps.metricsHandler,
   };
   // The GET routes sit in a router of their own, which, as an express router does, answers OPTIONS

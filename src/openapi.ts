@@ -93,8 +93,8 @@ export function buildOpenApi(serverUrl: string | null): Json {
           description: 'Prometheus text exposition format',
           content: { 'text/plain': { schema: { type: 'string' } } },
         }
-      : e.path === '/docs'
-        ? { description: 'The reference page', content: { 'text/html': { schema: { type: 'string' } } } }
+      : e.handler === 'docs' || e.handler === 'console'
+        ? { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } }
         : json(schema, 'OK');
     paths[e.path] = {
       get: {

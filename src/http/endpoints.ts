@@ -261,7 +261,7 @@ export function payPerCallPathFor(request: string): string | null {
 
 /**
  * The GET handlers: the meta ones are in src/http/routes/meta.ts, `docs` and `docsFiles` in
- * src/http/routes/docs.ts, `metrics` in src/http/routes/metrics.ts (given by src/compose.ts).
+ * src/http/routes/docs.ts, `console` and `consoleFiles` in src/http/routes/console.ts, `metrics` in src/http/routes/metrics.ts (given by src/compose.ts).
  */
 export type GetHandlerKey =
   | 'root'
@@ -271,6 +271,8 @@ export type GetHandlerKey =
   | 'openapi'
   | 'docs'
   | 'docsFiles'
+  | 'console'
+  | 'consoleFiles'
   | 'metrics';
 
 export interface GetEndpoint {
@@ -348,6 +350,16 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
     response: null,
     handler: 'docs',
     files: 'docsFiles',
+  },
+  {
+    path: '/console',
+    summary: 'The operator console (HTML): keys, policies, spend limits and the verdict log',
+    description:
+      "A page for the people who run an account: sign in with the owner key, create and revoke agent keys, write and dry-run policies, watch each spend limit's window and read the verdict log. The page and its script are served by the service itself and load nothing from another origin; the key stays in the browser tab and is sent as a header. No credentials to load the page.",
+    tag: 'meta',
+    response: null,
+    handler: 'console',
+    files: 'consoleFiles',
   },
   {
     path: '/metrics',
