@@ -4,7 +4,7 @@
  * of its types (src/scan/typed-data.ts), valued in USD (the price provider's token prices; the
  * tokens' decimals from the chain's node when one is known) and judged by src/scan/rules.ts.
  */
-import { fmtUsd } from './format.js';
+import { fmtUsd } from '../format.js';
 import {
   matchSignatureRules,
   type SignatureFacts,
@@ -13,28 +13,15 @@ import {
   signatureUsd,
 } from '../scan/rules.js';
 import { isUnlimited } from '../scan/changes.js';
-import type { TypedDataInput } from '../scan/typed-data-shape.js';
 import { isoTime, readTypedData } from '../scan/typed-data.js';
 import { priceAssets, tokenMeta, usdValue } from '../scan/value.js';
 import { rpcSource } from '../net/rpc.js';
 import { neverThrow } from './outcome.js';
 import { isOperatorUrl } from './trust.js';
-import type { CheckModule, CheckOutcome } from './types.js';
+import type { CheckModule, CheckOutcome, SignatureScanCheck } from './types.js';
 
 /** Prices move; the message does not: kept as long as a price is. */
 export const SIGNATURE_TTL_S = 30;
-
-export interface SignatureScanCheck {
-  type: 'signature_scan';
-  chain: string;
-  /** The request chain's EVM id; null when the chain has none known (the domain is then not compared). */
-  chain_id: number | null;
-  /** The node to read token decimals from; null: none known (USD values are then unknown). */
-  rpc_url: string | null;
-  typed_data: TypedDataInput;
-  amount_usd: number | null;
-  known_safe_addresses: string[];
-}
 
 const KIND_NAMES: Readonly<Record<string, string>> = {
   eip2612_permit: 'An EIP-2612 permit',

@@ -4235,12 +4235,12 @@ return errors === 0;
 }
 
 export const Attestation = validate16;
-const schema19 = {"$id":"Attestation","title":"Attestation","description":"The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.","type":"object","properties":{"signer":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The signer's address (EIP-55 checksummed)."},"signature":{"type":"string","pattern":"^0x[0-9a-f]{130}$","description":"65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."},"typed_data":{"type":"object","description":"What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.","properties":{"domain":{"type":"object","properties":{"name":{"const":"Preflight"},"version":{"const":"1"},"chainId":{"type":"integer","minimum":0,"description":"The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."}},"required":["name","version","chainId"]},"types":{"type":"object","properties":{"Verdict":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"}},"required":["name","type"]}}},"required":["Verdict"]},"primaryType":{"const":"Verdict"},"message":{"type":"object","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."},"verdict":{"type":"string","enum":["0","1","2"],"description":"0 proceed, 1 wait, 2 block."},"risk":{"type":"string","enum":["0","1","2"],"description":"0 low, 1 medium, 2 high."},"confidenceBps":{"type":"string","pattern":"^[0-9]{1,5}$","description":"round(confidence × 10000)."},"requestHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the request body bytes as received."},"actionHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."},"issuedAt":{"type":"string","pattern":"^[0-9]+$","description":"Unix seconds."},"expiresAt":{"type":"string","pattern":"^[0-9]+$","description":"issuedAt + expires_in."}},"required":["id","verdict","risk","confidenceBps","requestHash","actionHash","issuedAt","expiresAt"]}},"required":["domain","types","primaryType","message"]}},"required":["signer","signature","typed_data"]};
+const schema19 = {"$id":"Attestation","title":"Attestation","description":"The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.","type":"object","properties":{"signer":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The signer's address (EIP-55 checksummed)."},"signature":{"type":"string","pattern":"^0x[0-9a-f]{130}$","description":"65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."},"typed_data":{"type":"object","description":"What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.","properties":{"domain":{"type":"object","properties":{"name":{"const":"Preflight"},"version":{"const":"2","description":"2: the Verdict carries policyHash."},"chainId":{"type":"integer","minimum":0,"description":"The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."}},"required":["name","version","chainId"]},"types":{"type":"object","properties":{"Verdict":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"}},"required":["name","type"]}}},"required":["Verdict"]},"primaryType":{"const":"Verdict"},"message":{"type":"object","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."},"verdict":{"type":"string","enum":["0","1","2"],"description":"0 proceed, 1 wait, 2 block."},"risk":{"type":"string","enum":["0","1","2"],"description":"0 low, 1 medium, 2 high."},"confidenceBps":{"type":"string","pattern":"^[0-9]{1,5}$","description":"round(confidence × 10000)."},"requestHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the request body bytes as received."},"actionHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."},"policyHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The hash of the policy version the answer was made under (decision.policy.hash); 32 zero bytes without a policy. A PreflightAccount pinned to a policy refuses any other."},"issuedAt":{"type":"string","pattern":"^[0-9]+$","description":"Unix seconds."},"expiresAt":{"type":"string","pattern":"^[0-9]+$","description":"issuedAt + expires_in."}},"required":["id","verdict","risk","confidenceBps","requestHash","actionHash","policyHash","issuedAt","expiresAt"]}},"required":["domain","types","primaryType","message"]}},"required":["signer","signature","typed_data"]};
 const pattern3 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
 const pattern4 = new RegExp("^0x[0-9a-f]{130}$", "u");
 const pattern5 = new RegExp("^0x[0-9a-f]{64}$", "u");
 const pattern6 = new RegExp("^[0-9]{1,5}$", "u");
-const pattern9 = new RegExp("^[0-9]+$", "u");
+const pattern10 = new RegExp("^[0-9]+$", "u");
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Attestation" */;
@@ -4416,8 +4416,8 @@ errors++;
 }
 }
 if(data3.version !== undefined){
-if("1" !== data3.version){
-const err15 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "1"},message:"must be equal to constant"};
+if("2" !== data3.version){
+const err15 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "2"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -4639,8 +4639,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data13.issuedAt === undefined){
-const err34 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
+if(data13.policyHash === undefined){
+const err34 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "policyHash"},message:"must have required property '"+"policyHash"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4649,8 +4649,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data13.expiresAt === undefined){
-const err35 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
+if(data13.issuedAt === undefined){
+const err35 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4659,11 +4659,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data13.id !== undefined){
-let data14 = data13.id;
-if(typeof data14 === "string"){
-if(!pattern5.test(data14)){
-const err36 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(data13.expiresAt === undefined){
+const err36 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4672,9 +4669,11 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.id !== undefined){
+let data14 = data13.id;
+if(typeof data14 === "string"){
+if(!pattern5.test(data14)){
+const err37 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4684,10 +4683,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data13.verdict !== undefined){
-let data15 = data13.verdict;
-if(typeof data15 !== "string"){
-const err38 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err38 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4696,8 +4693,11 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!(((data15 === "0") || (data15 === "1")) || (data15 === "2"))){
-const err39 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+}
+if(data13.verdict !== undefined){
+let data15 = data13.verdict;
+if(typeof data15 !== "string"){
+const err39 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -4706,11 +4706,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data13.risk !== undefined){
-let data16 = data13.risk;
-if(typeof data16 !== "string"){
-const err40 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((data15 === "0") || (data15 === "1")) || (data15 === "2"))){
+const err40 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4719,8 +4716,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(!(((data16 === "0") || (data16 === "1")) || (data16 === "2"))){
-const err41 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+}
+if(data13.risk !== undefined){
+let data16 = data13.risk;
+if(typeof data16 !== "string"){
+const err41 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -4729,12 +4729,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-if(data13.confidenceBps !== undefined){
-let data17 = data13.confidenceBps;
-if(typeof data17 === "string"){
-if(!pattern6.test(data17)){
-const err42 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
+if(!(((data16 === "0") || (data16 === "1")) || (data16 === "2"))){
+const err42 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4744,8 +4740,11 @@ vErrors.push(err42);
 errors++;
 }
 }
-else {
-const err43 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.confidenceBps !== undefined){
+let data17 = data13.confidenceBps;
+if(typeof data17 === "string"){
+if(!pattern6.test(data17)){
+const err43 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -4755,11 +4754,8 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data13.requestHash !== undefined){
-let data18 = data13.requestHash;
-if(typeof data18 === "string"){
-if(!pattern5.test(data18)){
-const err44 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err44 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -4769,8 +4765,11 @@ vErrors.push(err44);
 errors++;
 }
 }
-else {
-const err45 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.requestHash !== undefined){
+let data18 = data13.requestHash;
+if(typeof data18 === "string"){
+if(!pattern5.test(data18)){
+const err45 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -4780,11 +4779,8 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data13.actionHash !== undefined){
-let data19 = data13.actionHash;
-if(typeof data19 === "string"){
-if(!pattern5.test(data19)){
-const err46 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err46 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -4794,8 +4790,11 @@ vErrors.push(err46);
 errors++;
 }
 }
-else {
-const err47 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.actionHash !== undefined){
+let data19 = data13.actionHash;
+if(typeof data19 === "string"){
+if(!pattern5.test(data19)){
+const err47 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -4805,11 +4804,8 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data13.issuedAt !== undefined){
-let data20 = data13.issuedAt;
-if(typeof data20 === "string"){
-if(!pattern9.test(data20)){
-const err48 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err48 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4819,8 +4815,11 @@ vErrors.push(err48);
 errors++;
 }
 }
-else {
-const err49 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.policyHash !== undefined){
+let data20 = data13.policyHash;
+if(typeof data20 === "string"){
+if(!pattern5.test(data20)){
+const err49 = {instancePath:instancePath+"/typed_data/message/policyHash",schemaPath:"#/properties/typed_data/properties/message/properties/policyHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -4830,11 +4829,8 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data13.expiresAt !== undefined){
-let data21 = data13.expiresAt;
-if(typeof data21 === "string"){
-if(!pattern9.test(data21)){
-const err50 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err50 = {instancePath:instancePath+"/typed_data/message/policyHash",schemaPath:"#/properties/typed_data/properties/message/properties/policyHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -4844,8 +4840,11 @@ vErrors.push(err50);
 errors++;
 }
 }
-else {
-const err51 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.issuedAt !== undefined){
+let data21 = data13.issuedAt;
+if(typeof data21 === "string"){
+if(!pattern10.test(data21)){
+const err51 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -4855,9 +4854,8 @@ vErrors.push(err51);
 errors++;
 }
 }
-}
 else {
-const err52 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err52 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -4867,9 +4865,11 @@ vErrors.push(err52);
 errors++;
 }
 }
-}
-else {
-const err53 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data13.expiresAt !== undefined){
+let data22 = data13.expiresAt;
+if(typeof data22 === "string"){
+if(!pattern10.test(data22)){
+const err53 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -4879,14 +4879,49 @@ vErrors.push(err53);
 errors++;
 }
 }
-}
 else {
-const err54 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err54 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
 else {
 vErrors.push(err54);
+}
+errors++;
+}
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+else {
+const err57 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
 }
 errors++;
 }
@@ -5327,8 +5362,8 @@ const schema29 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonito
 const schema30 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
 const schema31 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
 const schema32 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
-const pattern11 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
-const pattern12 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
+const pattern12 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
+const pattern13 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
 
 function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Check" */;
@@ -6070,7 +6105,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data21 = data.tx_hash;
 if(typeof data21 === "string"){
-if(!pattern11.test(data21)){
+if(!pattern12.test(data21)){
 const err62 = {instancePath:instancePath+"/tx_hash",schemaPath:"TxCheck/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -7117,7 +7152,7 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(!pattern12.test(data53)){
+if(!pattern13.test(data53)){
 const err150 = {instancePath:instancePath+"/amount",schemaPath:"ApprovalAmountCheck/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err150];
@@ -7443,7 +7478,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern12.test(data1)){
+if(!pattern13.test(data1)){
 const err5 = {instancePath:instancePath+"/amount",schemaPath:"#/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -9408,7 +9443,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data2 = data.tx_hash;
 if(typeof data2 === "string"){
-if(!pattern11.test(data2)){
+if(!pattern12.test(data2)){
 const err9 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -10406,8 +10441,8 @@ errors++;
 }
 }
 if(data27.version !== undefined){
-if("1" !== data27.version){
-const err66 = {instancePath:instancePath+"/attestation/typed_data/domain/version",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "1"},message:"must be equal to constant"};
+if("2" !== data27.version){
+const err66 = {instancePath:instancePath+"/attestation/typed_data/domain/version",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "2"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -10629,8 +10664,8 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data37.issuedAt === undefined){
-const err85 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
+if(data37.policyHash === undefined){
+const err85 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "policyHash"},message:"must have required property '"+"policyHash"+"'"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -10639,8 +10674,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data37.expiresAt === undefined){
-const err86 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
+if(data37.issuedAt === undefined){
+const err86 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -10649,11 +10684,8 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data37.id !== undefined){
-let data38 = data37.id;
-if(typeof data38 === "string"){
-if(!pattern5.test(data38)){
-const err87 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(data37.expiresAt === undefined){
+const err87 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -10662,9 +10694,11 @@ vErrors.push(err87);
 }
 errors++;
 }
-}
-else {
-const err88 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.id !== undefined){
+let data38 = data37.id;
+if(typeof data38 === "string"){
+if(!pattern5.test(data38)){
+const err88 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -10674,10 +10708,8 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data37.verdict !== undefined){
-let data39 = data37.verdict;
-if(typeof data39 !== "string"){
-const err89 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err89 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -10686,8 +10718,11 @@ vErrors.push(err89);
 }
 errors++;
 }
-if(!(((data39 === "0") || (data39 === "1")) || (data39 === "2"))){
-const err90 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+}
+if(data37.verdict !== undefined){
+let data39 = data37.verdict;
+if(typeof data39 !== "string"){
+const err90 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -10696,11 +10731,8 @@ vErrors.push(err90);
 }
 errors++;
 }
-}
-if(data37.risk !== undefined){
-let data40 = data37.risk;
-if(typeof data40 !== "string"){
-const err91 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((data39 === "0") || (data39 === "1")) || (data39 === "2"))){
+const err91 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -10709,8 +10741,11 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(!(((data40 === "0") || (data40 === "1")) || (data40 === "2"))){
-const err92 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+}
+if(data37.risk !== undefined){
+let data40 = data37.risk;
+if(typeof data40 !== "string"){
+const err92 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -10719,12 +10754,8 @@ vErrors.push(err92);
 }
 errors++;
 }
-}
-if(data37.confidenceBps !== undefined){
-let data41 = data37.confidenceBps;
-if(typeof data41 === "string"){
-if(!pattern6.test(data41)){
-const err93 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
+if(!(((data40 === "0") || (data40 === "1")) || (data40 === "2"))){
+const err93 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -10734,8 +10765,11 @@ vErrors.push(err93);
 errors++;
 }
 }
-else {
-const err94 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.confidenceBps !== undefined){
+let data41 = data37.confidenceBps;
+if(typeof data41 === "string"){
+if(!pattern6.test(data41)){
+const err94 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -10745,11 +10779,8 @@ vErrors.push(err94);
 errors++;
 }
 }
-if(data37.requestHash !== undefined){
-let data42 = data37.requestHash;
-if(typeof data42 === "string"){
-if(!pattern5.test(data42)){
-const err95 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err95 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -10759,8 +10790,11 @@ vErrors.push(err95);
 errors++;
 }
 }
-else {
-const err96 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.requestHash !== undefined){
+let data42 = data37.requestHash;
+if(typeof data42 === "string"){
+if(!pattern5.test(data42)){
+const err96 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -10770,11 +10804,8 @@ vErrors.push(err96);
 errors++;
 }
 }
-if(data37.actionHash !== undefined){
-let data43 = data37.actionHash;
-if(typeof data43 === "string"){
-if(!pattern5.test(data43)){
-const err97 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err97 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -10784,8 +10815,11 @@ vErrors.push(err97);
 errors++;
 }
 }
-else {
-const err98 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.actionHash !== undefined){
+let data43 = data37.actionHash;
+if(typeof data43 === "string"){
+if(!pattern5.test(data43)){
+const err98 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -10795,11 +10829,8 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data37.issuedAt !== undefined){
-let data44 = data37.issuedAt;
-if(typeof data44 === "string"){
-if(!pattern9.test(data44)){
-const err99 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err99 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -10809,8 +10840,11 @@ vErrors.push(err99);
 errors++;
 }
 }
-else {
-const err100 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.policyHash !== undefined){
+let data44 = data37.policyHash;
+if(typeof data44 === "string"){
+if(!pattern5.test(data44)){
+const err100 = {instancePath:instancePath+"/attestation/typed_data/message/policyHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/policyHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -10820,11 +10854,8 @@ vErrors.push(err100);
 errors++;
 }
 }
-if(data37.expiresAt !== undefined){
-let data45 = data37.expiresAt;
-if(typeof data45 === "string"){
-if(!pattern9.test(data45)){
-const err101 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err101 = {instancePath:instancePath+"/attestation/typed_data/message/policyHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/policyHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -10834,8 +10865,11 @@ vErrors.push(err101);
 errors++;
 }
 }
-else {
-const err102 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.issuedAt !== undefined){
+let data45 = data37.issuedAt;
+if(typeof data45 === "string"){
+if(!pattern10.test(data45)){
+const err102 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -10845,9 +10879,8 @@ vErrors.push(err102);
 errors++;
 }
 }
-}
 else {
-const err103 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err103 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -10857,9 +10890,11 @@ vErrors.push(err103);
 errors++;
 }
 }
-}
-else {
-const err104 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data37.expiresAt !== undefined){
+let data46 = data37.expiresAt;
+if(typeof data46 === "string"){
+if(!pattern10.test(data46)){
+const err104 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -10869,9 +10904,8 @@ vErrors.push(err104);
 errors++;
 }
 }
-}
 else {
-const err105 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err105 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -10883,12 +10917,48 @@ errors++;
 }
 }
 else {
-const err106 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err106 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err106];
 }
 else {
 vErrors.push(err106);
+}
+errors++;
+}
+}
+}
+else {
+const err107 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+else {
+const err108 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+}
+}
+else {
+const err109 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
 }
 errors++;
 }
@@ -10943,8 +11013,8 @@ return errors === 0;
 
 export const GuardRequest = validate34;
 const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."},"authorization_list":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it (the one delegated); defaults to transaction.from."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["address","chain_id"]},"description":"The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated."}},"required":["from"]},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]},"authorization":{"type":["object","null"],"properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it: the one whose calls will run the delegate's code."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["authority","address","chain_id"],"description":"An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan)."}},"required":["action"]};
-const pattern30 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
-const pattern31 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
+const pattern32 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
+const pattern33 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="GuardRequest" */;
@@ -11122,7 +11192,7 @@ vErrors.push(err13);
 errors++;
 }
 if(typeof data5 === "string"){
-if(!pattern11.test(data5)){
+if(!pattern12.test(data5)){
 const err14 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -11312,7 +11382,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(!pattern12.test(data12)){
+if(!pattern13.test(data12)){
 const err30 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err30];
@@ -11481,7 +11551,7 @@ errors++;
 }
 let data19 = data16.value;
 if(typeof data19 === "string"){
-if(!pattern30.test(data19)){
+if(!pattern32.test(data19)){
 const err43 = {instancePath:instancePath+"/transaction/value",schemaPath:"#/properties/transaction/properties/value/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err43];
@@ -11514,7 +11584,7 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(!pattern31.test(data20)){
+if(!pattern33.test(data20)){
 const err46 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{2})*$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{2})*$"+"\""};
 if(vErrors === null){
 vErrors = [err46];
@@ -11884,7 +11954,7 @@ errors++;
 }
 }
 if(typeof data32 === "string"){
-if(!pattern30.test(data32)){
+if(!pattern32.test(data32)){
 const err77 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err77];
@@ -11924,7 +11994,7 @@ errors++;
 if(data29.salt !== undefined){
 let data34 = data29.salt;
 if(typeof data34 === "string"){
-if(!pattern11.test(data34)){
+if(!pattern12.test(data34)){
 const err80 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err80];

@@ -5,7 +5,8 @@
 import type { ApiHandler } from './api.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import * as validators from '../generated/validators.js';
-import { HttpError, type ValidationDetail } from './errors.js';
+import { HttpError } from './errors.js';
+import type { ValidationDetail } from '../wire.js';
 import { CHECK_TYPES } from '../schema-info.js';
 import { guardRequestProblems } from '../scan/typed-data-shape.js';
 

@@ -4,8 +4,8 @@
  * that matches gives the result's reason; every row that matches is listed in `observed.signals`.
  * Pure: no I/O, no clock (the signature rules take `nowS`).
  */
-import { fmtUsd } from '../checks/format.js';
-import type { CheckStatus } from '../checks/types.js';
+import { fmtUsd } from '../format.js';
+import type { CheckStatus } from '../wire.js';
 import type { ApprovalChange, AssetChange } from './changes.js';
 
 /** The declared amount's tolerance: outflows above amount_usd × 1.05 + 1 USD exceed it. */
