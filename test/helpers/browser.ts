@@ -3,6 +3,7 @@
  * test/helpers/chromium.ts, for the console's browser tests (docs/console.md §6): every request the
  * page makes is recorded, and axe-core can be run in the page as it is, under its own CSP.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -10,8 +11,10 @@ import { chromiumGate, LOOPBACK_FLAGS } from './chromium.js';
 
 export { chromiumGate };
 
+/** Launches the gate's binary (a name on PATH or a path) headless with the loopback flags. */
 export function launch(bin: string): Promise<Browser> {
-  return chromium.launch({ executablePath: bin, headless: true, args: LOOPBACK_FLAGS });
+  const path = bin.includes('/') ? bin : spawnSync('which', [bin], { encoding: 'utf8' }).stdout.trim();
+  return chromium.launch({ executablePath: path, headless: true, args: LOOPBACK_FLAGS });
 }
 
 export interface Tab {

@@ -1,0 +1,295 @@
+/**
+ * The operator console (docs/console.md) in Debian's Chromium driven by playwright-core, on
+ * loopback only, against the service started as a user starts it (dist/src/server.js) on
+ * PostgreSQL, with billing on and the price upstream emulated. It checks what the page is made of
+ * (CSP, no inline script, the bundle's size), that the page talks to its own origin only and keeps
+ * the key out of URLs, cookies and localStorage, the operator's journey through every view, axe-core
+ * on every view at 1280 and 390 px with no sideways scrolling, and the verdict log with 10,000 rows.
+ *
+ * SCREENSHOTS_DIR=docs/console writes the screenshots docs/console.md shows.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import t, { type Test } from 'tap';
+import type { Browser, Page } from 'playwright-core';
+import { axe, chromiumGate, launch, openTab, scrollsSideways, type Tab, WIDTHS } from '../helpers/browser.js';
+import { pgAdmin } from '../helpers/pg.js';
+import { spawnService, type ServiceProcess } from '../helpers/spawn.js';
+import { startCoinGecko, type CoinGeckoEmulator } from '../emulators/coingecko.js';
+import { post } from '../helpers/app.js';
+
+const ASSETS = fileURLToPath(new URL('../../console/assets/', import.meta.url));
+const SHOTS = process.env.SCREENSHOTS_DIR ?? null;
+type Width = keyof typeof WIDTHS;
+
+const gate = chromiumGate();
+const admin = await pgAdmin();
+if (gate.fail) t.fail(gate.fail);
+else if (gate.skip) t.plan(0, `skipped: ${gate.skip}`);
+else if (typeof admin === 'string') {
+  if (process.env.CI === 'true') t.fail(`PostgreSQL is required in CI: ${admin}`);
+  else t.plan(0, `skipped: PostgreSQL is unreachable (${admin}); set PG_TEST_URL`);
+} else await run(gate.bin as string, admin);
+
+async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void> {
+  const schema = `pf_console_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await pg.pool.query(`CREATE SCHEMA ${schema}`);
+  const dbUrl = new URL(pg.url);
+  dbUrl.searchParams.set('options', `-c search_path=${schema}`);
+  const cg: CoinGeckoEmulator = await startCoinGecko();
+  cg.setPrice('usd-coin', 'usd', 0.9998).setPrice('tether', 'usd', 1.0003);
+  const service: ServiceProcess = await spawnService({
+    BILLING: 'on',
+    DATABASE_URL: dbUrl.toString(),
+    PRICE_API_URL: cg.url,
+    FREE_TIER_MONTHLY_LIMIT: '100000',
+    REQUEST_DEADLINE_MS: '3000',
+  });
+  const browser: Browser = await launch(bin);
+  t.teardown(async () => {
+    await browser.close();
+    service.child.kill('SIGTERM');
+    await service.exited;
+    await cg.close();
+    await pg.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await pg.pool.end();
+  });
+  const origin = service.url;
+  const signup = async (email: string): Promise<string> => {
+    const r = await post(`${origin}/v1/api-keys/signup`, { email });
+    if (r.status !== 200) throw new Error(`signup ${r.status}`);
+    return r.body.api_key as string;
+  };
+  const ownerKey = await signup('operator@example.com');
+  const managed = (await fetch(`${origin}/v1/keys`, { headers: { 'x-api-key': ownerKey } })).status !== 404;
+  const logged = (await fetch(`${origin}/v1/verdicts`, { headers: { 'x-api-key': ownerKey } })).status !== 404;
+  const tabs: Tab[] = [];
+  t.teardown(() => Promise.all(tabs.map((x) => x.context.close())));
+  const tab = async (width: Width): Promise<Tab> => {
+    const x = await openTab(browser, WIDTHS[width]);
+    tabs.push(x);
+    return x;
+  };
+
+  /** axe-core and the width rule on the page as it is now, and its screenshot when asked for. */
+  const audit = async (t: Test, page: Page, name: string, width: Width): Promise<void> => {
+    const serious = (await axe(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    t.same(
+      serious.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+      [],
+      `${name} at ${WIDTHS[width].width} px: no serious or critical accessibility violation`,
+    );
+    t.notOk(await scrollsSideways(page), `${name} at ${WIDTHS[width].width} px: no horizontal scrolling`);
+    if (SHOTS) {
+      mkdirSync(SHOTS, { recursive: true });
+      await page.screenshot({ path: join(SHOTS, `${name}-${WIDTHS[width].width}.png`), fullPage: true });
+    }
+  };
+
+  /** Nothing the page asked for left the service's origin, and the key is in no URL, cookie or localStorage. */
+  const keptHome = async (t: Test, x: Tab, key: string): Promise<void> => {
+    const foreign = x.requests.filter((u) => new URL(u).origin !== origin);
+    t.same(foreign, [], 'every request of the page went to the service itself');
+    t.notOk(
+      x.requests.some((u) => u.includes(key)),
+      'the key is in no URL the page asked for',
+    );
+    t.notOk(x.page.url().includes(key), 'nor in the address bar');
+    t.same(await x.context.cookies(), [], 'no cookie');
+    t.equal(await x.page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
+  };
+
+  const signIn = async (page: Page, key: string): Promise<void> => {
+    await page.goto(`${origin}/console`);
+    await page.getByLabel('Owner key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  };
+
+  t.test('the page: CSP, no inline script, one bundle within its budget', async (t) => {
+    const res = await fetch(`${origin}/console`);
+    t.equal(res.status, 200);
+    t.match(res.headers.get('content-type'), /^text\/html/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    t.match(csp, /^default-src 'self'(;|$)/, "default-src 'self'");
+    t.notMatch(csp, /unsafe|https?:|\*|data:/, 'no unsafe source, no other origin, no data:');
+    t.notMatch(csp, /script-src|style-src|connect-src/, 'nothing loosens the default for scripts, styles or fetches');
+    const html = await res.text();
+    const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+    t.ok(scripts.length > 0);
+    for (const [, attrs, body] of scripts) {
+      t.match(attrs, /\bsrc="\/console\//, 'each script is a file of the console');
+      t.equal(body.trim(), '', 'with no inline body');
+    }
+    t.notMatch(html, /\son[a-z]+=|\sstyle=|<style/i, 'no inline handler or style');
+    for (const [file, type] of [
+      ['console.js', /^text\/javascript/],
+      ['console.css', /^text\/css/],
+      ['icon.svg', /^image\/svg\+xml/],
+    ] as const) {
+      const r = await fetch(`${origin}/console/${file}`);
+      t.equal(r.status, 200, file);
+      t.match(r.headers.get('content-type'), type);
+      t.equal(r.headers.get('content-security-policy'), csp);
+    }
+    t.equal((await fetch(`${origin}/console/../package.json`)).status, 404);
+    t.equal((await fetch(`${origin}/console/console.js.map`)).status, 404, 'no source map is served');
+    const gz = gzipSync(readFileSync(join(ASSETS, 'console.js'))).length;
+    t.ok(gz <= 150 * 1024, `console.js is ${gz} bytes gzipped, at most 150 KB`);
+    const served = Buffer.from(await (await fetch(`${origin}/console/console.js`)).arrayBuffer());
+    t.equal(gzipSync(served).length, gz, 'the file served is the one built');
+    t.notMatch(
+      served.toString('utf8'),
+      /https?:\/\/(?!www\.w3\.org\/)/,
+      'the bundle names no other origin to load from',
+    );
+  });
+
+  t.test('sign-in at both widths', async (t) => {
+    for (const width of ['desktop', 'phone'] as const) {
+      const x = await tab(width);
+      await x.page.goto(`${origin}/console`);
+      await t.resolves(x.page.getByRole('heading', { name: 'Sign in' }).waitFor());
+      await audit(t, x.page, 'signin', width);
+      await signIn(x.page, 'pvk_not_a_key_of_this_service');
+      const why = x.page.locator('#signin-error');
+      await why.waitFor();
+      t.match(
+        await why.textContent(),
+        managed ? /does not know this key/ : /no account management/,
+        'a key the service does not know is told so',
+      );
+      t.equal(await x.page.evaluate(() => sessionStorage.length), 0, 'a refused key is not kept');
+      await keptHome(t, x, 'pvk_not_a_key_of_this_service');
+      t.same(
+        x.problems.filter((p) => !/status of (401|404)/.test(p)),
+        [],
+        'no script error or CSP violation',
+      );
+    }
+  });
+
+  t.test('the operator journey', { skip: managed ? false : 'GET /v1/keys is not served by this build' }, async (t) => {
+    const x = await tab('desktop');
+    const { page } = x;
+    await signIn(page, ownerKey);
+    await page.getByRole('navigation', { name: 'Views' }).waitFor();
+    t.equal(await page.evaluate(() => sessionStorage.length), 1, 'the key is kept in the tab');
+    await audit(t, page, 'overview-empty', 'desktop');
+
+    // A policy with an allow list and a day limit; first with a wrong field, shown in place.
+    await page.getByRole('link', { name: 'Policies' }).click();
+    await page.getByRole('button', { name: 'New policy' }).click();
+    await page.getByLabel('Name').fill('fleet');
+    const doc = {
+      default: 'block',
+      chains: ['base'],
+      rules: [{ id: 'transfers', effect: 'allow', match: { actions: ['transfer'], max_usd: 500 } }],
+      limits: [{ id: 'daily', window: 'fortnight', max_usd: 1000 }],
+    };
+    await page.getByLabel('Document (JSON)').fill(JSON.stringify(doc, null, 2));
+    await page.getByRole('button', { name: 'Save version' }).click();
+    const placed = page.locator('.error-at').first();
+    await placed.waitFor();
+    t.match(await placed.textContent(), /line \d+, limits\[0\]\.window/, 'the 422 names the field and its line');
+    t.equal(await page.getByLabel('Document (JSON)').getAttribute('aria-invalid'), 'true');
+    await audit(t, page, 'policies-error', 'desktop');
+    await placed.click();
+    const selected = await page.evaluate(() => {
+      const ta = document.getElementById('policy-doc') as HTMLTextAreaElement;
+      return ta.value.slice(ta.selectionStart, ta.selectionEnd);
+    });
+    t.match(selected, /"window": "fortnight"/, 'choosing the error selects the field in the document');
+    doc.limits[0].window = 'day';
+    await page.getByLabel('Document (JSON)').fill(JSON.stringify(doc, null, 2));
+    await page.getByRole('button', { name: 'Save version' }).click();
+    await page.getByText('Saved fleet as version 1.').waitFor();
+
+    // An agent key bound to it, shown once with a copy button.
+    await page.getByRole('link', { name: 'Keys' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('agent-1');
+    await page.getByLabel('Policy', { exact: true }).selectOption('fleet');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByLabel('API key');
+    await secret.waitFor();
+    const agentKey = await secret.inputValue();
+    t.match(agentKey, /^pvk_/);
+    await page.getByRole('button', { name: 'Copy the key of agent-1' }).click();
+    t.equal(await page.evaluate(() => navigator.clipboard.readText()), agentKey, 'the copy button copies the key');
+    await audit(t, page, 'keys', 'desktop');
+
+    // The agent key cannot manage the account.
+    const other = await tab('phone');
+    await signIn(other.page, agentKey);
+    await other.page.locator('#signin-error').waitFor();
+    t.match(await other.page.locator('#signin-error').textContent(), /agent key.*cannot manage the account/);
+
+    // Guard calls with the agent key, from the test: usage and the log move.
+    const transfer = { action: 'transfer', chain: 'base', amount_usd: 120 };
+    for (let i = 0; i < 3; i++) {
+      const r = await post(`${origin}/v1/guard`, transfer, { 'x-api-key': agentKey });
+      t.equal(r.status, 200);
+      t.equal(r.body.verdict, 'proceed', JSON.stringify(r.body.failure_modes));
+    }
+    await page.getByRole('link', { name: 'Overview' }).click();
+    const daily = page.locator('article.limit', { hasText: 'daily' });
+    await daily.waitFor();
+    const figures = await daily.locator('dl').textContent();
+    t.match(figures, /Committed\$360\.00/, 'three transfers of 120 USD are in the day window');
+    t.match(figures, /Bound\$1,000\.00/);
+    t.ok(await daily.locator('canvas').count(), 'the window is drawn');
+    await audit(t, page, 'overview', 'desktop');
+
+    // A dry run of a transfer.
+    await page.getByRole('link', { name: 'Policies' }).click();
+    await page.getByRole('button', { name: 'Open policy fleet' }).click();
+    await page
+      .getByLabel('Guard request (JSON)')
+      .fill(JSON.stringify({ action: 'transfer', chain: 'base', amount_usd: 700 }));
+    await page.getByRole('button', { name: 'Run' }).click();
+    const dry = page.locator('.dry-answer');
+    await dry.waitFor();
+    t.match(await dry.textContent(), /Verdict\s*block/, 'a transfer over the rule bound blocks');
+    await audit(t, page, 'policies', 'desktop');
+
+    if (logged) {
+      await page.getByRole('link', { name: 'Verdicts' }).click();
+      await page.locator('table.log tbody tr').first().waitFor();
+      t.ok((await page.locator('table.log tbody tr', { hasText: 'agent-1' }).count()) >= 3, 'the calls are in the log');
+      await page.locator('table.log tbody tr button').first().click();
+      t.match(await page.locator('tr.detail').textContent(), /fleet v1/);
+      await audit(t, page, 'verdicts', 'desktop');
+    }
+
+    // Revoke after a confirmation; the key's calls are refused.
+    await page.getByRole('link', { name: 'Keys' }).click();
+    await page.getByRole('button', { name: 'Revoke agent-1' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke agent-1?' });
+    await dialog.waitFor();
+    await audit(t, page, 'keys-revoke', 'desktop');
+    await dialog.getByRole('button', { name: 'Revoke the key' }).click();
+    await page.getByText('Key agent-1 is revoked').waitFor();
+    const refused = await post(`${origin}/v1/guard`, transfer, { 'x-api-key': agentKey });
+    t.equal(refused.status, 401, 'a revoked key is refused');
+
+    await keptHome(t, x, ownerKey);
+    t.same(
+      x.problems.filter((p) => !/status of 4\d\d/.test(p)),
+      [],
+      'no script error or CSP violation',
+    );
+
+    // Every view at the phone width too.
+    const phone = await tab('phone');
+    await signIn(phone.page, ownerKey);
+    for (const view of ['overview', 'keys', 'policies', ...(logged ? ['verdicts'] : [])]) {
+      await phone.page.goto(`${origin}/console#${view}`);
+      await phone.page.locator('main h2').waitFor();
+      await phone.page.waitForLoadState('networkidle');
+      await audit(t, phone.page, view, 'phone');
+    }
+    await keptHome(t, phone, ownerKey);
+  });
+}
