@@ -26,15 +26,12 @@ interface Evidence {
   reason: string;
   message?: string;
   observed?: {
-    violations?: Array<{ code: string; rule?: string; limit?: string }>;
-    limits?: Array<{
-      id: string;
-      committed_usd?: number;
-      reserved_usd?: number;
-      max_usd?: number | null;
-      outflow_usd?: number;
-      would_reserve_usd?: number;
-    }>;
+    matched_rule?: string | null;
+    /** The action's outflow in USD: what a proceed would reserve in every limit. */
+    outflow_usd?: number | null;
+    violations?: Array<{ code: string; rule?: string; limit?: string; observed?: unknown; bound?: unknown }>;
+    /** Each limit's window as it stands before this action. */
+    limits?: Array<{ id: string; used_usd: number; count: number; max_usd: number | null; max_count: number | null }>;
   };
 }
 interface GuardAnswer {
@@ -302,6 +299,7 @@ function DryRun({ name }: { name: string }) {
   const evidence = answer?.evidence ?? [];
   const policyItem = evidence.find((e) => e.type === 'policy');
   const limits = policyItem?.observed?.limits ?? [];
+  const outflow = policyItem?.observed?.outflow_usd ?? null;
   const reasons = evidence.filter((e) => e.status !== 'pass' && e.status !== 'skipped');
   return (
     <section class="card" aria-labelledby="dry-h">
@@ -366,12 +364,14 @@ function DryRun({ name }: { name: string }) {
             <ul>
               {limits.map((l) => (
                 <li key={l.id}>
-                  {l.id}: {usd(l.would_reserve_usd ?? l.outflow_usd)} on top of {usd(l.committed_usd)} committed and{' '}
-                  {usd(l.reserved_usd)} reserved, bound {usd(l.max_usd)}
+                  {l.id}: {usd(outflow)} and 1 call on top of {usd(l.used_usd)} and {l.count} used, bound{' '}
+                  {l.max_usd === null ? 'none' : usd(l.max_usd)}
+                  {l.max_count === null ? '' : ` and ${l.max_count} calls`}
                 </li>
               ))}
             </ul>
           )}
+          {answer.decision?.dry_run && <p class="muted">A dry run: nothing was reserved.</p>}
         </div>
       )}
     </section>
