@@ -21,7 +21,10 @@ export function WindowChart({ series, label }: { series: WindowSeries; label: st
     const el = host.current;
     if (!el) return;
     const width = Math.max(240, Math.min(640, el.clientWidth || 320));
-    const boundLine = series.t.map(() => series.bound);
+    // The bound spans the whole window; the usage lines stop at now (null beyond it).
+    const t = [...series.t, series.end];
+    const boundLine = t.map(() => series.bound);
+    const stepped = uPlot.paths.stepped?.({ align: 1 });
     const plot = new uPlot(
       {
         width,
@@ -36,12 +39,12 @@ export function WindowChart({ series, label }: { series: WindowSeries; label: st
         legend: { show: true },
         series: [
           {},
-          { label: 'committed USD', stroke: '#1f5fa8', width: 2, fill: 'rgba(31,95,168,0.15)' },
-          { label: 'with reserved USD', stroke: '#a86a1f', width: 2, dash: [6, 4] },
+          { label: 'committed USD', stroke: '#1f5fa8', width: 2, fill: 'rgba(31,95,168,0.15)', paths: stepped },
+          { label: 'with reserved USD', stroke: '#a86a1f', width: 2, dash: [6, 4], paths: stepped },
           { label: 'bound USD', stroke: '#b00020', width: 1 },
         ],
       },
-      [series.t, series.committed, series.total, boundLine as number[]],
+      [t, [...series.committed, null], [...series.total, null], boundLine],
       el,
     );
     return () => plot.destroy();

@@ -4,22 +4,28 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 
 export function CopyButton({ text, label }: { text: string; label: string }) {
   const [done, setDone] = useState<'idle' | 'copied' | 'failed'>('idle');
+  // The button's name stays what it shows; the outcome is announced beside it.
   return (
-    <button
-      type="button"
-      class="secondary"
-      aria-label={label}
-      onClick={async () => {
-        try {
-          await navigator.clipboard.writeText(text);
-          setDone('copied');
-        } catch {
-          setDone('failed');
-        }
-      }}
-    >
-      {done === 'copied' ? 'Copied' : done === 'failed' ? 'Copy failed: select and copy' : 'Copy'}
-    </button>
+    <span class="copy">
+      <button
+        type="button"
+        class="secondary"
+        aria-label={label}
+        onClick={async () => {
+          try {
+            await navigator.clipboard.writeText(text);
+            setDone('copied');
+          } catch {
+            setDone('failed');
+          }
+        }}
+      >
+        Copy
+      </button>
+      <span class="copy-state" role="status">
+        {done === 'copied' ? 'Copied' : done === 'failed' ? 'Copy failed: select the text and copy it' : ''}
+      </span>
+    </span>
   );
 }
 

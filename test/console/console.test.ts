@@ -252,6 +252,18 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     const dry = page.locator('.dry-answer');
     await dry.waitFor();
     t.match(await dry.textContent(), /Verdict\s*block/, 'a transfer over the rule bound blocks');
+
+    // A second version: the history lists both, with the diff and each hash.
+    const v2 = { ...doc, approvals: { allow_unlimited: false } };
+    await page.getByLabel('Document (JSON)').fill(JSON.stringify(v2, null, 2));
+    await page.getByRole('button', { name: 'Save version' }).click();
+    await page.getByText('Saved fleet as version 2.').waitFor();
+    await page.getByRole('heading', { name: 'Versions of fleet' }).waitFor();
+    const added = page.locator('pre.diff ins');
+    await added.first().waitFor();
+    t.match(await added.allTextContents(), [/"approvals"/], 'the diff from v1 to v2 shows what was added');
+    t.equal(await page.locator('pre.diff del').count(), 0, 'and nothing removed');
+    t.equal(await page.getByRole('button', { name: /^Copy the hash of version \d$/ }).count(), 2);
     await audit(t, page, 'policies', 'desktop');
 
     if (logged) {
@@ -288,6 +300,11 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
       await phone.page.goto(`${origin}/console#${view}`);
       await phone.page.locator('main h2').waitFor();
       await phone.page.waitForLoadState('networkidle');
+      if (view === 'policies') {
+        await phone.page.getByRole('button', { name: 'Open policy fleet' }).click();
+        await phone.page.getByRole('heading', { name: 'Versions of fleet' }).waitFor();
+        await phone.page.locator('pre.diff').waitFor();
+      }
       await audit(t, phone.page, view, 'phone');
     }
     await keptHome(t, phone, ownerKey);
