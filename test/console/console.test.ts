@@ -270,8 +270,18 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
       await page.getByRole('link', { name: 'Verdicts' }).click();
       await page.locator('table.log tbody tr').first().waitFor();
       t.ok((await page.locator('table.log tbody tr', { hasText: 'agent-1' }).count()) >= 3, 'the calls are in the log');
+      await page.getByLabel('Key', { exact: true }).selectOption({ label: 'agent-1' });
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll('table.log tbody tr:not(.detail)')].every((r) =>
+          r.textContent?.includes('agent-1'),
+        ),
+      );
+      t.equal(await page.locator('table.log tbody tr').count(), 3, 'filtered by key: its three calls');
       await page.locator('table.log tbody tr button').first().click();
-      t.match(await page.locator('tr.detail').textContent(), /fleet v1/);
+      const detail = page.locator('tr.detail');
+      t.match(await detail.textContent(), /Policyfleet v1/, 'a row opens to its policy version');
+      t.match(await detail.textContent(), /Reservation(committed|reserved), \$120\.00/, 'and its reservation');
       await audit(t, page, 'verdicts', 'desktop');
     }
 
@@ -309,4 +319,70 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     }
     await keptHome(t, phone, ownerKey);
   });
+
+  t.test(
+    'the verdict log with 10,000 rows',
+    { skip: logged ? false : 'GET /v1/verdicts is not served by this build' },
+    async (t) => {
+      // 10,000 real keyed calls: every answer to a keyed call is a row of the log.
+      const body = JSON.stringify({ action: 'transfer', chain: 'base', amount_usd: 5 });
+      let sent = 0;
+      let failed = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (sent < 10_000) {
+            sent++;
+            const r = await fetch(`${origin}/v1/guard`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-api-key': ownerKey },
+              body,
+            });
+            await r.arrayBuffer();
+            if (r.status !== 200) failed++;
+          }
+        }),
+      );
+      t.equal(failed, 0, 'the 10,000 calls were answered');
+      const x = await tab('desktop');
+      const { page } = x;
+      await signIn(page, ownerKey);
+      await page.getByRole('link', { name: 'Keys' }).click();
+      await page.locator('table tbody tr').first().waitFor();
+      const asked: string[] = [];
+      page.on('request', (r) => {
+        if (new URL(r.url()).pathname === '/v1/verdicts') asked.push(r.url());
+      });
+      const rowsOf = async (): Promise<number> => {
+        const r = await page.waitForResponse((res) => new URL(res.url()).pathname === '/v1/verdicts');
+        return ((await r.json()) as { verdicts: unknown[] }).verdicts.length;
+      };
+      const started = performance.now();
+      const first = rowsOf();
+      await page.getByRole('link', { name: 'Verdicts' }).click();
+      await page.locator('table.log tbody tr:nth-child(50)').waitFor();
+      const ms = performance.now() - started;
+      t.ok(ms < 1000, `the first page of 50 rows is on screen ${Math.round(ms)} ms after the click, within 1 s`);
+      t.equal(await first, 50, 'one page of 50 rows was fetched');
+      const top = await page.locator('table.log tbody tr').first().textContent();
+      for (let p = 2; p <= 3; p++) {
+        const next = rowsOf();
+        await page.getByRole('button', { name: 'Older' }).click();
+        t.equal(await next, 50, `page ${p}: one more page of 50`);
+        await page.getByText(`Page ${p}`).waitFor();
+      }
+      t.equal(await page.locator('table.log tbody tr').count(), 50, 'the table holds one page');
+      const back = rowsOf();
+      await page.getByRole('button', { name: 'Newer' }).click();
+      await back;
+      await page.getByText('Page 2').waitFor();
+      t.equal(asked.length, 4, 'four pages asked for, one request each');
+      for (const u of asked) t.equal(new URL(u).searchParams.get('limit'), '50', 'each for 50 rows, never the log');
+      t.ok(
+        asked.slice(1).every((u) => new URL(u).searchParams.has('cursor')),
+        'the later pages by their cursor',
+      );
+      t.not(await page.locator('table.log tbody tr').first().textContent(), top, 'page 2 is not page 1');
+      await keptHome(t, x, ownerKey);
+    },
+  );
 }
