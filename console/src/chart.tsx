@@ -39,12 +39,13 @@ export function WindowChart({ series, label }: { series: WindowSeries; label: st
         legend: { show: true },
         series: [
           {},
-          { label: 'committed USD', stroke: '#1f5fa8', width: 2, fill: 'rgba(31,95,168,0.15)', paths: stepped },
+          // Committed + reserved first, so the committed line is drawn over it where they agree.
           { label: 'with reserved USD', stroke: '#a86a1f', width: 2, dash: [6, 4], paths: stepped },
+          { label: 'committed USD', stroke: '#1f5fa8', width: 2, fill: 'rgba(31,95,168,0.15)', paths: stepped },
           { label: 'bound USD', stroke: '#b00020', width: 1 },
         ],
       },
-      [t, [...series.committed, null], [...series.total, null], boundLine],
+      [t, [...series.total, null], [...series.committed, null], boundLine],
       el,
     );
     return () => plot.destroy();
