@@ -1,6 +1,7 @@
 /**
  * signature_scan (guard-only: planned when a guard request carries `typed_data`): what an EIP-712
- * message lets someone do once signed (docs/action-scan.md §4). The message is read by the shape
+ * message lets someone do once signed (docs/action-scan.md §4), and what a signed order gives,
+ * gets and to whom (§7, ./signature_order.ts). The message is read by the shape
  * of its types (src/scan/typed-data.ts), valued in USD (the price provider's token prices; the
  * tokens' decimals from the chain's node when one is known) and judged by src/scan/rules.ts.
  */
@@ -16,7 +17,9 @@ import { isUnlimited } from '../scan/changes.js';
 import { isoTime, readTypedData } from '../scan/typed-data.js';
 import { priceAssets, tokenMeta, usdValue } from '../scan/value.js';
 import { rpcSource } from '../net/rpc.js';
+import { readOrder } from '../scan/orders.js';
 import { neverThrow } from './outcome.js';
+import { scanOrder } from './signature_order.js';
 import { isOperatorUrl } from './trust.js';
 import type { CheckModule, CheckOutcome, SignatureScanCheck } from './types.js';
 
@@ -125,6 +128,9 @@ export const signatureScan: CheckModule<SignatureScanCheck> = {
   type: 'signature_scan',
   upstream: ['price_provider', 'rpc'],
   run: neverThrow(async (check, ctx) => {
+    // A signed order is judged by what it gives and gets (§7); everything else as a permit (§4).
+    const order = readOrder(check.typed_data, check.signer ?? null, check.chain_id);
+    if (order) return scanOrder(check, order, ctx);
     const read = readTypedData(check.typed_data);
     const tokens = [...new Set(read.grants.map((g) => g.token).filter((t) => t !== ''))];
     const url = check.rpc_url;

@@ -61,6 +61,8 @@ export interface SignatureScanCheck {
   typed_data: TypedDataInput;
   amount_usd: number | null;
   known_safe_addresses: string[];
+  /** The request's `signer`: who signs (docs/action-scan.md §7); the message's own party wins. */
+  signer?: string | null;
 }
 
 /** delegation_scan (checks/delegation_scan.ts): each EIP-7702 delegate looked at on the chain's node. */

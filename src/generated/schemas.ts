@@ -1985,6 +1985,14 @@ export const schemas = {
           "from"
         ]
       },
+      "signer": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "pattern": "^0x[0-9a-fA-F]{40}$",
+        "description": "Who signs `typed_data`. When absent it is read from the message where the kind names one (owner, from, offerer, maker, swapper); a signed order whose signer is known neither way (a CoW order names none) is answered `error signer_unknown`."
+      },
       "typed_data": {
         "type": [
           "object",

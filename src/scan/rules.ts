@@ -21,7 +21,7 @@ export interface Signal {
   reason: string;
 }
 
-interface Row<F> {
+export interface Row<F> {
   status: Signal['status'];
   reason: string;
   when: (f: F) => boolean;
@@ -114,7 +114,7 @@ export interface RuleMatch {
   signals: Signal[];
 }
 
-function decide<F>(table: readonly Row<F>[], facts: F): RuleMatch {
+export function decide<F>(table: readonly Row<F>[], facts: F): RuleMatch {
   const s = signals(table, facts);
   return s.length === 0
     ? { status: 'pass', reason: null, signals: [] }

@@ -24,6 +24,7 @@ function healthy(): Map<string, Measured | null> {
     ['guard-simulation', m('guard-simulation', 50, 110, 130)],
     ['invalid-body', m('invalid-body', 5000, 8, 30)],
     ['mcp-foreign-origin', m('mcp-foreign-origin', 5200, 8, 30)],
+    ['guard-order', m('guard-order', 50, 60, 80)],
   ]);
 }
 
@@ -73,6 +74,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     name: 'the /mcp Origin refusal below 0.9 x the invalid body',
     change: (r) => r.set('mcp-foreign-origin', m('mcp-foreign-origin', 4400, 8, 30)),
     miss: /^mcp-foreign-origin >= 0\.9 x invalid-body/,
+  },
+  {
+    name: 'order p50 beyond one upstream round + 15 ms',
+    change: (r) => r.set('guard-order', m('guard-order', 50, 66, 80)),
+    miss: /^guard-order p50 <= one upstream round 50 \+ 15/,
   },
   { name: 'a scenario that could not run', change: (r) => r.set('decide-paid', null), miss: /^decide-paid ran/ },
 ];

@@ -468,6 +468,8 @@ export type GuardRequest = {
       nonce?: number | null;
     }>;
   } | null;
+  /** Who signs `typed_data`. When absent it is read from the message where the kind names one (owner, from, offerer, maker, swapper); a signed order whose signer is known neither way (a CoW order names none) is answered `error signer_unknown`. */
+  signer?: string | null;
   /** An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan). */
   typed_data?: {
     domain: {
