@@ -233,7 +233,11 @@ export function Overview() {
                     <When at={l.date} />
                   </td>
                   <td data-label="Last refresh">
-                    <When at={l.refreshed_at} />
+                    {l.refreshed_at === null && l.status === 'embedded' ? (
+                      'the embedded snapshot'
+                    ) : (
+                      <When at={l.refreshed_at} />
+                    )}
                   </td>
                   <td data-label="Addresses">{l.size.toLocaleString('en-US')}</td>
                   <td data-label="Status">{l.status}</td>
