@@ -42,10 +42,10 @@ const windowText = (w: Limit['window']): string => (typeof w === 'string' ? `per
 const policyName = (p: LogRow['policy']): string | null => (p === null ? null : typeof p === 'string' ? p : p.name);
 
 /** Reservations of a policy in the log since `since` (newest first, at most two pages). */
-async function reservations(policy: string, since: string): Promise<LogRow[]> {
+async function reservations(policy: string, since: string, live: () => boolean): Promise<LogRow[]> {
   const rows: LogRow[] = [];
   let cursor: string | null = null;
-  for (let page = 0; page < 2; page++) {
+  for (let page = 0; page < 2 && live(); page++) {
     const q = new URLSearchParams({ limit: '500', since });
     if (cursor) q.set('cursor', cursor);
     const a = await call<{ verdicts: LogRow[]; next_cursor: string | null }>('GET', `/v1/verdicts?${q}`);
@@ -167,10 +167,12 @@ export function Overview() {
       }
       const out: Array<{ usage: Usage; rows: LogRow[] }> = [];
       for (const p of ps.body.policies) {
+        // Left for another view: ask nothing more.
+        if (!live) return;
         const u = await call<Usage>('GET', `/v1/policies/${enc(p.name)}/usage`);
         if (u.status !== 200) continue;
         const since = u.body.limits.map((l) => l.window_start).sort()[0];
-        const rows = since ? await reservations(p.name, since) : [];
+        const rows = since ? await reservations(p.name, since, () => live) : [];
         out.push({ usage: u.body, rows });
       }
       if (live) setUsages(out);
