@@ -229,10 +229,12 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
 
     // Guard calls with the agent key, from the test: usage and the log move.
     const transfer = { action: 'transfer', chain: 'base', amount_usd: 120 };
+    let left = '';
     for (let i = 0; i < 3; i++) {
       const r = await post(`${origin}/v1/guard`, transfer, { 'x-api-key': agentKey });
       t.equal(r.status, 200);
       t.equal(r.body.verdict, 'proceed', JSON.stringify(r.body.failure_modes));
+      left = r.headers.get('ratelimit-remaining') ?? '';
     }
     await page.getByRole('link', { name: 'Overview' }).click();
     const daily = page.locator('article.limit', { hasText: 'daily' });
@@ -240,6 +242,12 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     const figures = await daily.locator('dl').textContent();
     t.match(figures, /Committed\$360\.00/, 'three transfers of 120 USD are in the day window');
     t.match(figures, /Bound\$1,000\.00/);
+    const quota = page.locator('section', { has: page.getByRole('heading', { name: 'Monthly quota' }) });
+    t.match(
+      await quota.locator('dl').textContent(),
+      new RegExp(`Left${left} of 100000Resets`),
+      "the account's quota as the agent's last call left it",
+    );
     t.ok(await daily.locator('canvas').count(), 'the window is drawn');
     await audit(t, page, 'overview', 'desktop');
 
