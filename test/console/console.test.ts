@@ -89,7 +89,7 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     }
   };
 
-  /** Nothing the page asked for left the service's origin, and the key is in no URL, cookie or localStorage. */
+  /** Nothing the page asked for left the service's origin, and the key is in no URL, cookie, localStorage or log line. */
   const keptHome = async (t: Test, x: Tab, key: string): Promise<void> => {
     const foreign = x.requests.filter((u) => new URL(u).origin !== origin);
     t.same(foreign, [], 'every request of the page went to the service itself');
@@ -100,6 +100,7 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     t.notOk(x.page.url().includes(key), 'nor in the address bar');
     t.same(await x.context.cookies(), [], 'no cookie');
     t.equal(await x.page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
+    t.notOk(JSON.stringify(service.logs).includes(key), "nor in the service's log");
   };
 
   const signIn = async (page: Page, key: string): Promise<void> => {
