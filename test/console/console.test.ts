@@ -179,6 +179,12 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     await signIn(page, ownerKey);
     await page.getByRole('navigation', { name: 'Views' }).waitFor();
     t.equal(await page.evaluate(() => sessionStorage.length), 1, 'the key is kept in the tab');
+    await page.keyboard.press('Tab');
+    t.equal(
+      await page.evaluate(() => document.activeElement?.textContent),
+      'Skip to content',
+      'the first Tab reaches the skip link',
+    );
     await audit(t, page, 'overview-empty', 'desktop');
 
     // A policy with an allow list and a day limit; first with a wrong field, shown in place.
@@ -302,8 +308,17 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
 
     // Revoke after a confirmation; the key's calls are refused.
     await page.getByRole('link', { name: 'Keys' }).click();
-    await page.getByRole('button', { name: 'Revoke agent-1' }).click();
+    const revoke = page.getByRole('button', { name: 'Revoke agent-1' });
     const dialog = page.getByRole('dialog', { name: 'Revoke agent-1?' });
+    // From the keyboard: Enter opens the question, Escape withdraws it and nothing is revoked.
+    await revoke.focus();
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    const still = await post(`${origin}/v1/guard`, transfer, { 'x-api-key': agentKey });
+    t.equal(still.status, 200, 'a withdrawn revocation revokes nothing');
+    await revoke.click();
     await dialog.waitFor();
     await audit(t, page, 'keys-revoke', 'desktop');
     await dialog.getByRole('button', { name: 'Revoke the key' }).click();
