@@ -268,6 +268,16 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     const dry = page.locator('.dry-answer');
     await dry.waitFor();
     t.match(await dry.textContent(), /Verdict\s*block/, 'a transfer over the rule bound blocks');
+    await page
+      .getByLabel('Guard request (JSON)')
+      .fill(JSON.stringify({ action: 'transfer', chain: 'base', amount_usd: 25 }));
+    await page.getByRole('button', { name: 'Run' }).click();
+    await page.locator('.dry-answer', { hasText: 'Verdict proceed' }).waitFor();
+    t.match(
+      await dry.textContent(),
+      /daily: \$25\.00 and 1 call on top of \$360\.00 and 3 used, bound \$1,000\.00/,
+      'a 25 USD transfer proceeds and would take 25 USD of the day limit',
+    );
 
     // A second version: the history lists both, with the diff and each hash.
     const v2 = { ...doc, approvals: { allow_unlimited: false } };
