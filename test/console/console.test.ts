@@ -147,6 +147,10 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
       /https?:\/\/(?!www\.w3\.org\/)/,
       'the bundle names no other origin to load from',
     );
+    const caps = (await (await fetch(`${origin}/v1/capabilities`)).json()) as { auth: { free_endpoints: string[] } };
+    t.ok(caps.auth.free_endpoints.includes('GET /console'), 'a free GET of /v1/capabilities');
+    const doc = (await (await fetch(`${origin}/openapi.json`)).json()) as { paths: Record<string, { get?: unknown }> };
+    t.ok(doc.paths['/console']?.get, 'and an operation of /openapi.json');
   });
 
   t.test('sign-in at both widths', async (t) => {
