@@ -59,7 +59,7 @@ function jsonReader(limit: number): ApiHandler {
  * (401, 403, 503), the quota for a billed row, then the handler; every other method on a path
  * they name answers 405 with the methods it has.
  */
-function mountManagement(app: Express, deps: AppDeps, json: ApiHandler): void {
+function mountManagement(app: Express, deps: AppDeps, json: ApiHandler, origin: ApiHandler): void {
   const m = deps.management;
   if (!m) return;
   const methods = new Map<string, Set<string>>();
@@ -67,11 +67,14 @@ function mountManagement(app: Express, deps: AppDeps, json: ApiHandler): void {
     const handler = m.handlers[e.handler];
     if (!handler) continue;
     const path = expressPath(e.path);
-    const chain: ApiHandler[] = [routeLabel(e.path), checkParams(e)];
+    // Every management row is called by the console from a browser: a foreign Origin is a 403
+    // before anything else (docs/browser.md §1).
+    const chain: ApiHandler[] = [routeLabel(e.path), origin, checkParams(e)];
     if (e.request !== undefined) {
       chain.push(e.bodyLimit === undefined ? json : jsonReader(e.bodyLimit), validateBody(e.request));
     }
     chain.push(managementAuth(e, m.keys));
+    if (!e.billed && m.quota) chain.push(m.quota);
     if (e.billed && deps.billing && e.request !== undefined) {
       chain.push(
         deps.billing({
@@ -129,6 +132,8 @@ export interface AppDeps {
   management?: {
     handlers: Partial<Record<ManagementHandlerKey, ApiHandler>>;
     keys: KeyResolver;
+    /** Sets the account's RateLimit-* headers on the answers that count nothing (docs/console.md §3). */
+    quota?: ApiHandler;
   } | null;
 }
 
@@ -247,7 +252,7 @@ export function buildRoutes(deps: AppDeps): Routes {
     app.all(e.path, routeLabel(e.path), methodNotAllowed(['POST']));
   }
 
-  mountManagement(app, deps, json);
+  mountManagement(app, deps, json, checkOrigin(config));
 
   const onError = errorHandler(logger);
   app.use(notFound);

@@ -64,8 +64,6 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     return r.body.api_key as string;
   };
   const ownerKey = await signup('operator@example.com');
-  const managed = (await fetch(`${origin}/v1/keys`, { headers: { 'x-api-key': ownerKey } })).status !== 404;
-  const logged = (await fetch(`${origin}/v1/verdicts`, { headers: { 'x-api-key': ownerKey } })).status !== 404;
   const tabs: Tab[] = [];
   t.teardown(() => Promise.all(tabs.map((x) => x.context.close())));
   const tab = async (width: Width): Promise<Tab> => {
@@ -126,6 +124,12 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
       t.equal(body.trim(), '', 'with no inline body');
     }
     t.notMatch(html, /\son[a-z]+=|\sstyle=|<style/i, 'no inline handler or style');
+    for (const path of ['/v1/keys', '/v1/policies', '/v1/verdicts'])
+      t.equal(
+        (await fetch(`${origin}${path}`, { headers: { 'x-api-key': ownerKey } })).status,
+        200,
+        `the endpoint it calls, ${path}, is served`,
+      );
     for (const [file, type] of [
       ['console.js', /^text\/javascript/],
       ['console.css', /^text\/css/],
@@ -162,11 +166,7 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
       await signIn(x.page, 'pvk_not_a_key_of_this_service');
       const why = x.page.locator('#signin-error');
       await why.waitFor();
-      t.match(
-        await why.textContent(),
-        managed ? /does not know this key/ : /no account management/,
-        'a key the service does not know is told so',
-      );
+      t.match(await why.textContent(), /does not know this key/, 'a key the service does not know is told so');
       t.equal(await x.page.evaluate(() => sessionStorage.length), 0, 'a refused key is not kept');
       await keptHome(t, x, 'pvk_not_a_key_of_this_service');
       t.same(
@@ -177,7 +177,7 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     }
   });
 
-  t.test('the operator journey', { skip: managed ? false : 'GET /v1/keys is not served by this build' }, async (t) => {
+  t.test('the operator journey', async (t) => {
     const x = await tab('desktop');
     const { page } = x;
     await signIn(page, ownerKey);
@@ -296,7 +296,7 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     t.equal(await page.getByRole('button', { name: /^Copy the hash of version \d$/ }).count(), 2);
     await audit(t, page, 'policies', 'desktop');
 
-    if (logged) {
+    {
       await page.getByRole('link', { name: 'Verdicts' }).click();
       await page.locator('table.log tbody tr').first().waitFor();
       t.ok((await page.locator('table.log tbody tr', { hasText: 'agent-1' }).count()) >= 3, 'the calls are in the log');
@@ -350,7 +350,7 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     // Every view at the phone width too.
     const phone = await tab('phone');
     await signIn(phone.page, ownerKey);
-    for (const view of ['overview', 'keys', 'policies', ...(logged ? ['verdicts'] : [])]) {
+    for (const view of ['overview', 'keys', 'policies', 'verdicts']) {
       await phone.page.goto(`${origin}/console#${view}`);
       await phone.page.locator('main h2').waitFor();
       await phone.page.waitForLoadState('networkidle');
@@ -366,7 +366,7 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
 
   t.test(
     'the verdict log with 10,000 rows',
-    { skip: logged ? false : 'GET /v1/verdicts is not served by this build' },
+
     async (t) => {
       // 10,000 real keyed calls: every answer to a keyed call is a row of the log.
       const body = JSON.stringify({ action: 'transfer', chain: 'base', amount_usd: 5 });

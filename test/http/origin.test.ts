@@ -121,3 +121,45 @@ t.test('POST /mcp', async (t) => {
   const refusals = app.logs.filter((l) => l.msg === 'request' && l.route === '/mcp' && l.status === 403);
   t.equal(refusals.length, 4, 'each refusal is in the access log under its route');
 });
+
+t.test('the management endpoints', async (t) => {
+  const app: TestApp = await startTestApp({ BILLING: 'on', FREE_TIER_MONTHLY_LIMIT: '10' });
+  t.teardown(() => app.close());
+  const owner = (await post(`${app.url}/v1/api-keys/signup`, { email: 'owner@example.com' })).body.api_key as string;
+  const port = new URL(app.url).port;
+  const call = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
+    request(`${app.url}${path}`, {
+      method: method as 'GET',
+      headers: {
+        'x-api-key': owner,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(async (r) => ({ status: r.statusCode, headers: r.headers, body: await r.body.json().catch(() => null) }));
+  const evil = { origin: 'https://evil.example.com' };
+
+  const refused = await call('GET', '/v1/keys', evil);
+  t.equal(refused.status, 403, 'GET /v1/keys from a foreign page');
+  t.match(refused.body, { detail: /ALLOWED_ORIGINS/ });
+  t.equal((await call('PUT', '/v1/policies/fleet', evil, { default: 'allow' })).status, 403, 'a PUT too');
+  t.equal((await call('GET', '/v1/policies/fleet', {})).status, 404, 'and it wrote nothing');
+  t.equal((await call('POST', '/v1/keys', evil, { name: 'sneaky' })).status, 403);
+  const own = await call('GET', '/v1/keys', { origin: `http://127.0.0.1:${port}` });
+  t.equal(own.status, 200, 'its own origin is served');
+  t.same(
+    (own.body as { keys: Array<{ role: string }> }).keys.map((k) => k.role),
+    ['owner'],
+    'no key was made by the refused POST',
+  );
+  t.equal((await call('GET', '/v1/keys', {})).status, 200, 'no Origin: served');
+
+  // Their answers carry the account's quota, read and not counted (docs/console.md §3).
+  await post(`${app.url}/v1/guard`, { action: 'swap', chain: 'base', amount_usd: 10 }, { 'x-api-key': owner });
+  for (let i = 0; i < 2; i++) {
+    const a = await call('GET', '/v1/policies', {});
+    t.equal(a.headers['ratelimit-limit'], '10');
+    t.equal(a.headers['ratelimit-remaining'], '9', 'one counted call; management answers count none');
+    t.ok(Number(a.headers['ratelimit-reset']) > 0);
+  }
+});
