@@ -105,8 +105,8 @@ function managementOperation(e: ManagementEndpoint, errorBody: Json): Json {
   responses[403] = json(
     errorBody,
     e.agent === 'bound'
-      ? 'An agent key not bound to this policy: it needs the owner key'
-      : "An agent key: this call needs the account's owner key",
+      ? 'An agent key not bound to this policy: it needs the owner key; or sent by a browser page whose Origin is not admitted (ALLOWED_ORIGINS)'
+      : "An agent key: this call needs the account's owner key; or sent by a browser page whose Origin is not admitted (ALLOWED_ORIGINS)",
   );
   if (e.params?.length || e.handler === 'keysCreate' || e.query?.some((q) => q.name === 'key'))
     responses[404] = json(errorBody, 'No such key, policy or version in the account');

@@ -140,8 +140,8 @@ function QuotaCard() {
         </dl>
       ) : (
         <p class="muted">
-          The service reports the account's quota on its keyed answers (RateLimit headers); none has been seen in this
-          session yet. A dry run on the Policies page shows it.
+          The service has not reported the account's quota (its RateLimit headers) in this session: its store may be
+          unreachable. Reload to ask again.
         </p>
       )}
     </section>
