@@ -230,6 +230,20 @@ async function run(bin: string, pg: Exclude<typeof admin, string>): Promise<void
     t.match(agentKey, /^pvk_/);
     await page.getByRole('button', { name: 'Copy the key of agent-1' }).click();
     t.equal(await page.evaluate(() => navigator.clipboard.readText()), agentKey, 'the copy button copies the key');
+    // A key made without a policy, bound to it afterwards.
+    await page.getByRole('button', { name: 'Done, hide it' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('agent-2');
+    await page.getByLabel('Policy', { exact: true }).selectOption('');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByText('Agent key agent-2 created.').waitFor();
+    await page.getByRole('button', { name: 'Done, hide it' }).click();
+    await page.getByLabel('Policy of agent-2').selectOption('fleet');
+    await page.locator('tr', { hasText: 'agent-2' }).getByRole('button', { name: 'Bind' }).click();
+    await page.getByText('Key agent-2 is now bound to fleet.').waitFor();
+    const listed = (await (await fetch(`${origin}/v1/keys`, { headers: { 'x-api-key': ownerKey } })).json()) as {
+      keys: Array<{ name: string; policy: string | null }>;
+    };
+    t.equal(listed.keys.find((k) => k.name === 'agent-2')?.policy, 'fleet', 'the Bind button bound it');
     await audit(t, page, 'keys', 'desktop');
 
     // The agent key cannot manage the account.
