@@ -32,6 +32,8 @@ import type {
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
+  ScreenRequest,
+  ScreenResponse,
 } from './types.js';
 
 export type {
@@ -55,6 +57,8 @@ export type {
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
+  ScreenRequest,
+  ScreenResponse,
 };
 
 /**
@@ -63,6 +67,7 @@ export type {
  */
 export type DecideInput = Pick<DecideRequest, 'goal'> & Partial<DecideRequest>;
 export type GuardInput = Pick<GuardRequest, 'action'> & Partial<GuardRequest>;
+export type ScreenInput = Pick<ScreenRequest, 'addresses'> & Partial<ScreenRequest>;
 export type StablecoinPegInput = Partial<StablecoinIntelligenceRequest>;
 export type BridgeRiskInput = Pick<BridgeRiskRequest, 'bridge_status_urls'> & Partial<BridgeRiskRequest>;
 export type YieldRouteInput = Omit<Partial<YieldRoutingRequest>, 'options'> & {
@@ -99,6 +104,8 @@ export class PreflightError extends Error {
 export interface PreflightClient {
   guard(req: GuardInput): Promise<DecideResponse>;
   decide(req: DecideInput): Promise<DecideResponse>;
+  /** Screens addresses against the sanctions list, the blocklists and the known counterparties. */
+  screen(req: ScreenInput): Promise<ScreenResponse>;
   stablecoinPeg(req: StablecoinPegInput): Promise<StablecoinIntelligenceResponse>;
   bridgeRisk(req: BridgeRiskInput): Promise<BridgeRiskResponse>;
   yieldRoute(req: YieldRouteInput): Promise<YieldRoutingResponse>;
@@ -139,6 +146,7 @@ export interface VerdictQuery {
 const PATHS = {
   guard: '/v1/guard',
   decide: '/v1/decide',
+  screen: '/v1/screen',
   stablecoinPeg: '/v1/agents/stablecoin-intelligence/analyze',
   bridgeRisk: '/v1/agents/bridge-risk/analyze',
   yieldRoute: '/v1/agents/yield-routing/recommend',
@@ -225,6 +233,7 @@ export function createClient(opts: ClientOptions): PreflightClient {
   return {
     guard: (req) => call(PATHS.guard, req),
     decide: (req) => call(PATHS.decide, req),
+    screen: (req) => call(PATHS.screen, req),
     stablecoinPeg: (req) => call(PATHS.stablecoinPeg, req),
     bridgeRisk: (req) => call(PATHS.bridgeRisk, req),
     yieldRoute: (req) => call(PATHS.yieldRoute, req),
