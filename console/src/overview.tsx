@@ -232,7 +232,7 @@ export function Overview() {
                   </td>
                   <td data-label="Kind">{l.kind}</td>
                   <td data-label="Dated">
-                    <When at={l.date} />
+                    {l.date !== null && /^\d{4}-\d{2}-\d{2}$/.test(l.date) ? l.date : <When at={l.date} />}
                   </td>
                   <td data-label="Last refresh">
                     {l.refreshed_at === null && l.status === 'embedded' ? (
