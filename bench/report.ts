@@ -2,6 +2,9 @@
 import type { Row } from './session.js';
 import type { TargetCheck } from './targets.js';
 import type { PoolRow } from './pool-mode.js';
+import type { FirstAnswers, Ramp } from './cold.js';
+import type { BareSignature } from './signing.js';
+import { percentile } from './targets.js';
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -54,9 +57,40 @@ export function printPool(pool: PoolRow[]): void {
     for (const r of p.rows) if (r.note) process.stdout.write(`  ${p.setting.name} ${r.name}: ${r.note}\n`);
 }
 
-export function printSigning(ratios: Record<string, number>): void {
+export function printSigning(
+  ratios: Record<string, number>,
+  bare: BareSignature | null,
+  signingUs: number | null,
+): void {
   const names = Object.keys(ratios);
   if (names.length === 0) return;
   process.stdout.write('\nSigned answers: decide-cached req/s as a ratio to\n');
   for (const n of names) process.stdout.write(`  ${n}: ${ratios[n].toFixed(2)}\n`);
+  if (signingUs !== null) process.stdout.write(`  server CPU per answer, signed minus unsigned: ${signingUs} us\n`);
+  if (bare !== null)
+    process.stdout.write(
+      `  a bare signature ${bare.signUs} us and its four hashes ${bare.hashesUs} us (this process)\n`,
+    );
+}
+
+export function printCold(ramp: Ramp | null, first: FirstAnswers | null): void {
+  if (ramp !== null) {
+    process.stdout.write(
+      `\nCold capacity: the highest rate with p99 under ${ramp.p99Ms} ms and no errors: ${ramp.highestRate === 0 ? 'none of the ramp' : `${ramp.highestRate} req/s`}\n`,
+    );
+    for (const s of ramp.steps)
+      process.stdout.write(
+        `  ${s.rate} req/s: ${s.rps} answered/s, p50 ${s.p50}, p99 ${s.p99} ms, ${s.errors} errors\n`,
+      );
+  }
+  if (first !== null) {
+    const ms = (xs: number[]): string => xs.map((x) => Math.round(x)).join(' ');
+    process.stdout.write(
+      `\nFirst answers of a fresh process (/health ${first.healthStates.join(' -> ')}, ok after ${first.healthOkMs} ms)\n`,
+    );
+    process.stdout.write(`  cold decides: ${ms(first.decideMs)} ms\n`);
+    process.stdout.write(
+      `  bridge-risk (another fresh process): first ${first.bridgeMs[0]} ms, p50 ${percentile(first.bridgeMs, 50)}, p99 ${percentile(first.bridgeMs, 99)}, max ${percentile(first.bridgeMs, 100)} ms\n`,
+    );
+  }
 }

@@ -9,6 +9,7 @@
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
  *                                            three-instance measurement (PostgreSQL and Redis),
+ *                                            `first-answers` a fresh process's first answers,
  *                                            `reservation` the policy limits' check-and-reserve alone
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
@@ -21,12 +22,24 @@ import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
-import { checkTargets, checkFleet, signingRatios, type Measured, type TargetCheck } from './targets.js';
+import {
+  checkFirstAnswers,
+  checkFleet,
+  checkSigning,
+  checkTargets,
+  signingCpuUs,
+  signingRatios,
+  LIMITS,
+  type Measured,
+  type TargetCheck,
+} from './targets.js';
+import { measureFirstAnswers, rampCapacity, STATUS_PAGE_MS, type FirstAnswers, type Ramp } from './cold.js';
+import { timeBareSignature, type BareSignature } from './signing.js';
 import { measureFleet, type FleetResult } from './fleet.js';
 import { profileServersInto, startServerChild, type Child } from './child.js';
 import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
-import { printPool, printSigning, printTable, printTargetChecks } from './report.js';
+import { printCold, printPool, printSigning, printTable, printTargetChecks } from './report.js';
 import { checkScrapes, scrape } from './scrape.js';
 import { benchDatabase, measureReservations, policyKey, type ReservationCost } from './policy.js';
 
@@ -65,7 +78,7 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation'];
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -87,6 +100,8 @@ const PAIRED = [
   'floor',
   'reference',
   'decide-cached',
+  'decide-cached-thread',
+  'decide-cached-inline',
   'decide-cached-unsigned',
   'decide-cached-redis',
   'guard-screened',
@@ -192,7 +207,14 @@ async function runTargets(
   opts: Options,
   upstreams: Upstreams,
   rig: PaymentRig | null,
-): Promise<{ rows: Row[]; checks: TargetCheck[]; signing: Record<string, number> }> {
+): Promise<{
+  rows: Row[];
+  checks: TargetCheck[];
+  signing: Record<string, number>;
+  bare: BareSignature | null;
+  signingUs: number | null;
+  ramp: Ramp | null;
+}> {
   const scale = (s: Scenario): Scenario => (opts.quick ? { ...s, durationSec: 3, warmupSec: 1 } : s);
   const selected = SCENARIOS.filter((s) => opts.only === null || opts.only.includes(s.name)).map(scale);
   // The ratios' terms run as interleaved rounds (runPaired); everything else once, below.
@@ -200,6 +222,7 @@ async function runTargets(
   const scenarios = selected.filter((s) => !paired.includes(s));
   const rows: Row[] = await runPaired(paired, opts, upstreams, rig);
   const scrapeChecks: TargetCheck[] = [];
+  let ramp: Ramp | null = null;
 
   // The yardsticks: bare express 5 (reference) and bare node:http (floor), each a process of its own.
   for (const [kind, script] of [
@@ -259,6 +282,8 @@ async function runTargets(
       }
       rows.push(await run(s, s.nStart ?? 0));
       clearTimeout(timer);
+      // The highest rate of fresh checks whose p99 holds, right after the 300 req/s run.
+      if (s.name === 'decide-cold-capacity') ramp = await rampCapacity(run, s, LIMITS.p99Ms, opts.quick);
     }
     await pending;
     // Only answered checks move the series: a run of just the 422 scenario has nothing to show.
@@ -295,12 +320,16 @@ async function runTargets(
         : {
             name: r.name,
             ...r.result,
+            cpuMsPerRequest: r.cpuMsPerRequest,
             ...(r.rounds ? { rounds: r.rounds } : {}),
+            ...(r.cpuRounds ? { cpuRounds: r.cpuRounds } : {}),
             ...(r.rssMb === undefined ? {} : { rssMb: r.rssMb }),
           },
     ]),
   );
-  const checks = [...checkTargets(measured, opts.latencyMs), ...scrapeChecks];
+  // A bare signature and its hashes, timed here between the runs, beside what signing cost them.
+  const bare = measured.has('decide-cached') && measured.has('decide-cached-unsigned') ? timeBareSignature() : null;
+  const checks = [...checkTargets(measured, opts.latencyMs), ...checkSigning(measured, bare), ...scrapeChecks];
   for (const r of rows) {
     if (r.ledger === undefined || r.result === null) continue;
     // Every answer the load paid for (the probe's included) ends settled on chain, none failed or pending.
@@ -312,7 +341,7 @@ async function runTargets(
       detail: `${settled} settled, ${failed} failed, ${verified + settling} pending for ${paid} paid answers`,
     });
   }
-  return { rows, checks, signing: signingRatios(measured) };
+  return { rows, checks, signing: signingRatios(measured), bare, signingUs: signingCpuUs(measured), ramp };
 }
 
 async function main(): Promise<number> {
@@ -334,6 +363,11 @@ async function main(): Promise<number> {
       if ('skipped' in fleet) targets.checks.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
       else targets.checks.push(...checkFleet(fleet));
     }
+    let first: FirstAnswers | null = null;
+    if (targets && (opts.only === null || opts.only.includes('first-answers'))) {
+      first = await measureFirstAnswers(upstreams);
+      targets.checks.push(...checkFirstAnswers(first, opts.latencyMs, STATUS_PAGE_MS));
+    }
     // The reservation's own cost on each store (docs/policies.md §4): figures, not targets.
     let reservations: ReservationCost[] | { skipped: string } | null = null;
     if (targets && (opts.only === null || opts.only.includes('reservation'))) {
@@ -351,7 +385,8 @@ async function main(): Promise<number> {
 
     if (targets) {
       printTable(targets.rows, opts.latencyMs);
-      printSigning(targets.signing);
+      printSigning(targets.signing, targets.bare, targets.signingUs);
+      printCold(targets.ramp, first);
       printTargetChecks(targets.checks);
     }
     if (pool) printPool(pool);
@@ -362,7 +397,11 @@ async function main(): Promise<number> {
       upstreamLatencyMs: opts.latencyMs,
       scenarios: targets?.rows ?? null,
       targets: targets?.checks ?? null,
-      signing: targets?.signing ?? null,
+      signing: targets
+        ? { ratios: targets.signing, bareSignature: targets.bare, signedMinusUnsignedCpuUs: targets.signingUs }
+        : null,
+      coldCapacityRamp: targets?.ramp ?? null,
+      firstAnswers: first,
       fleet,
       reservations,
       pool,

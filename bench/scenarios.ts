@@ -184,10 +184,31 @@ const SIGNED = '"attestation":{"signer":"0x';
 /** The request rate at which the keyed and the paid decide are compared. */
 export const PAID_RATE = 50;
 export const COLD_RATE = 50;
+/**
+ * Fresh checks a second one instance must carry (bench/README.md, "Cold path"): agents' questions
+ * are mostly new, and fleets add instances under load.
+ */
+export const COLD_CAPACITY_RATE = 300;
+
 /** The rate at which a refreshing million-address list is held to a steady one. */
 export const SCREEN_RATE = 200;
 
 const std = { durationSec: 10, warmupSec: 2 };
+
+/** The signed cached decide at full speed. */
+const SIGNED_CACHED: Scenario = {
+  name: 'decide-cached',
+  about: 'API key, 4 checks all cached, signed answers',
+  server: 'service',
+  path: '/v1/decide',
+  body: CACHED_DECIDE,
+  auth: 'key',
+  expectStatus: 200,
+  expectBody: PROCEED,
+  probeAlso: SIGNED,
+  connections: 50,
+  ...std,
+};
 
 export const SCENARIOS: readonly Scenario[] = [
   {
@@ -214,44 +235,30 @@ export const SCENARIOS: readonly Scenario[] = [
     connections: 50,
     ...std,
   },
+  SIGNED_CACHED,
+  // Where the signature is made (docs/attestations.md): the default `auto` above, and each of the
+  // two ways alone, so the bench measures both ways in the same run.
+  ...(['thread', 'inline'] as const).map(
+    (way): Scenario => ({
+      ...SIGNED_CACHED,
+      name: `decide-cached-${way}`,
+      about: `as decide-cached with ATTESTATION_SIGNING=${way} (every signature ${way === 'thread' ? 'on the signing thread' : 'on the event loop'})`,
+      env: { ATTESTATION_SIGNING: way },
+    }),
+  ),
   {
-    name: 'decide-cached',
-    about: 'API key, 4 checks all cached, signed answers',
-    server: 'service',
-    path: '/v1/decide',
-    body: CACHED_DECIDE,
-    auth: 'key',
-    expectStatus: 200,
-    expectBody: PROCEED,
-    probeAlso: SIGNED,
-    connections: 50,
-    ...std,
-  },
-  {
+    ...SIGNED_CACHED,
     name: 'decide-cached-unsigned',
     about: 'as decide-cached with ATTESTATIONS=off (a setting for measurement only)',
-    server: 'service',
-    path: '/v1/decide',
-    body: CACHED_DECIDE,
-    auth: 'key',
-    expectStatus: 200,
-    expectBody: PROCEED,
-    connections: 50,
+    probeAlso: undefined,
     env: { ATTESTATIONS: 'off' },
-    ...std,
   },
   {
+    ...SIGNED_CACHED,
     name: 'decide-cached-redis',
     about: 'as decide-cached on an instance with REDIS_URL set (the fleet cache behind the local one)',
-    server: 'service',
-    path: '/v1/decide',
-    body: CACHED_DECIDE,
-    auth: 'key',
-    expectStatus: 200,
-    expectBody: PROCEED,
-    connections: 50,
+    probeAlso: undefined,
     env: { REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/11' },
-    ...std,
   },
   {
     name: 'decide-cold',
@@ -264,6 +271,21 @@ export const SCENARIOS: readonly Scenario[] = [
     expectBody: PROCEED,
     connections: 4,
     overallRate: COLD_RATE,
+    ...std,
+  },
+  {
+    name: 'decide-cold-capacity',
+    about: `API key, 4 fresh checks per request, upstreams answer in LATENCY ms, ${COLD_CAPACITY_RATE} req/s`,
+    server: 'service',
+    path: '/v1/decide',
+    body: COLD_DECIDE,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 30,
+    overallRate: COLD_CAPACITY_RATE,
+    // Above decide-cold's keys (50 req/s for 12 s), below the capacity ramp's (bench/cold.ts).
+    nStart: 1000,
     ...std,
   },
   {

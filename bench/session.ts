@@ -26,6 +26,8 @@ export interface Row {
   ledger?: Record<string, number>;
   /** Interleaved scenarios: each round's req/s in round order (0 for a run that failed). */
   rounds?: number[];
+  /** Interleaved scenarios: each round's server CPU ms per answer (null where unknown). */
+  cpuRounds?: Array<number | null>;
   /** The service's resident memory after the scenario, in MB (its /metrics). */
   rssMb?: number;
 }
@@ -172,7 +174,7 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     const cpuAfter = cpuSeconds(ctx.pid);
     const answered = row.result.requests + row.result.warmupRequests;
     if (cpuBefore !== null && cpuAfter !== null && answered > 0)
-      row.cpuMsPerRequest = Math.round((((cpuAfter - cpuBefore) * 1000) / answered) * 100) / 100;
+      row.cpuMsPerRequest = Math.round((((cpuAfter - cpuBefore) * 1000) / answered) * 1000) / 1000;
     if (s.auth === 'x402') row.ledger = await settledLedger(ctx.url, 60_000);
     return row;
   };
@@ -188,5 +190,6 @@ export function medianRun(runs: Row[]): Row {
     ...median,
     note: [median.note, `median of ${runs.length} rounds: ${all} req/s`].filter(Boolean).join('; '),
     rounds: runs.map((r) => r.result?.rps ?? 0),
+    cpuRounds: runs.map((r) => r.cpuMsPerRequest),
   };
 }

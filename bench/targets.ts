@@ -17,6 +17,9 @@ export interface Measured {
   errors: number;
   /** Interleaved scenarios: each round's req/s, in round order. */
   rounds?: number[];
+  /** Server CPU ms per answer (all threads), and each interleaved round's. */
+  cpuMsPerRequest?: number | null;
+  cpuRounds?: Array<number | null>;
   /** The service's resident memory after the scenario, in MB. */
   rssMb?: number;
 }
@@ -56,6 +59,10 @@ export const LIMITS = Object.freeze({
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
   simulationP50OverUpstreamsMs: 15,
+  /** The signed cached decide's throughput as a ratio to the unsigned one, same run. */
+  signedVsUnsigned: 0.8,
+  /** Server CPU µs a signed answer may cost over an unsigned one, beyond a bare signature and its hashes. */
+  signingOverheadUs: 30,
   /** One instance's cached decide with REDIS_URL set, as a ratio to the same without it. */
   cachedWithRedisVsWithout: 0.9,
   /** The cached keyed guard, every answer logged, as a ratio to the same with the log off (docs/policies.md §10). */
@@ -66,6 +73,14 @@ export const LIMITS = Object.freeze({
   delegationP50OverUpstreamMs: 15,
   /** The Origin refusal on /mcp against the 422 of a bad body: it reads no body, so at least as cheap. */
   foreignOriginVsInvalidBody: 0.9,
+  /** 300 fresh four-check decides a second (decide-cold-capacity): p99 and p50 bounds. */
+  coldCapacityP99Ms: 150,
+  coldCapacityP50OverUpstreamMs: 15,
+  /** A fresh process's first cold decide, and its first 20 at p99, over the upstream latency. */
+  firstColdOverUpstreamMs: 15,
+  firstColdP99OverUpstreamMs: 25,
+  /** Every bridge-risk call over three status pages (120 ms), the first included, over the pages' delay. */
+  bridgeMaxOverPagesMs: 80,
   /** A signed order's price call and decimals batch run side by side: one upstream round. */
   orderP50OverUpstreamMs: 15,
   /** A cached guard with a 1,000,000-address blocklist, as a ratio to the same guard without one (docs/screening.md §8). */
@@ -77,6 +92,58 @@ export const LIMITS = Object.freeze({
   /** A cached guard under a 20-rule, two-limit policy, as a ratio to the same guard with no policy (docs/policies.md). */
   policyVsNone: 0.8,
 });
+
+/** The nearest-rank percentile `p` (0-100) of `xs`; NaN (a failed call) ranks above everything. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const sorted = xs.map((x) => (Number.isNaN(x) ? Number.POSITIVE_INFINITY : x)).sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1];
+}
+
+/** The first-answers measurement's figures (bench/cold.ts). */
+export interface FirstAnswersFigures {
+  healthOkMs: number;
+  decideMs: readonly number[];
+  bridgeMs: readonly number[];
+  failures: number;
+  firstFailure: string | null;
+}
+
+export function checkFirstAnswers(
+  fa: FirstAnswersFigures,
+  upstreamLatencyMs: number,
+  statusPageMs: number,
+): TargetCheck[] {
+  const first = fa.decideMs[0] ?? Number.NaN;
+  const firstLimit = upstreamLatencyMs + LIMITS.firstColdOverUpstreamMs;
+  const p99 = percentile(fa.decideMs, 99);
+  const p99Limit = upstreamLatencyMs + LIMITS.firstColdP99OverUpstreamMs;
+  const bridgeMax = percentile(fa.bridgeMs, 100);
+  const bridgeLimit = statusPageMs + LIMITS.bridgeMaxOverPagesMs;
+  const list = (xs: readonly number[]): string => xs.map((x) => Math.round(x)).join(', ');
+  return [
+    {
+      target: `first-answers: the first cold decide <= upstream ${upstreamLatencyMs} + ${LIMITS.firstColdOverUpstreamMs} ms`,
+      ok: first <= firstLimit,
+      detail: `${first} ms (limit ${firstLimit}; /health said ok ${fa.healthOkMs} ms after the fork)`,
+    },
+    {
+      target: `first-answers: the first ${fa.decideMs.length} cold decides p99 <= upstream ${upstreamLatencyMs} + ${LIMITS.firstColdP99OverUpstreamMs} ms`,
+      ok: fa.decideMs.length > 0 && p99 <= p99Limit,
+      detail: `p99 ${p99} ms (limit ${p99Limit}): ${list(fa.decideMs)}`,
+    },
+    {
+      target: `first-answers: ${fa.bridgeMs.length} bridge-risk calls over three ${statusPageMs} ms pages, each <= ${bridgeLimit} ms`,
+      ok: fa.bridgeMs.length > 0 && bridgeMax <= bridgeLimit,
+      detail: `first ${fa.bridgeMs[0]} ms, p50 ${percentile(fa.bridgeMs, 50)}, p99 ${percentile(fa.bridgeMs, 99)}, max ${bridgeMax} ms (limit ${bridgeLimit})`,
+    },
+    {
+      target: 'first-answers: every answer a 200 with proceed',
+      ok: fa.failures === 0,
+      detail: fa.failures === 0 ? 'all' : `${fa.failures} others, the first: ${fa.firstFailure}`,
+    },
+  ];
+}
 
 export function checkTargets(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): TargetCheck[] {
   const out: TargetCheck[] = [];
@@ -132,6 +199,15 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       target: `decide-cold p50 <= upstream ${upstreamLatencyMs} + ${LIMITS.coldP50OverUpstreamMs} ms`,
       ok: cold.p50 <= limit,
       detail: `p50 ${cold.p50} ms (limit ${limit})`,
+    });
+  }
+  const capacity = get('decide-cold-capacity');
+  if (capacity) {
+    const p50Limit = upstreamLatencyMs + LIMITS.coldCapacityP50OverUpstreamMs;
+    out.push({
+      target: `decide-cold-capacity p99 < ${LIMITS.coldCapacityP99Ms} ms and p50 < upstream ${upstreamLatencyMs} + ${LIMITS.coldCapacityP50OverUpstreamMs} ms`,
+      ok: capacity.p99 < LIMITS.coldCapacityP99Ms && capacity.p50 < p50Limit,
+      detail: `p50 ${capacity.p50} ms, p99 ${capacity.p99} ms at ${capacity.rps} req/s`,
     });
   }
   const sim = get('guard-simulation');
@@ -238,6 +314,8 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
 
 /** Names of the yardsticks the signed cached decide is compared with, when they ran. */
 export const YARDSTICKS = ['reference', 'floor', 'decide-cached-unsigned'] as const;
+/** The signed cached decide with the signature made one way only (docs/attestations.md). */
+export const SIGNING_WAYS = ['decide-cached-thread', 'decide-cached-inline'] as const;
 
 /**
  * What signing costs (docs/attestations.md): the signed cached decide's throughput as a ratio to
@@ -250,6 +328,66 @@ export function signingRatios(results: ReadonlyMap<string, Measured | null>): Re
   for (const name of YARDSTICKS) {
     const y = results.get(name);
     if (y && y.rps > 0) out[name] = Math.round(throughputRatio(signed, y).ratio * 100) / 100;
+  }
+  // Each way alone against the unsigned path, under the way's own name.
+  const unsigned = results.get('decide-cached-unsigned');
+  for (const name of SIGNING_WAYS) {
+    const w = results.get(name);
+    if (w && unsigned && unsigned.rps > 0)
+      out[`${name} vs decide-cached-unsigned`] = Math.round(throughputRatio(w, unsigned).ratio * 100) / 100;
+  }
+  return out;
+}
+
+/**
+ * What signing costs in server CPU per answer: the median over the interleaved rounds of the signed
+ * cached decide's `cpu ms/req` minus the unsigned one's in the same round (else of the two runs),
+ * in µs.
+ */
+export function signingCpuUs(results: ReadonlyMap<string, Measured | null>): number | null {
+  const signed = results.get('decide-cached');
+  const unsigned = results.get('decide-cached-unsigned');
+  if (!signed || !unsigned) return null;
+  const a = signed.cpuRounds;
+  const b = unsigned.cpuRounds;
+  let diffs: number[] = [];
+  if (a && b && a.length === b.length)
+    diffs = a.flatMap((x, i) => (x !== null && b[i] !== null ? [(x - (b[i] as number)) * 1000] : []));
+  if (diffs.length === 0 && signed.cpuMsPerRequest != null && unsigned.cpuMsPerRequest != null)
+    diffs = [(signed.cpuMsPerRequest - unsigned.cpuMsPerRequest) * 1000];
+  if (diffs.length === 0) return null;
+  const sorted = [...diffs].sort((x, y) => x - y);
+  return Math.round(sorted[Math.floor((sorted.length - 1) / 2)] * 10) / 10;
+}
+
+/**
+ * The signing targets (bench/README.md, "Signing"): the signed cached decide at least
+ * LIMITS.signedVsUnsigned of the unsigned one's throughput, and its extra server CPU per answer at
+ * most a bare signature and its hashes (timed in the same run) plus LIMITS.signingOverheadUs.
+ */
+export function checkSigning(
+  results: ReadonlyMap<string, Measured | null>,
+  bare: { signUs: number; hashesUs: number } | null,
+): TargetCheck[] {
+  const signed = results.get('decide-cached');
+  const unsigned = results.get('decide-cached-unsigned');
+  if (!signed || !unsigned) return [];
+  const { ratio, detail } = throughputRatio(signed, unsigned);
+  const out: TargetCheck[] = [
+    {
+      target: `decide-cached >= ${LIMITS.signedVsUnsigned} x decide-cached-unsigned req/s`,
+      ok: ratio >= LIMITS.signedVsUnsigned,
+      detail,
+    },
+  ];
+  const extra = signingCpuUs(results);
+  if (bare !== null && extra !== null) {
+    const limit = Math.round((bare.signUs + bare.hashesUs + LIMITS.signingOverheadUs) * 10) / 10;
+    out.push({
+      target: `signing's server CPU per answer <= a bare signature and hashes + ${LIMITS.signingOverheadUs} us`,
+      ok: extra <= limit,
+      detail: `${extra} us (signed minus unsigned cpu, median of the rounds) vs signature ${bare.signUs} + hashes ${bare.hashesUs} us timed in this run (limit ${limit})`,
+    });
   }
   return out;
 }

@@ -25,7 +25,7 @@ import { mcpHandler } from './mcp/http.js';
 import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
-import { createAttester, type Attester } from './attest/index.js';
+import { createAttester, DECIDE_CHAIN_ID, type Attester } from './attest/index.js';
 import { Screening } from './screening/service.js';
 import { screenHandler } from './guard/screen-handler.js';
 import { KeyResolver } from './billing/keys.js';
@@ -42,6 +42,11 @@ export interface Service {
   metrics: Metrics;
   store: Store;
   payments: X402;
+  /**
+   * Resolves once every thread the answers need is up and warm: each check thread has loaded the
+   * check modules and the signing thread listens (docs/api-reference.md, "Health and readiness").
+   */
+  ready(): Promise<void>;
   policies: PolicyService;
   /** Stops the settler, the pool, the main thread's connection pools and the store, in that order. */
   close(): Promise<void>;
@@ -170,6 +175,14 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     metrics,
     store,
     payments,
+    async ready() {
+      await Promise.all([executor.ready(), attester?.ready()]);
+      // One answer signed and thrown away: the signing path's first run is not a caller's.
+      await attester?.attest(
+        { verdict: 'wait', risk: 'high', confidence: 0, expires_in: 0 },
+        { answerId: 'warm-up', body: Buffer.from('{}'), chainId: DECIDE_CHAIN_ID },
+      );
+    },
     policies,
     async close() {
       await release.stop();

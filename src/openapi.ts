@@ -203,6 +203,20 @@ export function buildOpenApi(serverUrl: string | null): Json {
         responses: {
           200: ok,
           ...(metrics ? { 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') } : {}),
+          ...(e.path === '/health'
+            ? {
+                // docs/api-reference.md, "Health and readiness"
+                503: {
+                  ...json(
+                    { type: 'object' },
+                    '`{"status":"starting"}` while the service loads and warms up; send traffic once it says ok',
+                  ),
+                  headers: {
+                    'Retry-After': { schema: { type: 'integer' }, description: 'Seconds before asking again' },
+                  },
+                },
+              }
+            : {}),
           ...(e.checkOrigin ? { 403: foreignOrigin } : {}),
         },
       },

@@ -18,8 +18,9 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
-  // The port opens first: /health answers at once while the service loads, and any other
-  // request is held until the app is ready, then served.
+  // The port opens first: /health answers at once while the service loads, `starting` with a 503
+  // until everything the first answers need is loaded and running (docs/api-reference.md, "Health
+  // and readiness"), and any other request is held until then, then served.
   const bootedAt = Date.now();
   let app: http.RequestListener | null = null;
   const held: Array<() => void> = [];
@@ -28,9 +29,17 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     (req, res) => {
       if (app) return app(req, res);
       if (req.method === 'GET' && req.url === '/health') {
-        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+        res.writeHead(503, {
+          'content-type': 'application/json; charset=utf-8',
+          'cache-control': 'no-store',
+          'retry-after': '1',
+        });
         res.end(
-          JSON.stringify({ status: 'ok', version: VERSION, uptime_s: Math.floor((Date.now() - bootedAt) / 1000) }),
+          JSON.stringify({
+            status: 'starting',
+            version: VERSION,
+            uptime_s: Math.floor((Date.now() - bootedAt) / 1000),
+          }),
         );
         return;
       }
@@ -82,12 +91,16 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     server.close();
     throw err;
   }
-  app = buildApp(service.deps);
-  for (const serve of held.splice(0)) serve();
+  const built = buildApp(service.deps);
+  // Ready means warm: every check thread has run the warm-up and the signing thread has signed
+  // once, so the first caller does not pay for any of it.
+  await service.ready();
+  // Logged before the first `ok`, so a reader of the log never sees traffic before `ready`.
   logger.info(
     {
       pool: service.engine.executor.kind,
       threads: config.poolThreads,
+      warm_threads: service.engine.executor.warmThreads,
       store: service.store.kind,
       billing: config.billing,
       payments: service.payments.configured,
@@ -95,6 +108,8 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     },
     'ready',
   );
+  app = built;
+  for (const serve of held.splice(0)) serve();
 
   async function shutdown(reason: string): Promise<void> {
     if (draining) return;

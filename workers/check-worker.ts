@@ -1,24 +1,39 @@
 /**
  * Piscina worker: receives plain data (a request's cold checks), runs them concurrently, and
- * posts each result on the task's port as soon as it is ready. Never throws for a check.
+ * posts each result, tagged with its task, to the main thread as soon as it is ready
+ * (src/engine/worker-pool.ts). Never throws for a check.
  */
-import { workerData } from 'node:worker_threads';
-import type { MessagePort } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import type { Config } from '../src/config.js';
-import { runTimedCheck, type ExecItem } from '../src/engine/timed-check.js';
+import { runTimedCheck, type ExecItem, type ExecResult } from '../src/engine/timed-check.js';
+import { warmUp } from '../src/engine/warm-up.js';
 
 const config = (workerData as { config: Readonly<Config> }).config;
+// The warm-up (src/engine/warm-up.ts) runs while piscina loads this module, so a thread is marked
+// ready only once it is warm: the pool's first threads and any that replaces one that died.
+await warmUp(config).catch(() => undefined);
 
 export default async function run(
-  task: { items: ExecItem[]; hardTimeoutMs: number; port: MessagePort } | { warm: true },
+  task: { items: ExecItem[]; hardTimeoutMs: number; task: number } | { warm: true },
 ): Promise<number> {
-  if (!('items' in task)) return 0; // warm-up: loading this module was the work
+  // The pool's readiness task: this thread is loaded and warm; it answers which thread it is.
+  if (!('items' in task)) return threadId;
+  // Results that finish in the same turn of this thread's event loop go back in one message
+  // (checks of one request often do: their upstreams answer together), so the main thread is
+  // woken once for them, not once per check; a slower check still follows on its own.
+  let ready: ExecResult[] = [];
+  const flush = (): void => {
+    if (ready.length === 0) return;
+    parentPort!.postMessage({ task: task.task, results: ready });
+    ready = [];
+  };
   await Promise.all(
     task.items.map(async (item) => {
       const result = await runTimedCheck(item, config, task.hardTimeoutMs);
-      task.port.postMessage(result);
+      if (ready.length === 0) setImmediate(flush);
+      ready.push(result);
     }),
   );
-  task.port.close();
+  flush();
   return task.items.length;
 }

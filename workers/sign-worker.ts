@@ -16,8 +16,12 @@ const key = Buffer.from((workerData as { key: string }).key.slice(2), 'hex');
 
 parentPort!.on('message', (batch: ArrayBuffer) => {
   const b = Buffer.from(batch);
-  const outs: Buffer[] = [];
-  for (let at = 0; at < b.length; ) {
+  // One answer per job, written in place into the buffer that is transferred back.
+  let jobs = 0;
+  for (let at = 0; at < b.length; jobs++) at += JOB_HEADER_BYTES + b.readUInt32BE(at + 60) + b.readUInt32BE(at + 64);
+  const back = new ArrayBuffer(jobs * SIGNED_BYTES);
+  const outs = Buffer.from(back);
+  for (let at = 0, n = 0; at < b.length; n++) {
     const idLen = b.readUInt32BE(at + 60);
     const bodyLen = b.readUInt32BE(at + 64);
     const idStart = at + JOB_HEADER_BYTES;
@@ -35,17 +39,14 @@ parentPort!.on('message', (batch: ArrayBuffer) => {
       expiresAt: b.readDoubleBE(at + 20),
     });
     const { signature, recid } = native.ecdsaSign(digest, key);
-    const out = Buffer.allocUnsafe(SIGNED_BYTES);
-    id.copy(out, 0);
-    requestHash.copy(out, 32);
-    out.set(signature, 64);
-    out[128] = 27 + recid;
-    outs.push(out);
+    const out = n * SIGNED_BYTES;
+    id.copy(outs, out);
+    requestHash.copy(outs, out + 32);
+    outs.set(signature, out + 64);
+    outs[out + 128] = 27 + recid;
     at = idStart + idLen + bodyLen;
   }
-  const all = Buffer.concat(outs);
-  const buf = all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength);
-  parentPort!.postMessage(buf, [buf]);
+  parentPort!.postMessage(back, [back]);
 });
 // Loaded and listening: the service starts serving only after this, so no answer waits for a boot.
 parentPort!.postMessage('ready');

@@ -100,21 +100,69 @@ export function addressOf(privateKey: string): string {
   return checksum(keccak256(pub.subarray(1)).subarray(12));
 }
 
+/**
+ * Where answers are signed (docs/attestations.md, "Where the signature is made"): `inline` on the
+ * calling thread; `thread` always on the signing thread (src/attest/sign-thread.ts); `auto` on the
+ * signing thread unless the batch it holds has waited more than AUTO_LAG_MS, i.e. the thread is
+ * not getting a core, and then on the calling thread until it catches up.
+ */
+export type SigningMode = 'auto' | 'thread' | 'inline';
+export const SIGNING_MODES: readonly SigningMode[] = ['auto', 'thread', 'inline'];
+
+/**
+ * A batch of eight takes the thread about half a millisecond; one held twice as long means the
+ * thread is waiting for a core, and an answer signed here costs less than waiting behind it.
+ */
+export const AUTO_LAG_MS = 1;
+/**
+ * Once the thread has lagged, `auto` signs on the calling thread for this long before it tries the
+ * thread again: each answer handed over costs a message each way and the thread's wake-up, which on
+ * a machine busier than its cores is the lag itself, so going back at once would pay it again.
+ */
+export const AUTO_HOLD_MS = 250;
+
 export interface AttesterOptions {
   /** Sign on a thread of its own (src/attest/sign-thread.ts); default: on the calling thread. */
   thread?: boolean;
+  /** With `thread`: `thread` (default) or `auto`; `inline` is the same as no thread. */
+  mode?: SigningMode;
+  /** `auto`'s bound on the thread's lag in ms (default AUTO_LAG_MS). */
+  lagMs?: number;
+  /** How long `auto` stays on the calling thread after a lag, in ms (default AUTO_HOLD_MS). */
+  holdMs?: number;
 }
 
 export class Attester {
   readonly address: string;
   readonly #key: Buffer;
   readonly #thread: SignThread | null;
+  readonly #auto: boolean;
+  readonly #lagMs: number;
+  readonly #holdMs: number;
+  /** performance.now() until which `auto` signs on the calling thread. */
+  #hereUntil = 0;
+  /** Answers signed on the signing thread and on the calling thread so far. */
+  readonly signedOn = { thread: 0, caller: 0 };
 
   constructor(privateKey: string, opts: AttesterOptions = {}) {
     if (!isPrivateKey(privateKey)) throw new Error('the attestation key is not a secp256k1 private key');
     this.#key = Buffer.from(privateKey.slice(2), 'hex');
     this.address = addressOf(privateKey);
-    this.#thread = opts.thread && native !== null ? new SignThread(privateKey) : null;
+    const threaded = opts.thread === true && opts.mode !== 'inline';
+    this.#thread = threaded && native !== null ? new SignThread(privateKey) : null;
+    this.#auto = opts.mode === 'auto';
+    this.#lagMs = opts.lagMs ?? AUTO_LAG_MS;
+    this.#holdMs = opts.holdMs ?? AUTO_HOLD_MS;
+  }
+
+  /** Whether this answer goes to the signing thread (`auto`: unless it lags, or lagged lately). */
+  #onThread(thread: SignThread): boolean {
+    if (!this.#auto) return true;
+    const now = performance.now();
+    if (now < this.#hereUntil) return false;
+    if (thread.lagMs(now) <= this.#lagMs) return true;
+    this.#hereUntil = now + this.#holdMs;
+    return false;
   }
 
   /** The signature of `answer` for `input`, with the typed data it signs. */
@@ -138,11 +186,17 @@ export class Attester {
       actionHash: action,
       policyHash: policy,
     };
-    const signed = this.#thread?.alive
-      ? await this.#thread
-          .sign({ ...job, answerId: input.answerId, body: input.body })
-          .catch(() => this.#signHere(job, input))
-      : this.#signHere(job, input);
+    const thread = this.#thread;
+    const signed =
+      thread?.alive && this.#onThread(thread)
+        ? await thread
+            .sign({ ...job, answerId: input.answerId, body: input.body })
+            .then((s) => {
+              this.signedOn.thread++;
+              return s;
+            })
+            .catch(() => this.#signHere(job, input))
+        : this.#signHere(job, input);
     return {
       signer: this.address,
       signature: signed.signature,
@@ -167,6 +221,7 @@ export class Attester {
 
   /** The hashes and the signature made on the calling thread. */
   #signHere(job: Omit<SignJob, 'answerId' | 'body'>, input: Pick<AttestInput, 'answerId' | 'body'>): Signed {
+    this.signedOn.caller++;
     const fields: VerdictFields = {
       id: keccak256(Buffer.from(input.answerId, 'utf8')),
       verdict: job.verdict,

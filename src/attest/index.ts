@@ -12,7 +12,7 @@ export { Attester, type Attestation } from './attester.js';
 
 /** The signer for this configuration: null when signing is off (ATTESTATIONS=off, for measurement only). */
 export async function createAttester(
-  config: Pick<Config, 'attestations' | 'attestationKey'>,
+  config: Pick<Config, 'attestations' | 'attestationKey'> & Partial<Pick<Config, 'attestationSigning'>>,
   store: Pick<Store, 'attestationKey'>,
 ): Promise<Attester | null> {
   if (!config.attestations) return null;
@@ -22,7 +22,7 @@ export async function createAttester(
     key = (await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) })).privateKey;
   }
   // Answers are signed on the calling thread until the signing thread is up: start-up does not wait for it.
-  return new Attester(key, { thread: true });
+  return new Attester(key, { thread: true, mode: config.attestationSigning ?? 'auto' });
 }
 
 /** Decide answers are signed for Base. */

@@ -73,12 +73,15 @@ const MAX_BATCH = 8;
 interface Batch {
   resolve: Array<(signed: Signed) => void>;
   reject: Array<(err: Error) => void>;
+  /** performance.now() when it was posted to the thread. */
+  sentAt: number;
 }
 
 export class SignThread {
   readonly #worker: Worker;
   #jobs: Buffer[] = [];
-  #current: Batch = { resolve: [], reject: [] };
+  #current: Batch = { resolve: [], reject: [], sentAt: 0 };
+  #bytes = 0;
   readonly #inFlight: Batch[] = [];
   #failed: Error | null = null;
   #scheduled = false;
@@ -136,12 +139,22 @@ export class SignThread {
     return this.#up && this.#failed === null;
   }
 
+  /**
+   * How long, in ms, the oldest batch still on the thread has been there (0: none). A busy machine
+   * can leave the thread waiting for a core for milliseconds; the attester then signs on its own
+   * thread rather than queue behind it (src/attest/attester.ts, `auto`).
+   */
+  lagMs(now: number): number {
+    return this.#inFlight.length === 0 ? 0 : now - this.#inFlight[0].sentAt;
+  }
+
   /** The answer's hashes and signature, from the signing thread. */
   sign(job: SignJob): Promise<Signed> {
     if (this.#failed) return Promise.reject(this.#failed);
     const packed = packJob(job);
     return new Promise<Signed>((resolve, reject) => {
       this.#jobs.push(packed);
+      this.#bytes += packed.byteLength;
       this.#current.resolve.push(resolve);
       this.#current.reject.push(reject);
       if (this.#jobs.length >= MAX_BATCH) this.#flush();
@@ -158,17 +171,25 @@ export class SignThread {
 
   #flush(): void {
     if (this.#jobs.length === 0) return;
-    const jobs = Buffer.concat(this.#jobs);
     const batch = this.#current;
+    // The packed jobs copied once, into a buffer of exactly their size that is then transferred
+    // rather than cloned.
+    const buf = new ArrayBuffer(this.#bytes);
+    const all = new Uint8Array(buf);
+    let at = 0;
+    for (const j of this.#jobs) {
+      all.set(j, at);
+      at += j.byteLength;
+    }
     this.#jobs = [];
-    this.#current = { resolve: [], reject: [] };
+    this.#bytes = 0;
+    this.#current = { resolve: [], reject: [], sentAt: 0 };
     if (this.#failed) {
       for (const r of batch.reject) r(this.#failed);
       return;
     }
+    batch.sentAt = performance.now();
     this.#inFlight.push(batch);
-    // A copy of exactly the batch's bytes, transferred rather than cloned.
-    const buf = jobs.buffer.slice(jobs.byteOffset, jobs.byteOffset + jobs.byteLength);
     this.#worker.postMessage(buf, [buf]);
   }
 

@@ -1,13 +1,13 @@
 /**
  * Where checks run: a Piscina pool of worker threads tuned for I/O (many concurrent tasks per
  * thread, bounded queue), or inline on the main thread (POOL_THREADS=0). A request's cold checks
- * go to the pool as ONE task; each check's result streams back on a MessagePort as soon as it is
- * ready, so a slow check never holds back a fast one.
+ * go to the pool as ONE task; each check's result streams back to the main thread as soon as it
+ * is ready, so a slow check never holds back a fast one.
  */
-import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Config } from '../config.js';
 import { runTimedCheck, type ExecItem, type ExecResult } from './timed-check.js';
+import { warmUp } from './warm-up.js';
 
 export interface PoolStats {
   queueSize: number;
@@ -20,8 +20,13 @@ export interface Executor {
   /** Calls `onResult` once per item; rejects items still open when the worker dies. */
   execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void>;
   stats(): PoolStats;
-  /** Resolves once every worker has loaded the check modules (inline: at once). */
+  /**
+   * Resolves once every thread that runs checks has run the warm-up (src/engine/warm-up.ts):
+   * each worker of the pool, or the main thread inline.
+   */
   ready(): Promise<void>;
+  /** How many threads have run the warm-up so far. */
+  readonly warmThreads: number;
   close(): Promise<void>;
   /** The pool itself, for operators and fault tests; null inline. */
   readonly pool: Piscina | null;
@@ -37,7 +42,18 @@ class InlineExecutor implements Executor {
   stats(): PoolStats {
     return { queueSize: 0, utilization: 0, threads: 0 };
   }
-  async ready(): Promise<void> {}
+  #warmed: Promise<void> | null = null;
+  warmThreads = 0;
+  /** The main thread's own warm-up (src/engine/warm-up.ts), once. */
+  ready(): Promise<void> {
+    this.#warmed ??= warmUp(this.config).then(
+      () => {
+        this.warmThreads = 1;
+      },
+      () => undefined,
+    );
+    return this.#warmed;
+  }
   async close(): Promise<void> {}
 }
 
@@ -61,11 +77,19 @@ class PoolExecutor implements Executor {
     });
     // A dying worker is replaced by piscina; its tasks are rejected and answered as errors.
     this.pool.on('error', () => {});
-    // Piscina marks its first workers ready before they have loaded the check modules; a few
-    // empty tasks per thread make every worker load them now rather than on a caller's time.
-    this.started = Promise.all(
-      Array.from({ length: config.poolThreads * 2 }, () => this.pool.run({ warm: true })),
-    ).then(
+    // Each check's result comes back on its worker's own channel to this thread, tagged with its
+    // task (workers/check-worker.ts): one channel per worker for the pool's life, where a channel
+    // made, transferred and closed per task cost the event loop 20 to 50 µs a request.
+    this.pool.on('message', (m: { task?: number; results?: ExecResult[] }) => {
+      if (typeof m?.task !== 'number' || !Array.isArray(m.results)) return;
+      const deliver = this.#tasks.get(m.task);
+      if (deliver) for (const r of m.results) deliver(r);
+    });
+    // Piscina marks its first workers ready before they have loaded the check modules. Each
+    // thread runs the warm-up (src/engine/warm-up.ts) while it loads them, and the pool counts as
+    // ready once every thread has answered a task, so no caller's check waits on a thread that is
+    // still loading or compiling.
+    this.started = this.#warmEveryThread(config.poolThreads).then(
       () => {
         this.warm = true;
       },
@@ -73,25 +97,45 @@ class PoolExecutor implements Executor {
     );
   }
 
+  /**
+   * One readiness task per thread at a time (piscina's balancer gives each to an idle thread)
+   * until every thread has answered one, which it does once loaded and warm; bounded, since a pool
+   * that keeps replacing threads must still start.
+   */
+  async #warmEveryThread(threads: number): Promise<void> {
+    const seen = new Set<number>();
+    for (let round = 0; round < 4 && seen.size < threads; round++) {
+      const ids = await Promise.all(Array.from({ length: threads }, () => this.pool.run({ warm: true })));
+      for (const id of ids) seen.add(id as number);
+    }
+    this.warmThreads = seen.size;
+  }
+
+  warmThreads = 0;
+
   ready(): Promise<void> {
     return this.started;
   }
+
+  /** Tasks whose results are still streaming back, by the key their results carry. */
+  readonly #tasks = new Map<number, (r: ExecResult) => void>();
+  #nextTask = 0;
 
   execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {
     if (!this.warm) return this.inline.execute(items, hardTimeoutMs, onResult);
     return new Promise<void>((resolve) => {
       const open = new Set(items.map((i) => i.id));
-      const { port1, port2 } = new MessageChannel();
+      const task = this.#nextTask++;
       const finish = () => {
-        port1.close();
+        this.#tasks.delete(task);
         resolve();
       };
-      port1.on('message', (r: ExecResult) => {
+      this.#tasks.set(task, (r) => {
         if (!open.delete(r.id)) return;
         onResult(r);
         if (open.size === 0) finish();
       });
-      this.pool.run({ items, hardTimeoutMs, port: port2 }, { transferList: [port2] }).catch((err: Error) => {
+      this.pool.run({ items, hardTimeoutMs, task }).catch((err: Error) => {
         // Let results already posted by the worker arrive, then answer the rest as errors.
         setImmediate(() => {
           const saturated = /queue/i.test(err?.message ?? '');

@@ -322,9 +322,9 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
   },
   {
     path: '/health',
-    summary: 'Liveness: {"status":"ok"}, version and uptime; no authentication',
+    summary: 'Health and readiness: {"status":"ok"}, version and uptime; no authentication',
     description:
-      'Liveness for load balancers and probes: `status` is `ok`, or `degraded` (still 200) while the fleet cache (Redis) is unreachable and every answer is computed by this instance alone; with version and uptime. Not cached (Cache-Control: no-store). No credentials.',
+      'Health and readiness for load balancers and probes: `status` is `starting` (503, Retry-After: 1) from the moment the port opens until every thread that answers is loaded and warm, then `ok`, or `degraded` (still 200) while the fleet cache (Redis) is unreachable and every answer is computed by this instance alone; with version and uptime. Not cached (Cache-Control: no-store). No credentials.',
     tag: 'meta',
     response: null,
     handler: 'health',

@@ -107,3 +107,67 @@ t.test('with its thread gone, the signer signs on the calling thread: same signa
   t.equal(after.signature, before.signature);
   t.equal(after.signature, (await inline.attest(answer, input)).signature);
 });
+
+t.test(
+  'auto: while the thread holds a batch longer than the bound, answers are signed here; same signatures',
+  async (t) => {
+    // A bound of 0 ms: any batch still on the thread counts as late, so a burst is shared between
+    // the two threads; with the default bound a quiet machine signs everything on the thread.
+    const shared = new Attester(key, { thread: true, mode: 'auto', lagMs: 0, holdMs: 60_000 });
+    const quiet = new Attester(key, { thread: true, mode: 'auto' });
+    t.teardown(() => Promise.all([shared.close(), quiet.close()]));
+    await Promise.all([shared.ready(), quiet.ready()]);
+    const burst = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        answer: { verdict: VERDICTS[i % 3], risk: RISKS[i % 3], confidence: 0.5, expires_in: 60 },
+        input: { answerId: `auto-${i}`, body: randomBytes(200), chainId: 8453, issuedAt: 1_750_000_000 + i },
+      }));
+    const inputs = burst(64);
+    // A first batch goes out; once it is on the thread, the rest of the burst is signed here.
+    const first = inputs.slice(0, 8).map(({ answer, input }) => shared.attest(answer, input));
+    await new Promise((r) => setImmediate(r));
+    const rest = inputs.slice(8).map(({ answer, input }) => shared.attest(answer, input));
+    const all = await Promise.all([...first, ...rest]);
+    t.ok(shared.signedOn.thread >= 8, `${shared.signedOn.thread} signed on the thread`);
+    t.ok(shared.signedOn.caller > 0, `${shared.signedOn.caller} signed on the calling thread`);
+    t.equal(shared.signedOn.thread + shared.signedOn.caller, 64);
+    for (let i = 0; i < inputs.length; i++) {
+      const { domain, types, message } = all[i].typed_data;
+      t.equal(
+        all[i].signature,
+        await wallet.signTypedData(domain, { Verdict: [...types.Verdict] }, message),
+        `#${i}: ethers' signature`,
+      );
+    }
+    for (const { answer, input } of burst(16)) await quiet.attest(answer, input);
+    t.same(quiet.signedOn, { thread: 16, caller: 0 }, 'one at a time, nothing waits: all on the thread');
+    // After a lag it stays on the calling thread for the hold, even with the thread idle again ...
+    const before = { ...shared.signedOn };
+    for (const { answer, input } of burst(4)) await shared.attest(answer, input);
+    t.same(shared.signedOn, { thread: before.thread, caller: before.caller + 4 }, 'held on the calling thread');
+    // ... and with no hold, goes back to the thread as soon as the thread has caught up.
+    const back = new Attester(key, { thread: true, mode: 'auto', lagMs: 0, holdMs: 0 });
+    t.teardown(() => back.close());
+    await back.ready();
+    const b = burst(16);
+    const firstBatch = b.slice(0, 8).map(({ answer, input }) => back.attest(answer, input));
+    await new Promise((r) => setImmediate(r));
+    await Promise.all([...firstBatch, ...b.slice(8).map(({ answer, input }) => back.attest(answer, input))]);
+    t.ok(back.signedOn.caller > 0, 'lagging: signed here');
+    const onThread = back.signedOn.thread;
+    for (const { answer, input } of burst(3)) await back.attest(answer, input);
+    t.equal(back.signedOn.thread, onThread + 3, 'caught up: on the thread again');
+  },
+);
+
+t.test('inline mode starts no thread', async (t) => {
+  const here = new Attester(key, { thread: true, mode: 'inline' });
+  const a = await here.attest(
+    { verdict: 'proceed', risk: 'low', confidence: 1, expires_in: 60 },
+    { answerId: 'inline', body: Buffer.from('{}'), chainId: 8453, issuedAt: 1_800_000_000 },
+  );
+  t.same(here.signedOn, { thread: 0, caller: 1 });
+  const { domain, types, message } = a.typed_data;
+  t.equal(a.signature, await wallet.signTypedData(domain, { Verdict: [...types.Verdict] }, message));
+  await here.close();
+});

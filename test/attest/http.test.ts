@@ -9,6 +9,7 @@ import type { ValidateFunction } from 'ajv';
 import { verifyTypedData as ethersVerifyTypedData } from 'ethers';
 import { encodeAbiParameters, keccak256, toBytes, verifyTypedData, zeroAddress, type Hex } from 'viem';
 import { startTestApp } from '../helpers/app.js';
+import { loadConfig } from '../../src/config.js';
 import { DecideResponse } from '../../src/generated/validators.js';
 
 const validateResponse = DecideResponse as unknown as ValidateFunction;
@@ -207,3 +208,32 @@ t.test('ATTESTATIONS=off: answers carry no attestation and capabilities say so',
   const caps = (await (await fetch(`${off.url}/v1/capabilities`)).json()) as any;
   t.equal(caps.attestation, null);
 });
+
+t.test(
+  'ATTESTATION_SIGNING: auto by default; thread and inline sign the same; anything else stops start-up',
+  async (t) => {
+    t.equal(loadConfig({}).attestationSigning, 'auto');
+    t.throws(
+      () => loadConfig({ ATTESTATION_SIGNING: 'gpu' }),
+      /ATTESTATION_SIGNING must be one of auto, thread, inline/,
+    );
+    const signatures: string[] = [];
+    for (const mode of ['inline', 'thread', 'auto']) {
+      const app = await startTestApp({ ATTESTATION_SIGNING: mode, ATTESTATION_KEY: `0x${'11'.repeat(32)}` });
+      t.teardown(() => app.close());
+      const res = await fetch(`${app.url}/v1/decide`, { method: 'POST', body: DECIDE });
+      const body = (await res.json()) as any;
+      t.equal(res.status, 200, mode);
+      t.ok(
+        await verifyTypedData({
+          address: body.attestation.signer,
+          ...body.attestation.typed_data,
+          signature: body.attestation.signature,
+        }),
+        `${mode}: viem verifies the signature`,
+      );
+      signatures.push(body.attestation.signer);
+    }
+    t.equal(new Set(signatures).size, 1, 'one signer whatever the mode');
+  },
+);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { startTestApp, post } from '../helpers/app.js';
-import { spawnService } from '../helpers/spawn.js';
+import { spawnService, untilReady } from '../helpers/spawn.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
 import { MAX_REQUEST_BODY_BYTES } from '../../src/pricing.js';
 
@@ -318,6 +318,8 @@ t.test('request headers: past 16 KiB a 431 from the real process, which keeps se
     await svc.exited;
     rmSync(dir, { recursive: true, force: true });
   });
+  // /health answers 503 while the service warms up; the limits are about a ready process.
+  await untilReady(svc.url);
   const port = Number(new URL(svc.url).port);
   // Node counts the header section; a little slack either side keeps this about the limit, not llhttp's bookkeeping.
   const request = (headerBytes: number): string => {

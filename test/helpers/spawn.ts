@@ -84,3 +84,15 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 1500
   });
   return { child, url, logs, startMs: performance.now() - started, exited };
 }
+
+/** Polls `/health` until the service says it is ready (`ok` or `degraded`, a 200; docs/api-reference.md). */
+export async function untilReady(url: string, timeoutMs = 30_000): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const res = await fetch(`${url}/health`).catch(() => null);
+    if (res?.status === 200) return;
+    await res?.body?.cancel();
+    if (performance.now() > end) throw new Error(`${url} did not become ready within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,6 +1,16 @@
 /** The bench's pass/fail rules (bench/targets.ts), table-driven over made-up measurements. */
 import t from 'tap';
-import { checkTargets, signingRatios, throughputRatio, type Measured } from '../../bench/targets.js';
+import {
+  checkFirstAnswers,
+  checkSigning,
+  checkTargets,
+  percentile,
+  signingCpuUs,
+  signingRatios,
+  throughputRatio,
+  type FirstAnswersFigures,
+  type Measured,
+} from '../../bench/targets.js';
 import { medianRun, type Row } from '../../bench/session.js';
 
 const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({
@@ -162,4 +172,70 @@ t.test("a ratio of interleaved scenarios is the median of the rounds' own ratios
     0.9,
     'rounds on one side only: the ratio of req/s',
   );
+});
+
+t.test('cold capacity: 300 fresh decides a second held to p99 < 150 ms and p50 < upstream + 15 ms', async (t) => {
+  const r = healthy();
+  r.set('decide-cold-capacity', m('decide-cold-capacity', 300, 58, 120));
+  t.same(missed(checkTargets(r, 50)), []);
+  r.set('decide-cold-capacity', m('decide-cold-capacity', 300, 58, 150));
+  t.same(missed(checkTargets(r, 50)), ['decide-cold-capacity p99 < 150 ms and p50 < upstream 50 + 15 ms']);
+  r.set('decide-cold-capacity', m('decide-cold-capacity', 300, 65, 90));
+  t.same(missed(checkTargets(r, 50)), ['decide-cold-capacity p99 < 150 ms and p50 < upstream 50 + 15 ms']);
+});
+
+t.test(
+  'first answers: the first within upstream + 15 ms, the first 20 at p99 within + 25, bridge calls all within 200 ms',
+  async (t) => {
+    const ok = {
+      healthOkMs: 900,
+      decideMs: [64, ...Array.from({ length: 19 }, () => 58)],
+      bridgeMs: Array.from({ length: 200 }, (_, i): number => (i === 0 ? 199 : 130)),
+      failures: 0,
+      firstFailure: null,
+    };
+    const miss = (fa: FirstAnswersFigures) =>
+      checkFirstAnswers(fa, 50, 120)
+        .filter((c) => !c.ok)
+        .map((c) => c.target.split(':')[1].trim().split(' ').slice(0, 3).join(' '));
+    t.same(miss(ok), []);
+    t.same(miss({ ...ok, decideMs: [66, ...ok.decideMs.slice(1)] }), ['the first cold']);
+    t.same(miss({ ...ok, decideMs: [60, 76, ...ok.decideMs.slice(2)] }), ['the first 20']);
+    t.same(
+      miss({ ...ok, decideMs: [Number.NaN, ...ok.decideMs.slice(1)] }),
+      ['the first cold', 'the first 20'],
+      'a failed call ranks last',
+    );
+    t.same(
+      miss({ ...ok, bridgeMs: [201, ...ok.bridgeMs.slice(1)] }),
+      ['200 bridge-risk calls'],
+      'the first call counts',
+    );
+    t.same(miss({ ...ok, failures: 1, firstFailure: '200: wait' }), ['every answer a']);
+    t.equal(percentile([3, 1, 2, 4], 50), 2);
+    t.equal(percentile([3, 1, 2, 4], 99), 4);
+  },
+);
+
+t.test('signing: >= 0.8 x unsigned, and its CPU within a bare signature and hashes + 30 us', async (t) => {
+  const r = healthy();
+  const withCpu = (x: Measured, cpuRounds: number[]): Measured => ({ ...x, rounds: [x.rps, x.rps, x.rps], cpuRounds });
+  r.set('decide-cached', withCpu(m('decide-cached', 3400, 12, 50), [0.15, 0.16, 0.2]));
+  r.set('decide-cached-unsigned', withCpu(m('decide-cached-unsigned', 4000, 6, 20), [0.07, 0.07, 0.07]));
+  t.equal(signingCpuUs(r), 90, 'the median of the rounds: 80, 90, 130 us');
+  const bare = { signUs: 47, hashesUs: 12 };
+  t.same(
+    checkSigning(r, bare).map((c) => c.ok),
+    [true, false],
+    '0.85 of the unsigned passes; 90 us is over 47 + 12 + 30',
+  );
+  r.set('decide-cached', withCpu(m('decide-cached', 3000, 12, 50), [0.15, 0.15, 0.15]));
+  t.same(
+    checkSigning(r, bare).map((c) => c.ok),
+    [false, true],
+    '0.75 of the unsigned misses; 80 us passes',
+  );
+  t.same(checkSigning(r, null).length, 1, 'without a bare signature only the ratio is judged');
+  r.delete('decide-cached-unsigned');
+  t.same(checkSigning(r, bare), []);
 });

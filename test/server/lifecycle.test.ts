@@ -19,12 +19,74 @@ t.test('starts on its embedded defaults and answers /health within 2 s', async (
     const svc = await spawnService({ DATABASE_URL: `sqlite:${join(dir, `a${i}.db`)}` });
     const res = await fetch(`${svc.url}/health`);
     times.push(performance.now() - t0);
-    t.equal(res.status, 200);
-    t.match(await res.json(), { status: 'ok' });
+    // Answered at once: `starting` (503) while the service warms up, `ok` once it is ready.
+    const body = (await res.json()) as { status: string };
+    t.ok(
+      (res.status === 503 && body.status === 'starting') || (res.status === 200 && body.status === 'ok'),
+      `${res.status} ${body.status}`,
+    );
     svc.child.kill('SIGTERM');
     t.same(await svc.exited, { code: 0, signal: null }, 'SIGTERM exits 0');
   }
-  t.ok(Math.min(...times) < 2000, `spawn to /health 200 in ${times.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+  t.ok(Math.min(...times) < 2000, `spawn to a /health answer in ${times.map((ms) => ms.toFixed(0)).join(', ')} ms`);
+});
+
+t.test('/health says starting (503) until the service is warm, then ok, and never goes back', async (t) => {
+  const cg = await startCoinGecko();
+  t.teardown(() => cg.close());
+  cg.setPrice('ethereum', 'usd', 3000);
+  const svc = await spawnService({
+    DATABASE_URL: `sqlite:${join(dir, 'ready.db')}`,
+    BILLING: 'off',
+    PRICE_API_URL: cg.url,
+    POOL_THREADS: '2',
+  });
+  t.teardown(() => void svc.child.kill('SIGKILL'));
+  const seen: string[] = [];
+  let readyLoggedAtOk = false;
+  const end = performance.now() + 30_000;
+  while (performance.now() < end) {
+    const res = await fetch(`${svc.url}/health`);
+    const body = (await res.json()) as { status: string };
+    t.equal(res.status, body.status === 'ok' ? 200 : 503, `${body.status} is answered ${res.status}`);
+    if (body.status === 'starting') t.equal(res.headers.get('retry-after'), '1');
+    if (seen.at(-1) !== body.status) seen.push(body.status);
+    if (body.status === 'ok') {
+      // The line is written before the first ok; give the pipe a moment to deliver it.
+      const until = performance.now() + 2000;
+      while (!svc.logs.some((l) => l.msg === 'ready') && performance.now() < until)
+        await new Promise((r) => setTimeout(r, 10));
+      readyLoggedAtOk = svc.logs.some((l) => l.msg === 'ready');
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  t.same(
+    seen.filter((s) => s !== 'starting'),
+    ['ok'],
+    `states seen: ${seen.join(' -> ')}`,
+  );
+  t.ok(seen.length === 1 || seen[0] === 'starting', 'starting comes first, if at all');
+  t.ok(readyLoggedAtOk, 'the service logged ready by the time it said ok');
+  const ready = svc.logs.find((l) => l.msg === 'ready') as { warm_threads?: number } | undefined;
+  t.equal(ready?.warm_threads, 2, 'both check threads ran the warm-up before ready');
+  // The first request after ok is served by the app at once (nothing held), and its check runs on
+  // a warm thread: the price provider is asked once, and nothing else was asked of it before.
+  t.equal(cg.stats.requests, 0, 'the warm-up asked the real price provider nothing');
+  const res = await fetch(`${svc.url}/v1/decide`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      goal: 'first',
+      checks: [{ type: 'price', asset_id: 'ethereum', min_price: 1 }],
+      context: { deadline_ms: 5000 },
+    }),
+  });
+  t.equal(res.status, 200);
+  t.match(await res.json(), { verdict: 'proceed' });
+  t.equal(cg.stats.requests, 1);
+  const health = await fetch(`${svc.url}/health`);
+  t.equal(health.status, 200, 'ok stays ok');
 });
 
 t.test('a bad setting stops start-up with a message naming it', async (t) => {

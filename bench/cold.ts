@@ -1,0 +1,222 @@
+/**
+ * The cold path (bench/README.md, "Cold path"): what a fresh instance answers first, and how many
+ * fresh checks a second one instance carries.
+ *
+ * First answers: a service process started for the measurement, its port polled from the moment
+ * it is forked until `/health` says `ok`, then, at once, 20 cold decides one after another (four
+ * fresh checks each, upstreams at the bench's latency); then a second fresh process answers 200
+ * bridge-risk calls one after another, each over three status pages it has never read, which
+ * answer in 120 ms. Every latency is kept, the first included.
+ *
+ * Capacity ramp: after the 300 req/s scenario, the same load at rising rates, each on keys no
+ * earlier step used, until p99 reaches 300 ms or an answer fails; the highest rate that held is
+ * reported.
+ */
+import { createServer } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { startStatusPage, type StatusPageEmulator } from '../test/emulators/statuspage.js';
+import { generateApiKey } from '../src/billing/keys.js';
+import { openStore } from '../src/store/index.js';
+import { startServerChild, type Child } from './child.js';
+import { serviceEnv } from './session.js';
+import { COLD_DECIDE, type Scenario } from './scenarios.js';
+import type { Upstreams } from './upstreams.js';
+import type { Row } from './session.js';
+
+/** How many cold decides, and bridge-risk calls, a fresh process answers for the measurement. */
+export const FIRST_DECIDES = 20;
+export const BRIDGE_CALLS = 200;
+/** The status pages' answer delay. */
+export const STATUS_PAGE_MS = 120;
+/** Cold keys of the first decides: above every load's range, below the fleet's and the probe's. */
+const FIRST_N = 50_000;
+
+export interface FirstAnswers {
+  /** From the fork to the first `/health` that said `ok`, and the states it said before. */
+  healthOkMs: number;
+  healthStates: string[];
+  /** Each cold decide's latency in ms, in order; NaN for one that failed. */
+  decideMs: number[];
+  /** Each bridge-risk call's latency in ms, in order (on a fresh process of its own). */
+  bridgeMs: number[];
+  /** Answers that were not a 200 carrying `proceed`, with the first one's text. */
+  failures: number;
+  firstFailure: string | null;
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as { port: number };
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+/**
+ * Forks the service on a known port and polls `/health` every 5 ms from the fork on; resolves when
+ * it says `ok`, with the child (whose own start-up message may come later).
+ */
+async function startAndAwaitHealth(
+  env: Record<string, string>,
+): Promise<{ child: Promise<Child>; url: string; ms: number; states: string[] }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const t0 = performance.now();
+  const child = startServerChild('./service.js', { ...env, PORT: String(port) });
+  child.catch(() => undefined);
+  const states: string[] = [];
+  const deadline = t0 + 60_000;
+  while (performance.now() < deadline) {
+    const status = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) })
+      .then(async (r) => ((await r.json()) as { status?: string }).status ?? `http ${r.status}`)
+      .catch(() => null);
+    if (status !== null && states.at(-1) !== status) states.push(status);
+    if (status === 'ok') return { child, url, ms: Math.round(performance.now() - t0), states };
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  (await child.catch(() => null))?.proc.kill('SIGKILL');
+  throw new Error(`the service did not say ok on /health within 60 s (it said ${states.join(', ') || 'nothing'})`);
+}
+
+/** An API key written to the service's database before it starts, so its first request is a decide. */
+async function keyBeforeStart(databaseUrl: string): Promise<string> {
+  const store = await openStore({ databaseUrl });
+  try {
+    const issued = generateApiKey();
+    await store.createApiKey({
+      id: randomUUID(),
+      keyHash: issued.hash,
+      prefix: issued.prefix,
+      email: `first-answers-${issued.prefix}@example.com`,
+      plan: 'Basic',
+      requestedPlan: null,
+      company: null,
+      fullName: null,
+      useCase: 'bench',
+      website: null,
+    });
+    return issued.key;
+  } finally {
+    await store.close();
+  }
+}
+
+async function timedPost(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  note: (failure: string) => void,
+): Promise<number> {
+  const t = performance.now();
+  try {
+    const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+    const text = await res.text();
+    const ms = performance.now() - t;
+    if (res.status !== 200 || !text.includes('"verdict":"proceed"')) note(`${res.status}: ${text.slice(0, 300)}`);
+    return Math.round(ms * 10) / 10;
+  } catch (err) {
+    note((err as Error).message);
+    return Number.NaN;
+  }
+}
+
+export async function measureFirstAnswers(upstreams: Upstreams): Promise<FirstAnswers> {
+  let failures = 0;
+  let firstFailure: string | null = null;
+  const note = (f: string): void => {
+    failures++;
+    firstFailure ??= f;
+  };
+  // The decides: a fresh process with a key already in its database.
+  const env = serviceEnv(upstreams, null, {});
+  const apiKey = await keyBeforeStart(env.DATABASE_URL);
+  const first = await startAndAwaitHealth(env);
+  const decideMs: number[] = [];
+  try {
+    const headers = { 'content-type': 'application/json', 'x-api-key': apiKey };
+    for (let i = 0; i < FIRST_DECIDES; i++) {
+      const body = COLD_DECIDE.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) =>
+        String(FIRST_N + i).padStart(Number(w ?? 0), '0'),
+      );
+      decideMs.push(await timedPost(`${first.url}/v1/decide`, headers, body, note));
+    }
+  } finally {
+    await (await first.child).stop();
+  }
+
+  // The bridge-risk calls: another fresh process, three status pages at 120 ms, fresh URLs per call.
+  const pages: StatusPageEmulator[] = await Promise.all([startStatusPage(), startStatusPage(), startStatusPage()]);
+  const bridgeMs: number[] = [];
+  try {
+    for (const p of pages) p.fault = { delayMs: STATUS_PAGE_MS };
+    const second = await startAndAwaitHealth(
+      serviceEnv(upstreams, null, { BILLING: 'off', ALLOW_PRIVATE_TARGETS: 'true' }),
+    );
+    try {
+      for (let i = 0; i < BRIDGE_CALLS; i++) {
+        const body = JSON.stringify({
+          bridge_status_urls: pages.map((p) => `${p.url}/api/v2/status.json?call=${i}`),
+        });
+        bridgeMs.push(
+          await timedPost(
+            `${second.url}/v1/agents/bridge-risk/analyze`,
+            { 'content-type': 'application/json' },
+            body,
+            note,
+          ),
+        );
+      }
+    } finally {
+      await (await second.child).stop();
+    }
+  } finally {
+    await Promise.all(pages.map((p) => p.close()));
+  }
+  return { healthOkMs: first.ms, healthStates: first.states, decideMs, bridgeMs, failures, firstFailure };
+}
+
+/** The rates the ramp tries after the 300 req/s scenario, in order. */
+export const RAMP_RATES = [400, 500, 650, 800, 1000, 1300] as const;
+/** Where the ramp's keys start: no scenario on the same service uses them. */
+const RAMP_N = 10_000;
+
+export interface RampStep {
+  rate: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+export interface Ramp {
+  /** The highest rate whose p99 stayed under `p99Ms` without errors (0: none). */
+  highestRate: number;
+  p99Ms: number;
+  steps: RampStep[];
+}
+
+/** Runs `base` at each of RAMP_RATES (short runs) until one misses; never past the key range. */
+export async function rampCapacity(
+  run: (s: Scenario, nStart: number) => Promise<Row>,
+  base: Scenario,
+  p99Ms: number,
+  quick: boolean,
+): Promise<Ramp> {
+  const steps: RampStep[] = [];
+  let highest = 0;
+  let n = RAMP_N;
+  const durationSec = quick ? 2 : 5;
+  const { nStart: _own, ...load } = base;
+  for (const rate of RAMP_RATES) {
+    const s: Scenario = { ...load, overallRate: rate, durationSec, warmupSec: 1 };
+    const row = await run(s, n);
+    n += Math.ceil(rate * (durationSec + 1) * 1.2) + 10;
+    const r = row.result;
+    if (r === null) break;
+    steps.push({ rate, rps: r.rps, p50: r.p50, p99: r.p99, errors: r.errors });
+    if (r.errors > 0 || r.p99 >= p99Ms) break;
+    highest = rate;
+    if (n > FIRST_N - 15_000) break;
+  }
+  return { highestRate: highest, p99Ms, steps };
+}
