@@ -27,6 +27,8 @@ export interface Scenario {
   env?: Record<string, string>;
   /** More text the probe answer must contain (the load checks `expectBody` only). */
   probeAlso?: string;
+  /** Request headers besides content-type and the credential (a browser's `Origin`, say). */
+  headers?: Record<string, string>;
   /** First `{{n}}` of its load (default 0): a scenario sharing a server and cold keys with another starts apart. */
   nStart?: number;
   /** The load's key is an agent key bound to the bench policy (bench/policy.ts: 20 rules, two limits). */
@@ -160,6 +162,14 @@ export const GUARD_SCREENED = JSON.stringify({
 
 /** A price check without its asset: a 422 before any billing or engine work. */
 export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
+
+/** An MCP initialize, as a page on a DNS-rebound name sends it (docs/browser.md §1). */
+export const MCP_INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+});
 
 const PROCEED = '"verdict":"proceed"';
 /** A signed answer (docs/attestations.md). */
@@ -452,6 +462,19 @@ export const SCENARIOS: readonly Scenario[] = [
     auth: 'none',
     expectStatus: 422,
     expectBody: '"detail":[',
+    connections: 50,
+    ...std,
+  },
+  {
+    name: 'mcp-foreign-origin',
+    about: 'POST /mcp from a foreign browser Origin, refused 403 before the body is read',
+    server: 'service',
+    path: '/mcp',
+    body: MCP_INITIALIZE,
+    auth: 'none',
+    headers: { origin: 'http://evil.example.com', accept: 'application/json, text/event-stream' },
+    expectStatus: 403,
+    expectBody: '"detail":"This origin may not call',
     connections: 50,
     ...std,
   },

@@ -118,7 +118,7 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
       upstreamCalls: {},
       cpuMsPerRequest: null,
     };
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...s.headers };
     let headerPool: LoadJob['headerPool'];
     if (!ctx.billing && s.auth === 'x402') return { ...row, note: 'billing off: nothing to pay' };
     if (ctx.billing && s.auth === 'key') {

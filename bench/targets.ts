@@ -71,6 +71,8 @@ export const LIMITS = Object.freeze({
   fleetUpstreamPerCheck: 1.0,
   /** A delegation scan's calls run side by side: one upstream round. */
   delegationP50OverUpstreamMs: 15,
+  /** The Origin refusal on /mcp against the 422 of a bad body: it reads no body, so at least as cheap. */
+  foreignOriginVsInvalidBody: 0.9,
   /** 300 fresh four-check decides a second (decide-cold-capacity): p99 and p50 bounds. */
   coldCapacityP99Ms: 150,
   coldCapacityP50OverUpstreamMs: 15,
@@ -177,6 +179,16 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
     out.push({
       target: `decide-cached-unsigned >= ${LIMITS.cachedVsFloor} x floor req/s`,
       ok: ratio >= LIMITS.cachedVsFloor,
+      detail,
+    });
+  }
+  const foreign = get('mcp-foreign-origin');
+  const invalid = get('invalid-body');
+  if (foreign && invalid) {
+    const { ratio, detail } = throughputRatio(foreign, invalid);
+    out.push({
+      target: `mcp-foreign-origin >= ${LIMITS.foreignOriginVsInvalidBody} x invalid-body req/s`,
+      ok: ratio >= LIMITS.foreignOriginVsInvalidBody,
       detail,
     });
   }

@@ -29,7 +29,9 @@ import {
 } from './http/endpoints.js';
 import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
+import { consoleHandlers } from './http/routes/console.js';
 import { decideHandler } from './http/routes/decide.js';
+import { checkOrigin } from './http/origin.js';
 import type { Attester } from './attest/index.js';
 import type { Screening } from './screening/service.js';
 import type { VerdictLog } from './verdicts/log.js';
@@ -58,7 +60,7 @@ function jsonReader(limit: number): ApiHandler {
  * (401, 403, 503), the quota for a billed row, then the handler; every other method on a path
  * they name answers 405 with the methods it has.
  */
-function mountManagement(app: Express, deps: AppDeps, json: ApiHandler): void {
+function mountManagement(app: Express, deps: AppDeps, json: ApiHandler, origin: ApiHandler): void {
   const m = deps.management;
   if (!m) return;
   const methods = new Map<string, Set<string>>();
@@ -66,11 +68,14 @@ function mountManagement(app: Express, deps: AppDeps, json: ApiHandler): void {
     const handler = m.handlers[e.handler];
     if (!handler) continue;
     const path = expressPath(e.path);
-    const chain: ApiHandler[] = [routeLabel(e.path), checkParams(e)];
+    // Every management row is called by the console from a browser: a foreign Origin is a 403
+    // before anything else (docs/browser.md §1).
+    const chain: ApiHandler[] = [routeLabel(e.path), origin, checkParams(e)];
     if (e.request !== undefined) {
       chain.push(e.bodyLimit === undefined ? json : jsonReader(e.bodyLimit), validateBody(e.request));
     }
     chain.push(managementAuth(e, m.keys));
+    if (!e.billed && m.quota) chain.push(m.quota);
     if (e.billed && deps.billing && e.request !== undefined) {
       chain.push(
         deps.billing({
@@ -130,6 +135,8 @@ export interface AppDeps {
   management?: {
     handlers: Partial<Record<ManagementHandlerKey, ApiHandler>>;
     keys: KeyResolver;
+    /** Sets the account's RateLimit-* headers on the answers that count nothing (docs/console.md §3). */
+    quota?: ApiHandler;
   } | null;
 }
 
@@ -214,16 +221,19 @@ export function buildRoutes(deps: AppDeps): Routes {
       deps.screening ?? null,
     ),
     ...docsHandlers(),
+    ...consoleHandlers(),
     metrics: deps.metricsHandler,
   };
   // The GET routes sit in a router of their own, which, as an express router does, answers OPTIONS
   // on their paths itself (200, Allow: GET, HEAD); every other method falls through to the 405.
   const pages = express.Router();
   app.use(pages);
+  const origin = checkOrigin(config);
   for (const g of GET_ENDPOINTS) {
     const handler = getHandlers[g.handler];
     if (!handler) continue;
-    pages.get(g.path, routeLabel(g.path), handler);
+    if (g.checkOrigin) pages.get(g.path, routeLabel(g.path), origin, handler);
+    else pages.get(g.path, routeLabel(g.path), handler);
     // The files handler labels what it serves itself; a name it does not know falls through to 404.
     const files = g.files === undefined ? undefined : getHandlers[g.files];
     if (files) pages.get(`${g.path}/:file`, files);
@@ -234,7 +244,10 @@ export function buildRoutes(deps: AppDeps): Routes {
   for (const e of POST_ENDPOINTS) {
     const handler = postHandlers[e.handler];
     if (!handler) continue;
-    const chain: ApiHandler[] = [routeLabel(e.path), json];
+    const chain: ApiHandler[] = [routeLabel(e.path)];
+    // A foreign browser origin is refused before the body is read (docs/browser.md §1).
+    if (e.checkOrigin) chain.push(origin);
+    chain.push(json);
     // per_tool (POST /mcp): no schema step (the transport answers JSON-RPC errors) and no billing
     // gate, since each tool call is a POST to the tool's own endpoint and billed there.
     if (e.access !== 'per_tool') {
@@ -247,7 +260,7 @@ export function buildRoutes(deps: AppDeps): Routes {
     app.all(e.path, routeLabel(e.path), methodNotAllowed(['POST']));
   }
 
-  mountManagement(app, deps, json);
+  mountManagement(app, deps, json, checkOrigin(config));
 
   const onError = errorHandler(logger);
   app.use(notFound);

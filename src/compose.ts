@@ -3,6 +3,7 @@
  * The server, the tests and the bench all build the service through here, so what they
  * exercise is the production wiring.
  */
+import { accountQuotaHeaders } from './billing/account-quota.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -158,6 +159,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     policies,
     management: {
       keys,
+      quota: accountQuotaHeaders(config, store),
       handlers: {
         ...accountHandlers({ config, store, keys, policies, guard: guardDeps }),
         verdicts: verdictsHandler({ store, log: verdicts }),

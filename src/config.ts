@@ -31,6 +31,12 @@ export interface Config {
   host: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   publicBaseUrl: string | null;
+  /**
+   * Browser origins the Origin check admits (docs/browser.md §1): exact origins, lowercased, with
+   * no path. With `allowLoopbackOrigins`, every loopback origin (localhost, 127.0.0.0/8, [::1]) too.
+   */
+  allowedOrigins: readonly string[];
+  allowLoopbackOrigins: boolean;
   databaseUrl: string;
   priceApiUrl: string;
   priceApiKey: string | null;
@@ -181,6 +187,40 @@ function url(env: Env, name: string, def: string | null): string | null {
     throw new ConfigError(`${name} must use http or https, got ${u.protocol}`);
   return raw.replace(/\/+$/, '');
 }
+/**
+ * ALLOWED_ORIGINS: a comma-separated list of browser origins (`https://ops.example.com`) and the
+ * word `loopback`; unset, the origin of PUBLIC_BASE_URL and loopback. Anything that is not a bare
+ * http(s) origin is refused at start, so a typo never silently admits or refuses everyone.
+ */
+function allowedOrigins(env: Env, publicBaseUrl: string | null): { origins: string[]; loopback: boolean } {
+  const raw = optStr(env, 'ALLOWED_ORIGINS');
+  if (raw === null) return { origins: publicBaseUrl === null ? [] : [new URL(publicBaseUrl).origin], loopback: true };
+  const origins = new Set<string>();
+  let loopback = false;
+  for (const item of raw.split(',').map((s) => s.trim())) {
+    if (item === '') continue;
+    if (item.toLowerCase() === 'loopback') {
+      loopback = true;
+      continue;
+    }
+    let u: URL | null = null;
+    try {
+      u = new URL(item);
+    } catch {
+      // reported below
+    }
+    if (
+      u === null ||
+      (u.protocol !== 'http:' && u.protocol !== 'https:') ||
+      u.origin !== item.replace(/\/$/, '').toLowerCase()
+    )
+      throw new ConfigError(
+        `ALLOWED_ORIGINS must list origins (scheme://host[:port], no path) or the word loopback, got ${JSON.stringify(item)}`,
+      );
+    origins.add(u.origin);
+  }
+  return { origins: [...origins], loopback };
+}
 /** REDIS_URL: redis:// or rediss://, optionally with a password and a database number (never echoed: it may hold a password). */
 function redisUrl(env: Env): string | null {
   const raw = optStr(env, 'REDIS_URL');
@@ -265,11 +305,15 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('ATTESTATION_KEY must be a 0x-prefixed 32-byte hex secp256k1 private key (not 0, below n)');
 
   const requestDeadlineMs = int(env, 'REQUEST_DEADLINE_MS', 250, 10, 10000);
+  const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', null);
+  const origins = allowedOrigins(env, publicBaseUrl);
   const cfg: Config = {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: str(env, 'HOST', '0.0.0.0'),
     logLevel: logLevel as Config['logLevel'],
-    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', null),
+    publicBaseUrl,
+    allowedOrigins: origins.origins,
+    allowLoopbackOrigins: origins.loopback,
     databaseUrl,
     priceApiUrl: url(env, 'PRICE_API_URL', 'https://api.coingecko.com/api/v3'),
     priceApiKey: optStr(env, 'PRICE_API_KEY'),

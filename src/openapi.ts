@@ -107,8 +107,8 @@ function managementOperation(e: ManagementEndpoint, errorBody: Json): Json {
   responses[403] = json(
     errorBody,
     e.agent === 'bound'
-      ? 'An agent key not bound to this policy: it needs the owner key'
-      : "An agent key: this call needs the account's owner key",
+      ? 'An agent key not bound to this policy: it needs the owner key; or sent by a browser page whose Origin is not admitted (ALLOWED_ORIGINS)'
+      : "An agent key: this call needs the account's owner key; or sent by a browser page whose Origin is not admitted (ALLOWED_ORIGINS)",
   );
   if (e.params?.length || e.handler === 'keysCreate' || e.query?.some((q) => q.name === 'key'))
     responses[404] = json(errorBody, 'No such key, policy or version in the account');
@@ -170,6 +170,8 @@ export function buildOpenApi(serverUrl: string | null): Json {
   const components: Json = {};
   for (const [id, s] of Object.entries(schemas)) components[id] = toComponent(s);
   const errorBody = ref('ErrorResponse');
+  /** Rows with `checkOrigin` (docs/browser.md §1). */
+  const foreignOrigin = json(errorBody, 'Sent by a browser page whose Origin is not admitted (ALLOWED_ORIGINS)');
   const paths: Json = {};
 
   for (const e of GET_ENDPOINTS) {
@@ -184,8 +186,8 @@ export function buildOpenApi(serverUrl: string | null): Json {
           description: 'Prometheus text exposition format',
           content: { 'text/plain': { schema: { type: 'string' } } },
         }
-      : e.path === '/docs'
-        ? { description: 'The reference page', content: { 'text/html': { schema: { type: 'string' } } } }
+      : e.handler === 'docs' || e.handler === 'console'
+        ? { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } }
         : json(schema, 'OK');
     paths[e.path] = {
       get: {
@@ -198,11 +200,11 @@ export function buildOpenApi(serverUrl: string | null): Json {
         // Free: an empty requirement says so (no credentials), instead of leaving it unstated;
         // /metrics takes the operator's token when one is set, so it is optional there.
         security: metrics ? [{}, { MetricsToken: [] }] : [],
-        responses: metrics
-          ? { 200: ok, 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') }
-          : e.path === '/health'
+        responses: {
+          200: ok,
+          ...(metrics ? { 401: json(errorBody, 'METRICS_TOKEN is set and the Bearer token is missing or wrong') } : {}),
+          ...(e.path === '/health'
             ? {
-                200: ok,
                 // docs/api-reference.md, "Health and readiness"
                 503: {
                   ...json(
@@ -214,7 +216,9 @@ export function buildOpenApi(serverUrl: string | null): Json {
                   },
                 },
               }
-            : { 200: ok },
+            : {}),
+          ...(e.checkOrigin ? { 403: foreignOrigin } : {}),
+        },
       },
     };
   }
@@ -250,6 +254,7 @@ export function buildOpenApi(serverUrl: string | null): Json {
             400: json({ type: 'object' }, 'Not a JSON-RPC message: the JSON-RPC error from the transport'),
             401: json(errorBody, 'Unknown or revoked API key, or no credentials when payments are not configured'),
             402: challenge,
+            ...(e.checkOrigin ? { 403: foreignOrigin } : {}),
             406: json(
               { type: 'object' },
               'The Accept header does not take both application/json and text/event-stream',
@@ -267,6 +272,7 @@ export function buildOpenApi(serverUrl: string | null): Json {
       413: json(errorBody, 'Body larger than 256 KiB'),
       422: json(ref('HTTPValidationError'), 'The body does not match the schema'),
     };
+    if (e.checkOrigin) responses[403] = foreignOrigin;
     const security: Json[] = [];
     if (e.access !== 'free') {
       responses[402] = challenge;

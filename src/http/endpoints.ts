@@ -26,6 +26,12 @@ interface PostCommon {
   handler: HandlerKey;
   tag: string;
   agent?: AgentMeta;
+  /**
+   * A browser may only call it from an admitted origin (src/http/origin.ts, docs/browser.md §1):
+   * a request with a foreign `Origin` is a 403 before its body is read. `/mcp` and the management
+   * endpoints a signed-in console calls carry it.
+   */
+  checkOrigin?: true;
 }
 
 /** A POST whose body is validated against `request` and answered with `response`; the billing gate prices it. */
@@ -223,6 +229,7 @@ export const POST_ENDPOINTS: readonly PostEndpoint[] = [
     access: 'per_tool',
     handler: 'mcp',
     tag: 'mcp',
+    checkOrigin: true,
   },
 ];
 
@@ -263,7 +270,7 @@ export function payPerCallPathFor(request: string): string | null {
 
 /**
  * The GET handlers: the meta ones are in src/http/routes/meta.ts, `docs` and `docsFiles` in
- * src/http/routes/docs.ts, `metrics` in src/http/routes/metrics.ts (given by src/compose.ts).
+ * src/http/routes/docs.ts, `console` and `consoleFiles` in src/http/routes/console.ts, `metrics` in src/http/routes/metrics.ts (given by src/compose.ts).
  */
 export type GetHandlerKey =
   | 'root'
@@ -273,6 +280,8 @@ export type GetHandlerKey =
   | 'openapi'
   | 'docs'
   | 'docsFiles'
+  | 'console'
+  | 'consoleFiles'
   | 'metrics';
 
 /** A query parameter of a management GET row, for the OpenAPI document (the handler reads and checks it, 422 `["query", name]`). */
@@ -298,6 +307,8 @@ export interface GetEndpoint {
    * it knows and passes the rest on (404). They are the page's assets, not operations of the OpenAPI document.
    */
   files?: GetHandlerKey;
+  /** As on a POST: a foreign `Origin` is a 403 (docs/browser.md §1). */
+  checkOrigin?: true;
 }
 
 export const GET_ENDPOINTS: readonly GetEndpoint[] = [
@@ -355,6 +366,16 @@ export const GET_ENDPOINTS: readonly GetEndpoint[] = [
     response: null,
     handler: 'docs',
     files: 'docsFiles',
+  },
+  {
+    path: '/console',
+    summary: 'The operator console (HTML): keys, policies, spend limits and the verdict log',
+    description:
+      "A page for the people who run an account: sign in with the owner key, create and revoke agent keys, write and dry-run policies, watch each spend limit's window and read the verdict log. The page and its script are served by the service itself and load nothing from another origin; the key stays in the browser tab and is sent as a header. No credentials to load the page.",
+    tag: 'meta',
+    response: null,
+    handler: 'console',
+    files: 'consoleFiles',
   },
   {
     path: '/metrics',

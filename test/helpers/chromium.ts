@@ -44,8 +44,8 @@ export interface BrowserPage {
   close(): Promise<void>;
 }
 
-const LOOPBACK_ONLY = [
-  '--headless',
+/** What keeps the browser on loopback (docs/console.md §6), for this helper and for playwright's launch (test/helpers/browser.ts). */
+export const LOOPBACK_FLAGS = [
   '--no-sandbox',
   '--disable-gpu',
   '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
@@ -56,6 +56,7 @@ const LOOPBACK_ONLY = [
   '--disable-sync',
   '--disable-dev-shm-usage',
 ];
+const LOOPBACK_ONLY = ['--headless', ...LOOPBACK_FLAGS];
 
 function devtoolsUrl(child: ChildProcess): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -32,6 +32,8 @@ function healthy(): Map<string, Measured | null> {
     ['decide-keyed', m('decide-keyed', 100, 4, 12)],
     ['decide-paid', m('decide-paid', 100, 8, 25)],
     ['guard-simulation', m('guard-simulation', 50, 110, 130)],
+    ['invalid-body', m('invalid-body', 5000, 8, 30)],
+    ['mcp-foreign-origin', m('mcp-foreign-origin', 5200, 8, 30)],
     ['guard-order', m('guard-order', 50, 60, 80)],
   ]);
 }
@@ -77,6 +79,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     name: 'simulation p50 beyond node + price + 15 ms',
     change: (r) => r.set('guard-simulation', m('guard-simulation', 50, 116, 130)),
     miss: /^guard-simulation p50 <= node \+ price 100 \+ 15/,
+  },
+  {
+    name: 'the /mcp Origin refusal below 0.9 x the invalid body',
+    change: (r) => r.set('mcp-foreign-origin', m('mcp-foreign-origin', 4400, 8, 30)),
+    miss: /^mcp-foreign-origin >= 0\.9 x invalid-body/,
   },
   {
     name: 'order p50 beyond one upstream round + 15 ms',

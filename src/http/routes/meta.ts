@@ -191,6 +191,7 @@ export function metaHandlers(
           agents: '/v1/agents',
           openapi: '/openapi.json',
           docs: '/docs',
+          console: '/console',
           metrics: '/metrics',
           signup: '/v1/api-keys/signup',
         },
