@@ -12,6 +12,7 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/ex
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { type Hex, type LocalAccount, keccak256, recoverTypedDataAddress, toBytes } from 'viem';
 import type {
+  Attestation,
   BridgeRiskRequest,
   BridgeRiskResponse,
   DecideRequest,
@@ -25,6 +26,7 @@ import type {
 } from './types.js';
 
 export type {
+  Attestation,
   BridgeRiskRequest,
   BridgeRiskResponse,
   DecideRequest,
@@ -76,12 +78,32 @@ export class PreflightError extends Error {
   }
 }
 
+/** Per-call options of a POST. */
+export interface CallOptions {
+  /**
+   * Sent as `Idempotency-Key` (1–255 visible ASCII), the same on every retry of the call: a repeat
+   * the service has already answered gets that answer again and is not counted twice.
+   */
+  idempotencyKey?: string;
+}
+
+/** `POST /v1/screen`: the addresses to screen and, optionally, the counterparties the agent knows. */
+export interface ScreenInput {
+  chain?: string;
+  addresses: string[];
+  known_addresses?: string[];
+}
+
 export interface PreflightClient {
-  guard(req: GuardInput): Promise<DecideResponse>;
+  guard(req: GuardInput, call?: CallOptions): Promise<DecideResponse>;
   decide(req: DecideInput): Promise<DecideResponse>;
   stablecoinPeg(req: StablecoinPegInput): Promise<StablecoinIntelligenceResponse>;
   bridgeRisk(req: BridgeRiskInput): Promise<BridgeRiskResponse>;
   yieldRoute(req: YieldRouteInput): Promise<YieldRoutingResponse>;
+  /** `POST /v1/screen`: each address's sanctions and lookalike result (its shape is the service's). */
+  screen(req: ScreenInput, call?: CallOptions): Promise<Record<string, unknown>>;
+  /** `GET /v1/policies/{name}/usage`: a policy's limits and what is used of each. */
+  policyUsage(name: string): Promise<Record<string, unknown>>;
 }
 
 const PATHS = {
@@ -90,6 +112,7 @@ const PATHS = {
   stablecoinPeg: '/v1/agents/stablecoin-intelligence/analyze',
   bridgeRisk: '/v1/agents/bridge-risk/analyze',
   yieldRoute: '/v1/agents/yield-routing/recommend',
+  screen: '/v1/screen',
 } as const;
 
 function detailOf(body: unknown): string {
@@ -131,15 +154,17 @@ export function createClient(opts: ClientOptions): PreflightClient {
     return wrapFetchWithPayment(plain, client) as typeof fetch;
   }
 
-  async function call<T>(path: string, body: unknown): Promise<T> {
+  async function call<T>(path: string, body: unknown, options: CallOptions = {}, method = 'POST'): Promise<T> {
     const send = paying ? paidFetch(generatePaymentId()) : plain;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (method === 'POST') headers['content-type'] = 'application/json';
     if (opts.apiKey !== undefined) headers['x-api-key'] = opts.apiKey;
-    const text = JSON.stringify(body);
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    const text = method === 'POST' ? JSON.stringify(body) : undefined;
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
-        res = await send(base + path, { method: 'POST', headers, body: text });
+        res = await send(base + path, { method, headers, body: text });
       } catch (err) {
         // A dropped connection or a refused one: the same call again (a paid one under the same id).
         if (attempt >= retries) throw err;
@@ -164,11 +189,13 @@ export function createClient(opts: ClientOptions): PreflightClient {
   }
 
   return {
-    guard: (req) => call(PATHS.guard, req),
+    guard: (req, options) => call(PATHS.guard, req, options),
     decide: (req) => call(PATHS.decide, req),
     stablecoinPeg: (req) => call(PATHS.stablecoinPeg, req),
     bridgeRisk: (req) => call(PATHS.bridgeRisk, req),
     yieldRoute: (req) => call(PATHS.yieldRoute, req),
+    screen: (req, options) => call(PATHS.screen, req, options),
+    policyUsage: (name) => call(`/v1/policies/${encodeURIComponent(name)}/usage`, undefined, {}, 'GET'),
   };
 }
 
@@ -244,3 +271,17 @@ export async function verifyAttestation(answer: DecideResponse, opts: VerifyOpti
     return false;
   }
 }
+
+export {
+  executeArgs,
+  type GuardAuthorization,
+  type GuardTransaction,
+  type GuardTypedData,
+  inferTransactionAction,
+  inferTypedDataAction,
+  PreflightAttestationError,
+  PreflightBlockedError,
+  PreflightWaitError,
+  WalletGuard,
+  type WalletGuardOptions,
+} from './wallet-guard.js';
