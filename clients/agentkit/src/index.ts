@@ -49,7 +49,8 @@ export class GuardedEvmWalletProvider extends EvmWalletProvider {
 
   constructor(inner: EvmWalletProvider, options: GuardedProviderOptions) {
     super();
-    if (!(inner instanceof EvmWalletProvider)) throw new TypeError('GuardedEvmWalletProvider wraps an EvmWalletProvider');
+    if (!(inner instanceof EvmWalletProvider))
+      throw new TypeError('GuardedEvmWalletProvider wraps an EvmWalletProvider');
     this.inner = inner;
     this.guard = new WalletGuard(options);
     this.#allowRawSign = options.allowRawSign === true;
@@ -170,7 +171,11 @@ const GuardSchema = z.object({
 });
 
 const ScreenSchema = z.object({
-  addresses: z.array(address).min(1).max(100).describe('The addresses the agent is about to pay, approve or delegate to.'),
+  addresses: z
+    .array(address)
+    .min(1)
+    .max(100)
+    .describe('The addresses the agent is about to pay, approve or delegate to.'),
   known_addresses: z.array(address).max(1000).optional().describe('Counterparties the agent already trusts.'),
   chain: z.string().optional().describe('The chain name; the wallet’s chain when omitted.'),
 });
@@ -209,7 +214,9 @@ export class PreflightActionProvider extends ActionProvider<WalletProvider> {
         {
           ...rest,
           chain: this.chainOf(wallet, chain),
-          ...(to || data ? { transaction: { from: wallet.getAddress(), to, value: value ?? '0', data: data ?? '0x' } } : {}),
+          ...(to || data
+            ? { transaction: { from: wallet.getAddress(), to, value: value ?? '0', data: data ?? '0x' } }
+            : {}),
         },
         { idempotencyKey: crypto.randomUUID() },
       );

@@ -152,9 +152,43 @@ export function inferTypedDataAction(td: GuardTypedData): GuardRequest['action']
   return fields.some((f) => f.name === 'spender' || f.name === 'allowed') ? 'approve' : 'contract_call';
 }
 
+type ApprovalFields = Pick<GuardRequest, 'spender' | 'approval_amount'>;
+
+/** The 32-byte word `i` of calldata after the selector, as hex without 0x. */
+const word = (data: string, i: number): string => data.slice(10 + 64 * i, 10 + 64 * (i + 1));
+
+/**
+ * The spender and amount of an ERC-20 or Permit2 approval in calldata, for the guard's
+ * `approval_amount` check (docs/rules.md §4); nothing for other calls.
+ */
+export function approvalOfCall(data: string | null | undefined): ApprovalFields {
+  const d = (data ?? '0x').toLowerCase();
+  const selector = d.slice(0, 10);
+  const address = (w: string) => `0x${w.slice(24)}`;
+  if ((selector === '0x095ea7b3' || selector === '0x39509351') && d.length >= 138)
+    return { spender: address(word(d, 0)), approval_amount: BigInt(`0x${word(d, 1)}`).toString() };
+  if (selector === '0x87517c45' && d.length >= 202)
+    return { spender: address(word(d, 1)), approval_amount: BigInt(`0x${word(d, 2)}`).toString() };
+  return {};
+}
+
+/** The spender and amount a permit grants (EIP-2612 `value`, Permit2 `details.amount`, DAI `allowed`). */
+export function approvalOfTypedData(td: GuardTypedData): ApprovalFields {
+  const m = td.message;
+  if (typeof m.spender !== 'string') return {};
+  const details = m.details as { amount?: Num } | undefined;
+  const amount = m.value ?? details?.amount ?? (m.allowed === true ? 2n ** 256n - 1n : undefined);
+  if (amount === undefined || (typeof amount !== 'bigint' && typeof amount !== 'number' && typeof amount !== 'string'))
+    return { spender: m.spender };
+  try {
+    return { spender: m.spender, approval_amount: BigInt(amount).toString() };
+  } catch {
+    return { spender: m.spender };
+  }
+}
+
 const dec = (v: Num | null | undefined): string => BigInt(v ?? 0).toString();
-const small = (v: Num | null | undefined): number | null =>
-  v === null || v === undefined ? null : Number(BigInt(v));
+const small = (v: Num | null | undefined): number | null => (v === null || v === undefined ? null : Number(BigInt(v)));
 
 /** JSON for typed data: bigints as decimal strings, as wallets and the service accept them. */
 function plain<T>(v: T): T {
@@ -188,14 +222,17 @@ export class WalletGuard {
     const id = chainId === null || chainId === undefined ? null : Number(BigInt(chainId));
     if (id === null) throw new TypeError('preflight guard: the chain is unknown; pass the `chain` option');
     const name = CHAIN_NAMES[id];
-    if (!name) throw new TypeError(`preflight guard: chain id ${id} has no guard chain name; pass the \`chain\` option`);
+    if (!name)
+      throw new TypeError(`preflight guard: chain id ${id} has no guard chain name; pass the \`chain\` option`);
     return name;
   }
 
   /** Asks about a transaction before it is signed. */
   transaction(tx: GuardTransaction): Promise<DecideResponse> {
+    const action = inferTransactionAction(tx);
     return this.ask({
-      action: inferTransactionAction(tx),
+      action,
+      ...(action === 'approve' ? approvalOfCall(tx.data) : {}),
       chain: this.chainName(tx.chainId),
       transaction: {
         from: tx.from,
@@ -220,8 +257,10 @@ export class WalletGuard {
   /** Asks about EIP-712 typed data before it is signed. */
   typedData(td: GuardTypedData): Promise<DecideResponse> {
     const chainId = td.domain?.chainId as Num | undefined;
+    const action = inferTypedDataAction(td);
     return this.ask({
-      action: inferTypedDataAction(td),
+      action,
+      ...(action === 'approve' ? approvalOfTypedData(td) : {}),
       chain: this.chainName(chainId),
       typed_data: plain({
         domain: td.domain ?? {},

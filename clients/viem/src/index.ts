@@ -40,7 +40,14 @@ type Serializable = {
   data?: Hex;
   gas?: bigint;
   chainId?: number;
-  authorizationList?: ReadonlyArray<{ address: string; chainId: number; nonce: number; r?: Hex; s?: Hex; yParity?: number }>;
+  authorizationList?: ReadonlyArray<{
+    address: string;
+    chainId: number;
+    nonce: number;
+    r?: Hex;
+    s?: Hex;
+    yParity?: number;
+  }>;
 };
 
 /**
