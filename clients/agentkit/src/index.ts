@@ -8,6 +8,7 @@
 import { ActionProvider, CreateAction, EvmWalletProvider, WalletProvider } from '@coinbase/agentkit';
 import {
   createClient,
+  type GuardTransaction,
   PreflightAttestationError,
   PreflightBlockedError,
   type PreflightClient,
@@ -123,8 +124,9 @@ export class GuardedEvmWalletProvider extends EvmWalletProvider {
     return this.inner.getNetwork().chainId;
   }
 
+  /** The transaction as the caller asked for it, with the (viem-shaped) authorizations of a type-4 one. */
   private ask(tx: Tx) {
-    const t = tx as { to?: string | null; value?: bigint; data?: string; gas?: bigint };
+    const t = tx as Omit<GuardTransaction, 'from' | 'chainId'>;
     return this.guard.transaction({
       from: this.getAddress(),
       to: t.to ?? null,
@@ -132,6 +134,7 @@ export class GuardedEvmWalletProvider extends EvmWalletProvider {
       data: t.data,
       gas: t.gas,
       chainId: this.chainId(),
+      authorizationList: t.authorizationList ? [...t.authorizationList] : undefined,
     });
   }
 }
@@ -207,9 +210,9 @@ export class PreflightActionProvider extends ActionProvider<WalletProvider> {
     return given ?? this.chain ?? CHAINS[n.networkId ?? ''] ?? n.networkId ?? 'base';
   }
 
-  async guardAction(wallet: WalletProvider, args: z.infer<typeof GuardSchema>): Promise<string> {
+  async guardAction(wallet: WalletProvider, input: z.infer<typeof GuardSchema>): Promise<string> {
     return answerText(async () => {
-      const { to, value, data, chain, ...rest } = args;
+      const { to, value, data, chain, ...rest } = GuardSchema.parse(input);
       const answer = await this.client.guard(
         {
           ...rest,
@@ -232,21 +235,28 @@ export class PreflightActionProvider extends ActionProvider<WalletProvider> {
     });
   }
 
-  async screenAction(wallet: WalletProvider, args: z.infer<typeof ScreenSchema>): Promise<string> {
-    return answerText(() =>
-      this.client.screen({ ...args, chain: this.chainOf(wallet, args.chain) }, { idempotencyKey: crypto.randomUUID() }),
-    );
+  async screenAction(wallet: WalletProvider, input: z.infer<typeof ScreenSchema>): Promise<string> {
+    return answerText(() => {
+      const args = ScreenSchema.parse(input);
+      return this.client.screen(
+        { ...args, chain: this.chainOf(wallet, args.chain) },
+        { idempotencyKey: crypto.randomUUID() },
+      );
+    });
   }
 
-  async usageAction(args: z.infer<typeof UsageSchema>): Promise<string> {
-    return answerText(() => this.client.policyUsage(args.policy));
+  async usageAction(input: z.infer<typeof UsageSchema>): Promise<string> {
+    return answerText(() => this.client.policyUsage(UsageSchema.parse(input).policy));
   }
 }
 
+/** The answer as JSON text; bad arguments or a failed call as `Error: ...`, never a throw. */
 async function answerText(run: () => Promise<unknown>): Promise<string> {
   try {
     return JSON.stringify(await run());
   } catch (err) {
+    if (err instanceof z.ZodError)
+      return `Error: invalid arguments: ${err.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
     return `Error: ${(err as Error).message}`;
   }
 }

@@ -126,55 +126,69 @@ t.test('a delegation to a sweeper throws before the authorization is signed', as
   t.equal(await provider.getCode(address), '0x');
 });
 
-t.test('a type-4 transaction delegating to a sweeper throws, though its authorization was signed elsewhere', async (t) => {
-  const { signer, inner } = await setup();
-  const address = await signer.getAddress();
-  // The authorization comes from the bare key (not through the guard); the transaction carries it.
-  const auth = await (inner as Wallet).authorize({ address: world.sweeper, nonce: (await inner.getNonce()) + 1 });
-  inner.signed = 0;
-  const before = await world.state(address);
-  const err = await signer
-    .sendTransaction({ type: 4, to: address, value: 0n, authorizationList: [auth] })
-    .catch((e: unknown) => e);
-  t.ok(err instanceof PreflightBlockedError, String(err));
-  t.ok(
-    (err as PreflightBlockedError).reasons.includes('delegation_scan:delegate_sweeps_funds'),
-    String((err as PreflightBlockedError).reasons),
-  );
-  t.equal(inner.signed, 0);
-  t.same(await world.state(address), before);
-});
+t.test(
+  'a type-4 transaction delegating to a sweeper throws, though its authorization was signed elsewhere',
+  async (t) => {
+    const { signer, inner } = await setup();
+    const address = await signer.getAddress();
+    // The authorization comes from the bare key (not through the guard); the transaction carries it.
+    const auth = await (inner as Wallet).authorize({ address: world.sweeper, nonce: (await inner.getNonce()) + 1 });
+    inner.signed = 0;
+    const before = await world.state(address);
+    const err = await signer
+      .sendTransaction({ type: 4, to: address, value: 0n, authorizationList: [auth] })
+      .catch((e: unknown) => e);
+    t.ok(err instanceof PreflightBlockedError, String(err));
+    t.ok(
+      (err as PreflightBlockedError).reasons.includes('delegation_scan:delegate_sweeps_funds'),
+      String((err as PreflightBlockedError).reasons),
+    );
+    t.equal(inner.signed, 0);
+    t.same(await world.state(address), before);
+  },
+);
 
-t.test('wait: the retry proceeds once the service can answer; thrown at once by default; given up after maxWaitMs', async (t) => {
-  // The order keeps the price provider's circuit closed (it opens after 5 failures in a row).
-  t.teardown(() => void world.cg.faultOn('/simple/price', null));
-  const bob = randomAddress();
+t.test(
+  'wait: the retry proceeds once the service can answer; thrown at once by default; given up after maxWaitMs',
+  async (t) => {
+    // The order keeps the price provider's circuit closed (it opens after 5 failures in a row).
+    t.teardown(() => void world.cg.faultOn('/simple/price', null));
+    const bob = randomAddress();
 
-  world.cg.faultOn('/simple/price', { status: 500, times: 1 });
-  world.cg.setPrice('usd-coin-wait-c', 'usd', 1);
-  const recover = await setup({ onWait: 'retry', maxWaitMs: 5_000, request: { stablecoin_asset_id: 'usd-coin-wait-c' } });
-  t.equal((await (await recover.usdc.transfer(bob, 1n)).wait())?.status, 1);
-  t.same(recover.answers, ['wait', 'proceed']);
+    world.cg.faultOn('/simple/price', { status: 500, times: 1 });
+    world.cg.setPrice('usd-coin-wait-c', 'usd', 1);
+    const recover = await setup({
+      onWait: 'retry',
+      maxWaitMs: 5_000,
+      request: { stablecoin_asset_id: 'usd-coin-wait-c' },
+    });
+    t.equal((await (await recover.usdc.transfer(bob, 1n)).wait())?.status, 1);
+    t.same(recover.answers, ['wait', 'proceed']);
 
-  world.cg.faultOn('/simple/price', { status: 500 });
-  const once = await setup({ request: { stablecoin_asset_id: 'usd-coin-wait-a' } });
-  let before = await world.guardCalls();
-  let err = await once.usdc.transfer(bob, 1n).catch((e: unknown) => e);
-  t.ok(err instanceof PreflightWaitError, String(err));
-  t.equal((err as PreflightWaitError).retryAfterS, 2);
-  t.equal((await world.guardCalls()) - before, 1, 'asked once');
+    world.cg.faultOn('/simple/price', { status: 500 });
+    const once = await setup({ request: { stablecoin_asset_id: 'usd-coin-wait-a' } });
+    let before = await world.guardCalls();
+    let err = await once.usdc.transfer(bob, 1n).catch((e: unknown) => e);
+    t.ok(err instanceof PreflightWaitError, String(err));
+    t.equal((err as PreflightWaitError).retryAfterS, 2);
+    t.equal((await world.guardCalls()) - before, 1, 'asked once');
 
-  const retry = await setup({ onWait: 'retry', maxWaitMs: 5_000, request: { stablecoin_asset_id: 'usd-coin-wait-b' } });
-  const address = await retry.signer.getAddress();
-  const state = await world.state(address);
-  before = await world.guardCalls();
-  err = await retry.usdc.transfer(bob, 1n).catch((e: unknown) => e);
-  t.ok(err instanceof PreflightWaitError, String(err));
-  t.equal((await world.guardCalls()) - before, 3, 'asked at 0, 2 and 4 s');
-  t.same(retry.answers, ['wait', 'wait', 'wait']);
-  t.equal(retry.inner.signed, 0);
-  t.same(await world.state(address), state);
-});
+    const retry = await setup({
+      onWait: 'retry',
+      maxWaitMs: 5_000,
+      request: { stablecoin_asset_id: 'usd-coin-wait-b' },
+    });
+    const address = await retry.signer.getAddress();
+    const state = await world.state(address);
+    before = await world.guardCalls();
+    err = await retry.usdc.transfer(bob, 1n).catch((e: unknown) => e);
+    t.ok(err instanceof PreflightWaitError, String(err));
+    t.equal((await world.guardCalls()) - before, 3, 'asked at 0, 2 and 4 s');
+    t.same(retry.answers, ['wait', 'wait', 'wait']);
+    t.equal(retry.inner.signed, 0);
+    t.same(await world.state(address), state);
+  },
+);
 
 t.test('the service down: it throws and signs nothing', async (t) => {
   const { signer, usdc, inner } = await setup({ baseUrl: 'http://127.0.0.1:1' });

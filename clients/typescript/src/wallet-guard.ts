@@ -7,6 +7,8 @@
  * service could not give (unreachable, 5xx, any non-2xx) is thrown as it came: nothing is signed
  * without an answer. The viem, ethers and AgentKit packages are thin adapters over this class.
  */
+import type { Hex } from 'viem';
+import { recoverAuthorizationAddress } from 'viem/utils';
 import type { Attestation, DecideResponse, GuardRequest } from './types.js';
 import { type CallOptions, createClient, type GuardInput, type PreflightClient, verifyAttestation } from './index.js';
 
@@ -95,7 +97,6 @@ const CHAIN_NAMES: Readonly<Record<number, string>> = {
   11155111: 'sepolia',
 };
 
-type Hex = `0x${string}`;
 type Num = bigint | number | string;
 
 /** A transaction about to be signed, in the shape the wrappers gather from their frameworks. */
@@ -109,12 +110,19 @@ export interface GuardTransaction {
   authorizationList?: GuardAuthorization[];
 }
 
-/** An EIP-7702 authorization: who delegates, to what, on which chain, at which nonce. */
+/**
+ * An EIP-7702 authorization: who delegates, to what, on which chain, at which nonce. Without
+ * `authority`, a signed one (viem's `r`, `s`, `yParity`) names its signer by recovery, and an
+ * unsigned one is the transaction sender's.
+ */
 export interface GuardAuthorization {
   authority?: string;
   address: string;
   chainId: Num;
   nonce?: Num | null;
+  r?: string;
+  s?: string;
+  yParity?: number;
 }
 
 /** EIP-712 typed data in the `eth_signTypedData_v4` shape (numbers may be bigints). */
@@ -228,8 +236,26 @@ export class WalletGuard {
   }
 
   /** Asks about a transaction before it is signed. */
-  transaction(tx: GuardTransaction): Promise<DecideResponse> {
+  async transaction(tx: GuardTransaction): Promise<DecideResponse> {
     const action = inferTransactionAction(tx);
+    const authorities = await Promise.all(
+      (tx.authorizationList ?? []).map(
+        async (a) =>
+          a.authority ??
+          (a.r !== undefined
+            ? await recoverAuthorizationAddress({
+                authorization: {
+                  address: a.address as Hex,
+                  chainId: Number(BigInt(a.chainId)),
+                  nonce: Number(BigInt(a.nonce ?? 0)),
+                  r: a.r as Hex,
+                  s: a.s as Hex,
+                  yParity: a.yParity ?? 0,
+                },
+              })
+            : tx.from),
+      ),
+    );
     return this.ask({
       action,
       ...(action === 'approve' ? approvalOfCall(tx.data) : {}),
@@ -242,8 +268,8 @@ export class WalletGuard {
         gas: gasOf(tx.gas),
         ...(tx.authorizationList?.length
           ? {
-              authorization_list: tx.authorizationList.map((a) => ({
-                ...(a.authority ? { authority: a.authority } : {}),
+              authorization_list: tx.authorizationList.map((a, i) => ({
+                authority: authorities[i],
                 address: a.address,
                 chain_id: Number(BigInt(a.chainId)),
                 nonce: small(a.nonce),

@@ -15,7 +15,6 @@ import {
   type WalletGuardOptions,
 } from '@preflight/client';
 import type { Account, Chain, Hex, LocalAccount, SignableMessage, Transport, WalletClient } from 'viem';
-import { recoverAuthorizationAddress } from 'viem/utils';
 
 export { PreflightAttestationError, PreflightBlockedError, PreflightWaitError, type WalletGuardOptions };
 
@@ -83,19 +82,7 @@ export function guardAccount<A extends LocalAccount>(account: A, options: GuardA
         data: tx.data,
         gas: tx.gas,
         chainId: tx.chainId,
-        authorizationList: tx.authorizationList
-          ? await Promise.all(
-              tx.authorizationList.map(async (a) => ({
-                authority:
-                  a.r !== undefined
-                    ? await recoverAuthorizationAddress({ authorization: a } as never)
-                    : (from as string),
-                address: a.address,
-                chainId: a.chainId,
-                nonce: a.nonce,
-              })),
-            )
-          : undefined,
+        authorizationList: tx.authorizationList ? [...tx.authorizationList] : undefined,
       });
       return account.signTransaction(transaction, opts);
     },
