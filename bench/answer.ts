@@ -1,6 +1,7 @@
 /**
  * A cached decide answer as the service sends it for the bench's CACHED_DECIDE body (four checks
- * passed, signed), captured once from the service: the yardsticks (bench/floor.ts,
+ * passed, signed), captured once from the service (its attestation since re-signed, by a key of
+ * its own, in the domain version 2 shape with `policyHash`): the yardsticks (bench/floor.ts,
  * bench/reference.ts) send these bytes and these headers, so they put the same size and shape on
  * the wire as the service's answer and the ratio compares the work, not the length of the answer.
  */
@@ -84,11 +85,11 @@ const answer = {
   ],
   failure_modes: [],
   attestation: {
-    signer: '0x9a2bae345163c707A9Bace0cA3001199A26D3509',
+    signer: '0x288810ab32C0915a06049F96aBa57355Da8e1Ad9',
     signature:
-      '0x2c2f188dc75d95cbf05aaf92280164f09dbd44de29fb04f2b847132f0cf1bb1a56368db23f9e6efa92b41d3c1f5c7838d85ef5863280ab0fd539631388cbf1d61c',
+      '0x6d69e05783a8c3a4be3d2158ef3fcca7747680779c35a163c891acbf595271f47de8b53f9acc5caf645432086574a304f8f530c5584164a221e6987c344efaf51b',
     typed_data: {
-      domain: { name: 'Preflight', version: '1', chainId: 8453 },
+      domain: { name: 'Preflight', version: '2', chainId: 8453 },
       types: {
         Verdict: [
           { name: 'id', type: 'bytes32' },
@@ -97,6 +98,7 @@ const answer = {
           { name: 'confidenceBps', type: 'uint16' },
           { name: 'requestHash', type: 'bytes32' },
           { name: 'actionHash', type: 'bytes32' },
+          { name: 'policyHash', type: 'bytes32' },
           { name: 'issuedAt', type: 'uint64' },
           { name: 'expiresAt', type: 'uint64' },
         ],
@@ -109,6 +111,7 @@ const answer = {
         confidenceBps: '10000',
         requestHash: '0xe81304a7d17a0c9d6c4160bff7bed4ccaaaa5c8417fdb6e92e024d6354d1a26b',
         actionHash: '0x0000000000000000000000000000000000000000000000000000000000000000',
+        policyHash: '0x0000000000000000000000000000000000000000000000000000000000000000',
         issuedAt: '1795596903',
         expiresAt: '1795596933',
       },

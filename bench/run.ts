@@ -203,7 +203,7 @@ async function runTargets(
           (s.warmupSec + s.durationSec / 2) * 1000,
         );
       }
-      rows.push(await run(s, 0));
+      rows.push(await run(s, s.nStart ?? 0));
       clearTimeout(timer);
     }
     await pending;

@@ -3,7 +3,7 @@
  * placeholders that the load process fills with a per-request number, so every request asks
  * about assets, pairs and contracts the cache has never seen (the emulators know them all).
  */
-import { CONTRACT, PAIR } from './upstreams.js';
+import { COLD_KEYS, CONTRACT, PAIR } from './upstreams.js';
 
 export type Auth = 'none' | 'key' | 'x402';
 
@@ -27,6 +27,8 @@ export interface Scenario {
   env?: Record<string, string>;
   /** More text the probe answer must contain (the load checks `expectBody` only). */
   probeAlso?: string;
+  /** First `{{n}}` of its load (default 0): a scenario sharing a server and cold keys with another starts apart. */
+  nStart?: number;
 }
 
 const decideBody = (checks: unknown[]): string =>
@@ -87,6 +89,56 @@ export const GUARD_DELEGATION = JSON.stringify({
     nonce: 0,
   },
   known_safe_addresses: [`0x${'be'.padEnd(32, '0')}{{n:8}}`],
+});
+
+/**
+ * A guard with a signed CoW Protocol order (docs/action-scan.md §7) selling 100 units of a token
+ * the service has never seen (`coldToken(n)`, 1 USD, 6 decimals) for 100 USDC, the signer given:
+ * per request one token-price call beside one decimals batch to the node, so one upstream round.
+ */
+export const GUARD_ORDER = JSON.stringify({
+  action: 'contract_call',
+  chain: 'base',
+  signer: '0x00000000000000000000000000000000000a11ce',
+  typed_data: {
+    domain: {
+      name: 'Gnosis Protocol',
+      version: 'v2',
+      chainId: 8453,
+      verifyingContract: '0x9008D19f58AAbD9eD0D60971565AA8510560ab41',
+    },
+    types: {
+      Order: [
+        { name: 'sellToken', type: 'address' },
+        { name: 'buyToken', type: 'address' },
+        { name: 'receiver', type: 'address' },
+        { name: 'sellAmount', type: 'uint256' },
+        { name: 'buyAmount', type: 'uint256' },
+        { name: 'validTo', type: 'uint32' },
+        { name: 'appData', type: 'bytes32' },
+        { name: 'feeAmount', type: 'uint256' },
+        { name: 'kind', type: 'string' },
+        { name: 'partiallyFillable', type: 'bool' },
+        { name: 'sellTokenBalance', type: 'string' },
+        { name: 'buyTokenBalance', type: 'string' },
+      ],
+    },
+    primaryType: 'Order',
+    message: {
+      sellToken: `0x${'5c'.padEnd(32, '0')}{{n:8}}`,
+      buyToken: CONTRACT,
+      receiver: '0x0000000000000000000000000000000000000000',
+      sellAmount: '100000000',
+      buyAmount: '100000000',
+      validTo: Math.floor(Date.now() / 1000) + 86_400,
+      appData: `0x${'00'.repeat(32)}`,
+      feeAmount: '0',
+      kind: 'sell',
+      partiallyFillable: false,
+      sellTokenBalance: 'erc20',
+      buyTokenBalance: 'erc20',
+    },
+  },
 });
 
 /** A price check without its asset: a 422 before any billing or engine work. */
@@ -221,6 +273,21 @@ export const SCENARIOS: readonly Scenario[] = [
     expectBody: PROCEED,
     connections: 8,
     overallRate: SIMULATION_RATE,
+    ...std,
+  },
+  {
+    name: 'guard-order',
+    about: `API key, guard reading a signed CoW order selling a fresh token per request, node and prices in LATENCY ms, ${SIMULATION_RATE} req/s`,
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_ORDER,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 8,
+    overallRate: SIMULATION_RATE,
+    // The simulation's tokens are priced and their decimals kept by then: start on fresh ones.
+    nStart: COLD_KEYS / 2,
     ...std,
   },
   {

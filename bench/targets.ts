@@ -4,7 +4,8 @@
  * 0.8 × the reference's throughput in the same run (its answers signed); the cold decide's p50
  * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
  * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
- * node, then the price provider beside the node's token reads).
+ * node, then the price provider beside the node's token reads); the guard with a signed order's p50
+ * within 15 ms of one upstream round (the price provider beside the node's token reads).
  */
 export interface Measured {
   name: string;
@@ -58,6 +59,8 @@ export const LIMITS = Object.freeze({
   fleetUpstreamPerCheck: 1.0,
   /** A delegation scan's calls run side by side: one upstream round. */
   delegationP50OverUpstreamMs: 15,
+  /** A signed order's price call and decimals batch run side by side: one upstream round. */
+  orderP50OverUpstreamMs: 15,
 });
 
 export function checkTargets(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): TargetCheck[] {
@@ -132,6 +135,15 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       target: `guard-delegation p50 <= one upstream round ${upstreamLatencyMs} + ${LIMITS.delegationP50OverUpstreamMs} ms`,
       ok: deleg.p50 <= limit,
       detail: `p50 ${deleg.p50} ms, p99 ${deleg.p99} ms: ${Math.round((deleg.p50 - upstreamLatencyMs) * 10) / 10} ms over the upstream round (limit ${limit})`,
+    });
+  }
+  const order = get('guard-order');
+  if (order) {
+    const limit = upstreamLatencyMs + LIMITS.orderP50OverUpstreamMs;
+    out.push({
+      target: `guard-order p50 <= one upstream round ${upstreamLatencyMs} + ${LIMITS.orderP50OverUpstreamMs} ms`,
+      ok: order.p50 <= limit,
+      detail: `p50 ${order.p50} ms, p99 ${order.p99} ms: ${Math.round((order.p50 - upstreamLatencyMs) * 10) / 10} ms over the upstream round (limit ${limit})`,
     });
   }
   const keyed = get('decide-keyed');

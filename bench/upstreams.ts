@@ -90,6 +90,8 @@ function seed(
   coldKeys: number,
 ): void {
   cg.setPrice('ethereum', 'usd', 3120.55).setPrice('usd-coin', 'usd', 0.9999);
+  // What the order scenario buys: USDC at its Base address (its decimals, like any token's here, 6).
+  cg.setTokenPrice('base', CONTRACT, 1);
   dex.setPair('base', PAIR);
   src.setVerified(8453, CONTRACT);
   for (let n = 0; n < coldKeys; n++) {

@@ -3,7 +3,8 @@ pragma solidity 0.8.30;
 
 /// @title PreflightAccount
 /// @notice A minimal smart account for an agent: it moves funds only with a fresh `proceed` verdict,
-/// signed by the Preflight service's attester, for exactly the call it makes, once.
+/// signed by the Preflight service's attester, for exactly the call it makes, once, and, when the
+/// owner pinned a policy, made under that policy.
 /// See docs/attestations.md in the Preflight repository.
 contract PreflightAccount {
     /// @notice The signed verdict, field for field as the service's EIP-712 `Verdict` type.
@@ -14,16 +15,17 @@ contract PreflightAccount {
         uint16 confidenceBps;
         bytes32 requestHash;
         bytes32 actionHash;
+        bytes32 policyHash;
         uint64 issuedAt;
         uint64 expiresAt;
     }
 
     bytes32 private constant DOMAIN_TYPEHASH = keccak256("EIP712Domain(string name,string version,uint256 chainId)");
     bytes32 private constant VERDICT_TYPEHASH = keccak256(
-        "Verdict(bytes32 id,uint8 verdict,uint8 risk,uint16 confidenceBps,bytes32 requestHash,bytes32 actionHash,uint64 issuedAt,uint64 expiresAt)"
+        "Verdict(bytes32 id,uint8 verdict,uint8 risk,uint16 confidenceBps,bytes32 requestHash,bytes32 actionHash,bytes32 policyHash,uint64 issuedAt,uint64 expiresAt)"
     );
     bytes32 private constant NAME_HASH = keccak256("Preflight");
-    bytes32 private constant VERSION_HASH = keccak256("1");
+    bytes32 private constant VERSION_HASH = keccak256("2");
     /// @dev Half the secp256k1 group order: a signature with a larger s is the malleable twin.
     uint256 private constant HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0;
     uint8 private constant PROCEED = 0;
@@ -32,11 +34,15 @@ contract PreflightAccount {
     address public immutable owner;
     /// @notice Whose verdicts the account accepts (the service's signer, from /v1/capabilities).
     address public immutable attester;
+    /// @notice The policy hash a verdict must be signed for; zero accepts a verdict under any policy or none.
+    bytes32 public policyHash;
     /// @notice Verdict ids already acted on.
     mapping(bytes32 id => bool) public used;
 
     /// @notice One attested call was made.
     event Executed(bytes32 indexed id, address indexed to, uint256 value, bytes32 actionHash);
+    /// @notice The owner pinned the account to a policy hash (zero: any).
+    event PolicyPinned(bytes32 policyHash);
 
     error ZeroAddress();
     error NotOwner(address caller);
@@ -45,15 +51,26 @@ contract PreflightAccount {
     error NotProceed(uint8 verdict);
     error VerdictExpired(uint64 expiresAt, uint256 timestamp);
     error ActionMismatch(bytes32 expected, bytes32 signed);
+    error PolicyMismatch(bytes32 expected, bytes32 signed);
     error VerdictAlreadyUsed(bytes32 id);
 
-    constructor(address owner_, address attester_) {
+    constructor(address owner_, address attester_, bytes32 policyHash_) {
         if (owner_ == address(0) || attester_ == address(0)) revert ZeroAddress();
         owner = owner_;
         attester = attester_;
+        policyHash = policyHash_;
+        emit PolicyPinned(policyHash_);
     }
 
     receive() external payable {}
+
+    /// @notice Pins the account to the policy whose hash is `policyHash_` (zero: any), owner only.
+    /// Loosening the policy an agent acts under thus takes a transaction from this account's owner.
+    function setPolicy(bytes32 policyHash_) external {
+        if (msg.sender != owner) revert NotOwner(msg.sender);
+        policyHash = policyHash_;
+        emit PolicyPinned(policyHash_);
+    }
 
     /// @notice The EIP-712 domain separator on this chain.
     function domainSeparator() public view returns (bytes32) {
@@ -71,6 +88,7 @@ contract PreflightAccount {
                 v.confidenceBps,
                 v.requestHash,
                 v.actionHash,
+                v.policyHash,
                 v.issuedAt,
                 v.expiresAt
             )
@@ -84,7 +102,8 @@ contract PreflightAccount {
     }
 
     /// @notice Calls `to` with `value` and `data` when `v` is a fresh `proceed` for exactly this call,
-    /// signed by the attester and never used before. A revert of the call is passed on as it is.
+    /// signed by the attester under the pinned policy (if any) and never used before. A revert of the
+    /// call is passed on as it is.
     function execute(address to, uint256 value, bytes calldata data, Verdict calldata v, bytes calldata signature)
         external
         returns (bytes memory)
@@ -96,6 +115,8 @@ contract PreflightAccount {
         if (block.timestamp > v.expiresAt) revert VerdictExpired(v.expiresAt, block.timestamp);
         bytes32 action = actionHashOf(to, value, data);
         if (v.actionHash != action) revert ActionMismatch(action, v.actionHash);
+        bytes32 pinned = policyHash;
+        if (pinned != bytes32(0) && v.policyHash != pinned) revert PolicyMismatch(pinned, v.policyHash);
         if (used[v.id]) revert VerdictAlreadyUsed(v.id);
         used[v.id] = true;
         emit Executed(v.id, to, value, action);

@@ -9,12 +9,12 @@
  * grow the registry without bound; past the cap every new value is reported as "other".
  */
 import { Counter, type CounterConfiguration, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Verdict } from './engine/judge.js';
 import { LeafHistogram } from './metric-histogram.js';
+import type { CircuitState } from './net/breaker.js';
+import type { Verdict } from './wire.js';
 
 /** hit: this instance's cache; shared: the fleet's (Redis); join: a call already in flight. */
 export type CacheOutcome = 'hit' | 'miss' | 'join' | 'shared';
-export type CircuitState = 'closed' | 'open' | 'half_open';
 export interface PoolSnapshot {
   queueSize: number;
   utilization: number;

@@ -30,6 +30,7 @@ parentPort!.on('message', (batch: ArrayBuffer) => {
       confidenceBps: b.readUInt16BE(at + 10),
       requestHash,
       actionHash: b.subarray(at + 28, at + 60),
+      policyHash: b.subarray(at + 68, at + 100),
       issuedAt: b.readDoubleBE(at + 12),
       expiresAt: b.readDoubleBE(at + 20),
     });

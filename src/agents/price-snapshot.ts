@@ -6,7 +6,7 @@
  */
 import type { Config } from '../config.js';
 import { getSimplePrices, type SimplePrice } from '../upstreams/price.js';
-import type { UpstreamResult } from '../upstreams/types.js';
+import type { UpstreamResult } from '../net/result.js';
 
 export interface Snapshot {
   res: UpstreamResult<Record<string, SimplePrice>>;

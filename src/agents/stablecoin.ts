@@ -14,7 +14,7 @@ import type { Engine } from '../engine/runner.js';
 import { judge, DEFAULT_POLICY } from '../engine/judge.js';
 import { DEPEG_TTL_S, evaluateDepeg } from '../checks/stablecoin_depeg.js';
 import { fromUpstreamFail } from '../checks/outcome.js';
-import { fmtPct } from '../checks/format.js';
+import { fmtPct } from '../format.js';
 import { PriceSnapshots, type Snapshot } from './price-snapshot.js';
 import { PEG_SEVERITY, normaliseAssetId, pegStatus } from './peg.js';
 import { answer, answerMeta, opening } from '../http/answer.js';

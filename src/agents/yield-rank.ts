@@ -4,7 +4,7 @@
  * The stablecoin peg statuses come in as data, already checked once per distinct asset.
  */
 import type { YieldRouteOption, YieldRoutingRequest, YieldRoutingResponse } from '../generated/types.js';
-import { fmtNum, fmtUsd } from '../checks/format.js';
+import { fmtNum, fmtUsd } from '../format.js';
 import { normaliseAssetId, type PegStatus } from './peg.js';
 
 export type { PegStatus };

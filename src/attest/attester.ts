@@ -15,6 +15,7 @@ import {
   VERDICT_TYPES,
   ZERO32,
   actionHash,
+  policyHashBytes,
   verdictDigest,
   type ActionFields,
   type VerdictFields,
@@ -55,6 +56,11 @@ export interface AttestInput {
   body: Uint8Array;
   chainId: number;
   transaction?: ActionFields | null;
+  /**
+   * The hash of the policy version the answer was made under (0x + 64 hex, or 32 bytes); 32 zero
+   * bytes when absent. A malformed one makes `attest` reject rather than sign without it.
+   */
+  policyHash?: string | Buffer | null;
   /** Unix seconds; now by default. */
   issuedAt?: number;
 }
@@ -119,9 +125,19 @@ export class Attester {
     const confidenceBps = Math.round(answer.confidence * 10000);
     const expiresAt = issuedAt + answer.expires_in;
     const action = input.transaction ? actionHash(input.chainId, input.transaction) : ZERO32;
+    const policy = policyHashBytes(input.policyHash);
     // On the signing thread the hashes are made there too; a thread that failed (it should not)
     // leaves all of it to this one: slower, same answer.
-    const job = { chainId: input.chainId, verdict, risk, confidenceBps, issuedAt, expiresAt, actionHash: action };
+    const job = {
+      chainId: input.chainId,
+      verdict,
+      risk,
+      confidenceBps,
+      issuedAt,
+      expiresAt,
+      actionHash: action,
+      policyHash: policy,
+    };
     const signed = this.#thread?.alive
       ? await this.#thread
           .sign({ ...job, answerId: input.answerId, body: input.body })
@@ -141,6 +157,7 @@ export class Attester {
           confidenceBps: String(confidenceBps),
           requestHash: hex(signed.requestHash),
           actionHash: hex(action),
+          policyHash: hex(policy),
           issuedAt: String(issuedAt),
           expiresAt: String(expiresAt),
         },
@@ -157,6 +174,7 @@ export class Attester {
       confidenceBps: job.confidenceBps,
       requestHash: keccak256(input.body),
       actionHash: job.actionHash,
+      policyHash: job.policyHash,
       issuedAt: job.issuedAt,
       expiresAt: job.expiresAt,
     };

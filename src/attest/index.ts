@@ -39,7 +39,11 @@ export function guardChainId(chain: string | null | undefined): number {
 
 const NO_BODY = Buffer.alloc(0);
 
-/** Adds `attestation` to `answer` (a DecideResponse about to be sent); nothing when signing is off. */
+/**
+ * Adds `attestation` to `answer` (a DecideResponse about to be sent); nothing when signing is off.
+ * `policyHash` is the hash of the policy version the answer was made under, signed into the
+ * verdict (docs/attestations.md §1); absent or null, 32 zero bytes are signed.
+ */
 export async function attach<T extends Answer>(
   attester: Attester | null | undefined,
   req: ApiRequest,
@@ -47,6 +51,7 @@ export async function attach<T extends Answer>(
   answer: T,
   chainId: number,
   transaction?: ActionFields | null,
+  policyHash?: string | Buffer | null,
 ): Promise<T & { attestation?: Attestation }> {
   if (!attester) return answer;
   const attestation = await attester.attest(answer, {
@@ -54,6 +59,7 @@ export async function attach<T extends Answer>(
     body: req.rawBody ?? NO_BODY,
     chainId,
     transaction,
+    policyHash,
   });
   return Object.assign(answer, { attestation });
 }

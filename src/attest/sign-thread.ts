@@ -18,6 +18,7 @@ export interface SignJob {
   issuedAt: number;
   expiresAt: number;
   actionHash: Buffer;
+  policyHash: Buffer;
   /** Its keccak256 is the signed `id`. */
   answerId: string;
   /** The request body bytes as received; its keccak256 is `requestHash`. */
@@ -34,9 +35,10 @@ export interface Signed {
 /**
  * A job's fixed part, then the answer id's UTF-8 bytes and the body's: chain id (f64 at 0),
  * verdict (u8 at 8), risk (u8 at 9), confidence bps (u16 at 10), issuedAt and expiresAt (f64 at 12
- * and 20), the action hash (32 bytes at 28), the id's and the body's lengths (u32 at 60 and 64).
+ * and 20), the action hash (32 bytes at 28), the id's and the body's lengths (u32 at 60 and 64),
+ * the policy hash (32 bytes at 68).
  */
-export const JOB_HEADER_BYTES = 68;
+export const JOB_HEADER_BYTES = 100;
 /** Per answer back: id ‖ requestHash ‖ r ‖ s ‖ v. */
 export const SIGNED_BYTES = 32 + 32 + 65;
 
@@ -52,6 +54,7 @@ export function packJob(job: SignJob): Buffer {
   job.actionHash.copy(b, 28);
   b.writeUInt32BE(idLen, 60);
   b.writeUInt32BE(job.body.byteLength, 64);
+  job.policyHash.copy(b, 68);
   b.write(job.answerId, JOB_HEADER_BYTES, idLen, 'utf8');
   b.set(job.body, JOB_HEADER_BYTES + idLen);
   return b;

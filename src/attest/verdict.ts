@@ -1,12 +1,13 @@
 /**
  * The signed verdict (docs/attestations.md §1): the EIP-712 domain and the `Verdict` type, and
  * their encoding done by hand. The type hashes and each chain's domain separator are computed
- * once; an answer costs one 288-byte struct hash, one 66-byte digest hash and one signature.
+ * once; an answer costs one 320-byte struct hash, one 66-byte digest hash and one signature.
  */
 import { keccak256 } from '../crypto/keccak.js';
 
 export const DOMAIN_NAME = 'Preflight';
-export const DOMAIN_VERSION = '1';
+/** Version 2 signs the policy hash (docs/attestations.md §1); version 1 had no `policyHash`. */
+export const DOMAIN_VERSION = '2';
 
 /** The `types` of the typed data, as eth_signTypedData_v4 and the verifiers take them. */
 export const VERDICT_TYPES = Object.freeze({
@@ -17,13 +18,14 @@ export const VERDICT_TYPES = Object.freeze({
     { name: 'confidenceBps', type: 'uint16' },
     { name: 'requestHash', type: 'bytes32' },
     { name: 'actionHash', type: 'bytes32' },
+    { name: 'policyHash', type: 'bytes32' },
     { name: 'issuedAt', type: 'uint64' },
     { name: 'expiresAt', type: 'uint64' },
   ]),
 });
 
 export const VERDICT_TYPE =
-  'Verdict(bytes32 id,uint8 verdict,uint8 risk,uint16 confidenceBps,bytes32 requestHash,bytes32 actionHash,uint64 issuedAt,uint64 expiresAt)';
+  'Verdict(bytes32 id,uint8 verdict,uint8 risk,uint16 confidenceBps,bytes32 requestHash,bytes32 actionHash,bytes32 policyHash,uint64 issuedAt,uint64 expiresAt)';
 export const DOMAIN_TYPE = 'EIP712Domain(string name,string version,uint256 chainId)';
 
 export const VERDICT_CODES = Object.freeze({ proceed: 0, wait: 1, block: 2 } as const);
@@ -54,7 +56,7 @@ function writeUint(out: Buffer, off: number, n: number | bigint): void {
 
 const separators = new Map<number, Buffer>();
 
-/** keccak256(abi.encode(typeHash(EIP712Domain), keccak("Preflight"), keccak("1"), chainId)), once per chain. */
+/** keccak256(abi.encode(typeHash(EIP712Domain), keccak("Preflight"), keccak("2"), chainId)), once per chain. */
 export function domainSeparator(chainId: number): Buffer {
   let sep = separators.get(chainId);
   if (sep === undefined) {
@@ -76,13 +78,15 @@ export interface VerdictFields {
   confidenceBps: number;
   requestHash: Buffer;
   actionHash: Buffer;
+  /** The policy version's hash the answer was made under; 32 zero bytes without a policy. */
+  policyHash: Buffer;
   issuedAt: number;
   expiresAt: number;
 }
 
 /** The EIP-712 digest: keccak256(0x1901 ‖ domainSeparator ‖ hashStruct(Verdict)). */
 export function verdictDigest(chainId: number, v: VerdictFields): Buffer {
-  const s = Buffer.allocUnsafe(288);
+  const s = Buffer.allocUnsafe(320);
   VERDICT_TYPEHASH.copy(s, 0);
   v.id.copy(s, 32);
   writeUint(s, 64, v.verdict);
@@ -90,8 +94,9 @@ export function verdictDigest(chainId: number, v: VerdictFields): Buffer {
   writeUint(s, 128, v.confidenceBps);
   v.requestHash.copy(s, 160);
   v.actionHash.copy(s, 192);
-  writeUint(s, 224, v.issuedAt);
-  writeUint(s, 256, v.expiresAt);
+  v.policyHash.copy(s, 224);
+  writeUint(s, 256, v.issuedAt);
+  writeUint(s, 288, v.expiresAt);
   const d = Buffer.allocUnsafe(66);
   d[0] = 0x19;
   d[1] = 0x01;
@@ -127,4 +132,19 @@ export function actionHash(chainId: number, tx: ActionFields): Buffer {
   const data = tx.data && tx.data.length > 2 ? Buffer.from(tx.data.slice(2), 'hex') : Buffer.alloc(0);
   keccak256(data).copy(b, 128);
   return keccak256(b);
+}
+
+/**
+ * The signed `policyHash` of an answer: the policy version's hash as 0x + 64 hex digits or 32
+ * bytes, 32 zero bytes when there is none. Anything else throws: a hash that cannot be signed as
+ * given must not be signed as zero, which would free the answer from the policy it was made under.
+ */
+export function policyHashBytes(hash: string | Uint8Array | null | undefined): Buffer {
+  if (hash === undefined || hash === null) return ZERO32;
+  if (typeof hash === 'string') {
+    if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) throw new Error('a policy hash is 0x and 64 hex digits');
+    return Buffer.from(hash.slice(2), 'hex');
+  }
+  if (hash.byteLength !== 32) throw new Error('a policy hash is 32 bytes');
+  return Buffer.from(hash.buffer, hash.byteOffset, 32);
 }

@@ -6,9 +6,9 @@
 import type { ApprovalAmountCheck } from '../generated/types.js';
 import { type CheckModule, type CheckOutcome, NO_UPSTREAM } from './types.js';
 import { checkError, neverThrow } from './outcome.js';
+import { UNLIMITED_THRESHOLD } from '../scan/changes.js';
 
 export const APPROVAL_TTL_S = 300;
-export const UNLIMITED_THRESHOLD = (1n << 96n) - 1n;
 const ZERO_ADDRESS = /^0x0{40}$/i;
 const AMOUNT = /^([0-9]+|0x[0-9a-fA-F]+)$/;
 

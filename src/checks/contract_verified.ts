@@ -6,7 +6,7 @@
  */
 import type { ContractVerifiedCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
-import type { UpstreamResult } from '../upstreams/types.js';
+import type { UpstreamResult } from '../net/result.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { CHAIN_IDS, type Config } from '../config.js';
 import { rpcBatch } from '../net/rpc.js';

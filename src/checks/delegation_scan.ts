@@ -21,21 +21,12 @@ import {
 } from '../scan/delegation.js';
 import { type Simulation, simulate } from '../scan/simulate.js';
 import { valueChanges } from '../scan/value.js';
-import type { UpstreamResult } from '../upstreams/types.js';
+import type { UpstreamResult } from '../net/result.js';
 import { lookupSource, type SourceLookup, VERIFIED_FAIL_TTL_S, VERIFIED_PASS_TTL_S } from './contract_verified.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { NATIVE_SYMBOLS, SIMULATION_TTL_S } from './transaction_simulation.js';
 import { isOperatorUrl } from './trust.js';
-import type { CheckContext, CheckModule, CheckOutcome } from './types.js';
-
-export interface DelegationScanCheck {
-  type: 'delegation_scan';
-  chain: string;
-  /** The request's rpc_url, else the operator's RPC for the chain; null: no node. */
-  rpc_url: string | null;
-  authorizations: Authorization[];
-  known_safe_addresses: string[];
-}
+import type { CheckContext, CheckModule, CheckOutcome, DelegationScanCheck } from './types.js';
 
 /**
  * The sweep probe's sender: an address nobody holds a key for, given coin by a balance override.

@@ -6,7 +6,7 @@ import type { DexPriceCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError } from './outcome.js';
 import { type DexPairView, pairLabel, pairNotFound, runOnDexPair } from './dex-pair.js';
-import { fmtNum, fmtUsd } from './format.js';
+import { fmtNum, fmtUsd } from '../format.js';
 
 export const DEX_PRICE_TTL_S = 30;
 

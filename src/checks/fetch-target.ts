@@ -4,7 +4,7 @@
  * checks map failures the same way as for the provider clients.
  */
 import type { CheckContext } from './types.js';
-import type { UpstreamResult } from '../upstreams/types.js';
+import type { UpstreamResult } from '../net/result.js';
 import { safeFetch, type SafeResponse } from '../net/safe-fetch.js';
 import { isOperatorUrl } from './trust.js';
 import { MAX_UPSTREAM_BODY_BYTES } from '../net/transport.js';

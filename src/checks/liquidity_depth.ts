@@ -4,23 +4,12 @@
  * enough to tell a pool that absorbs the trade from one it would move. Without amount_usd only
  * the pool's liquidity is judged.
  */
-import type { CheckModule, CheckOutcome } from './types.js';
+import type { CheckModule, CheckOutcome, LiquidityDepthCheck } from './types.js';
 import { checkError } from './outcome.js';
 import { type DexPairView, pairLabel, pairNotFound, runOnDexPair } from './dex-pair.js';
-import { fmtPct, fmtUsd, roundRatio } from './format.js';
+import { fmtPct, fmtUsd, roundRatio } from '../format.js';
 
 export const LIQUIDITY_DEPTH_TTL_S = 30;
-
-export interface LiquidityDepthCheck {
-  type: 'liquidity_depth';
-  chain: string;
-  pair_address: string;
-  amount_usd: number | null;
-  /** Fractions: impact up to impact_pass_pct passes, up to impact_warn_pct warns, beyond fails. */
-  impact_pass_pct: number;
-  impact_warn_pct: number;
-  min_liquidity_usd: number;
-}
 
 export function evaluateLiquidityDepth(
   check: LiquidityDepthCheck,

@@ -3,7 +3,7 @@
  * Keeping this in one place makes every check answer the same way for the same failure.
  */
 import type { CheckContext, CheckOutcome } from './types.js';
-import type { UpstreamFail } from '../upstreams/types.js';
+import type { UpstreamFail } from '../net/result.js';
 
 /** Seconds before a retry makes sense when the upstream did not say (no retry-after). */
 const RETRY_AFTER_S: Readonly<Record<string, number>> = Object.freeze({

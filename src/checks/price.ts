@@ -5,7 +5,7 @@
 import type { PriceCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { fromUpstreamFail, neverThrow } from './outcome.js';
-import { fmtNum } from './format.js';
+import { fmtNum } from '../format.js';
 import { getSimplePrices, type SimplePrice } from '../upstreams/price.js';
 
 export const PRICE_TTL_S = 30;

@@ -6,7 +6,7 @@
 import type { RpcCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow, rateLimitedError } from './outcome.js';
-import { hexQuantity } from './format.js';
+import { hexQuantity } from '../format.js';
 import { RPC_RATE_LIMIT_CODES, rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 

@@ -4,21 +4,13 @@
  * A request-supplied rpc_url goes through the SSRF-safe fetch; the operator's RPC for the chain
  * (RPC_URLS) is trusted. Trust comes from the configuration, never from the check object.
  */
-import type { CheckModule, CheckOutcome } from './types.js';
+import type { CheckModule, CheckOutcome, RpcHealthCheck } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow, rateLimitedError } from './outcome.js';
-import { hexQuantity } from './format.js';
+import { hexQuantity } from '../format.js';
 import { RPC_RATE_LIMIT_CODES, rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 
 export const RPC_HEALTH_TTL_S = 10;
-
-export interface RpcHealthCheck {
-  type: 'rpc_health';
-  rpc_url: string;
-  chain: string;
-  /** The chain's EVM id (CHAIN_IDS); null for a chain without one: the id is then reported, not compared. */
-  chain_id: number | null;
-}
 
 /** The three replies of the batch, in order: eth_chainId, eth_blockNumber, eth_getBlockByNumber(latest). */
 export function evaluateRpcHealth(

@@ -7,7 +7,7 @@ import type { RugPullRiskCheck } from '../generated/types.js';
 import type { Basis, CheckModule, CheckOutcome } from './types.js';
 import { checkError } from './outcome.js';
 import { type DexPairView, pairLabel, pairNotFound, runOnDexPair } from './dex-pair.js';
-import { fmtNum, fmtUsd } from './format.js';
+import { fmtNum, fmtUsd } from '../format.js';
 
 export const RUG_TTL_S = 60;
 /** The FDV/liquidity signal misfires on old blue chips traded in many pools, so it is kept to young pairs. */

@@ -1,10 +1,11 @@
 /**
  * signature_scan (guard-only: planned when a guard request carries `typed_data`): what an EIP-712
- * message lets someone do once signed (docs/action-scan.md §4). The message is read by the shape
+ * message lets someone do once signed (docs/action-scan.md §4), and what a signed order gives,
+ * gets and to whom (§7, ./signature_order.ts). The message is read by the shape
  * of its types (src/scan/typed-data.ts), valued in USD (the price provider's token prices; the
  * tokens' decimals from the chain's node when one is known) and judged by src/scan/rules.ts.
  */
-import { fmtUsd } from './format.js';
+import { fmtUsd } from '../format.js';
 import {
   matchSignatureRules,
   type SignatureFacts,
@@ -13,28 +14,17 @@ import {
   signatureUsd,
 } from '../scan/rules.js';
 import { isUnlimited } from '../scan/changes.js';
-import type { TypedDataInput } from '../scan/typed-data-shape.js';
 import { isoTime, readTypedData } from '../scan/typed-data.js';
 import { priceAssets, tokenMeta, usdValue } from '../scan/value.js';
 import { rpcSource } from '../net/rpc.js';
+import { readOrder } from '../scan/orders.js';
 import { neverThrow } from './outcome.js';
+import { scanOrder } from './signature_order.js';
 import { isOperatorUrl } from './trust.js';
-import type { CheckModule, CheckOutcome } from './types.js';
+import type { CheckModule, CheckOutcome, SignatureScanCheck } from './types.js';
 
 /** Prices move; the message does not: kept as long as a price is. */
 export const SIGNATURE_TTL_S = 30;
-
-export interface SignatureScanCheck {
-  type: 'signature_scan';
-  chain: string;
-  /** The request chain's EVM id; null when the chain has none known (the domain is then not compared). */
-  chain_id: number | null;
-  /** The node to read token decimals from; null: none known (USD values are then unknown). */
-  rpc_url: string | null;
-  typed_data: TypedDataInput;
-  amount_usd: number | null;
-  known_safe_addresses: string[];
-}
 
 const KIND_NAMES: Readonly<Record<string, string>> = {
   eip2612_permit: 'An EIP-2612 permit',
@@ -138,6 +128,9 @@ export const signatureScan: CheckModule<SignatureScanCheck> = {
   type: 'signature_scan',
   upstream: ['price_provider', 'rpc'],
   run: neverThrow(async (check, ctx) => {
+    // A signed order is judged by what it gives and gets (§7); everything else as a permit (§4).
+    const order = readOrder(check.typed_data, check.signer ?? null, check.chain_id);
+    if (order) return scanOrder(check, order, ctx);
     const read = readTypedData(check.typed_data);
     const tokens = [...new Set(read.grants.map((g) => g.token).filter((t) => t !== ''))];
     const url = check.rpc_url;

@@ -5,7 +5,7 @@
 import type { StablecoinDepegCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { fromUpstreamFail, neverThrow } from './outcome.js';
-import { fmtNum, fmtPct, roundRatio } from './format.js';
+import { fmtNum, fmtPct, roundRatio } from '../format.js';
 import { getSimplePrices } from '../upstreams/price.js';
 import { priceKey, type PriceQuote } from './price.js';
 

@@ -8,12 +8,12 @@
  */
 import { approvalChanges, assetChanges, type AssetChange } from '../scan/changes.js';
 import { matchSimulationRules, type SimulationFacts, simulationMessage } from '../scan/rules.js';
-import { type StateOverrides, simulate } from '../scan/simulate.js';
+import { simulate } from '../scan/simulate.js';
 import { valueChanges } from '../scan/value.js';
 import { rpcSource } from '../net/rpc.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { isOperatorUrl } from './trust.js';
-import type { CheckModule, CheckOutcome } from './types.js';
+import type { CheckModule, CheckOutcome, TransactionSimulationCheck } from './types.js';
 
 /** State moves every block: a simulation is reused within one block at most. */
 export const SIMULATION_TTL_S = 2;
@@ -24,22 +24,6 @@ export const NATIVE_SYMBOLS: Readonly<Record<string, string>> = Object.freeze({
   bsc: 'BNB',
   avalanche: 'AVAX',
 });
-
-export interface TransactionSimulationCheck {
-  type: 'transaction_simulation';
-  chain: string;
-  /** The request's rpc_url, else the operator's RPC for the chain; null: no node. */
-  rpc_url: string | null;
-  transaction: { from: string; to: string | null; value: string; data: string; gas: number | null };
-  action: string;
-  amount_usd: number | null;
-  known_safe_addresses: string[];
-  /**
-   * Installed before the call (e.g. EIP-7702 delegations of the transaction's authorization list).
-   * Check objects are JSON (cache keys, worker messages): give balances and nonces as hex strings.
-   */
-  state_overrides?: StateOverrides;
-}
 
 /** From priced asset changes and approvals to the result (pure). */
 export function evaluateSimulation(

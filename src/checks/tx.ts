@@ -5,7 +5,7 @@
 import type { TxCheck } from '../generated/types.js';
 import type { CheckModule, CheckOutcome } from './types.js';
 import { checkError, fromUpstreamFail, neverThrow, rateLimitedError } from './outcome.js';
-import { hexQuantity } from './format.js';
+import { hexQuantity } from '../format.js';
 import { RPC_RATE_LIMIT_CODES, rpcBatch, type RpcReply } from '../net/rpc.js';
 import { isOperatorUrl } from './trust.js';
 

@@ -5,16 +5,76 @@
  */
 import type { Check } from '../generated/types.js';
 import type { Config } from '../config.js';
-import type { DelegationScanCheck } from './delegation_scan.js';
-import type { LiquidityDepthCheck } from './liquidity_depth.js';
-import type { RpcHealthCheck } from './rpc_health.js';
-import type { SignatureScanCheck } from './signature_scan.js';
-import type { TransactionSimulationCheck } from './transaction_simulation.js';
-
-export type CheckStatus = 'pass' | 'warn' | 'fail' | 'error' | 'skipped';
+import type { CheckStatus } from '../wire.js';
+import type { Authorization } from '../scan/delegation.js';
+import type { StateOverrides } from '../scan/simulate.js';
+import type { TypedDataInput } from '../scan/typed-data-shape.js';
 
 /** The check types a decide request may name: exactly the Check schema's variants. */
 export type PublicCheckType = Check['type'];
+/** rpc_health (checks/rpc_health.ts): the node serves the chain and its head is fresh. */
+export interface RpcHealthCheck {
+  type: 'rpc_health';
+  rpc_url: string;
+  chain: string;
+  /** The chain's EVM id (CHAIN_IDS); null for a chain without one: the id is then reported, not compared. */
+  chain_id: number | null;
+}
+
+/** liquidity_depth (checks/liquidity_depth.ts): the pool is deep enough for the trade. */
+export interface LiquidityDepthCheck {
+  type: 'liquidity_depth';
+  chain: string;
+  pair_address: string;
+  amount_usd: number | null;
+  /** Fractions: impact up to impact_pass_pct passes, up to impact_warn_pct warns, beyond fails. */
+  impact_pass_pct: number;
+  impact_warn_pct: number;
+  min_liquidity_usd: number;
+}
+
+/** transaction_simulation (checks/transaction_simulation.ts): what the transaction moves and approves. */
+export interface TransactionSimulationCheck {
+  type: 'transaction_simulation';
+  chain: string;
+  /** The request's rpc_url, else the operator's RPC for the chain; null: no node. */
+  rpc_url: string | null;
+  transaction: { from: string; to: string | null; value: string; data: string; gas: number | null };
+  action: string;
+  amount_usd: number | null;
+  known_safe_addresses: string[];
+  /**
+   * Installed before the call (e.g. EIP-7702 delegations of the transaction's authorization list).
+   * Check objects are JSON (cache keys, worker messages): give balances and nonces as hex strings.
+   */
+  state_overrides?: StateOverrides;
+}
+
+/** signature_scan (checks/signature_scan.ts): what an EIP-712 message lets someone do once signed. */
+export interface SignatureScanCheck {
+  type: 'signature_scan';
+  chain: string;
+  /** The request chain's EVM id; null when the chain has none known (the domain is then not compared). */
+  chain_id: number | null;
+  /** The node to read token decimals from; null: none known (USD values are then unknown). */
+  rpc_url: string | null;
+  typed_data: TypedDataInput;
+  amount_usd: number | null;
+  known_safe_addresses: string[];
+  /** The request's `signer`: who signs (docs/action-scan.md §7); the message's own party wins. */
+  signer?: string | null;
+}
+
+/** delegation_scan (checks/delegation_scan.ts): each EIP-7702 delegate looked at on the chain's node. */
+export interface DelegationScanCheck {
+  type: 'delegation_scan';
+  chain: string;
+  /** The request's rpc_url, else the operator's RPC for the chain; null: no node. */
+  rpc_url: string | null;
+  authorizations: Authorization[];
+  known_safe_addresses: string[];
+}
+
 /**
  * Checks only the service plans (the guard builds them from its request); the Check schema
  * does not admit them, so a decide request cannot name them.

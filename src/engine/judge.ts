@@ -16,10 +16,9 @@
  * So all-pass-fresh-complete gives ~1.0, every error lowers it through coverage, every unknown
  * input through completeness, and an explicit breach never drops below 0.9.
  */
-import type { CheckResult, CheckStatus } from '../checks/types.js';
+import type { CheckResult } from '../checks/types.js';
+import type { CheckStatus, Verdict } from '../wire.js';
 
-/** The decision itself: the response's `verdict` field. */
-export type Verdict = 'proceed' | 'wait' | 'block';
 export type Risk = 'low' | 'medium' | 'high';
 
 export interface JudgePolicy {

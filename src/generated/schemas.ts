@@ -882,7 +882,8 @@ export const schemas = {
                 "const": "Preflight"
               },
               "version": {
-                "const": "1"
+                "const": "2",
+                "description": "2: the Verdict carries policyHash."
               },
               "chainId": {
                 "type": "integer",
@@ -966,6 +967,11 @@ export const schemas = {
                 "pattern": "^0x[0-9a-f]{64}$",
                 "description": "keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."
               },
+              "policyHash": {
+                "type": "string",
+                "pattern": "^0x[0-9a-f]{64}$",
+                "description": "The hash of the policy version the answer was made under (decision.policy.hash); 32 zero bytes without a policy. A PreflightAccount pinned to a policy refuses any other."
+              },
               "issuedAt": {
                 "type": "string",
                 "pattern": "^[0-9]+$",
@@ -984,6 +990,7 @@ export const schemas = {
               "confidenceBps",
               "requestHash",
               "actionHash",
+              "policyHash",
               "issuedAt",
               "expiresAt"
             ]
@@ -1977,6 +1984,14 @@ export const schemas = {
         "required": [
           "from"
         ]
+      },
+      "signer": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "pattern": "^0x[0-9a-fA-F]{40}$",
+        "description": "Who signs `typed_data`. When absent it is read from the message where the kind names one (owner, from, offerer, maker, swapper); a signed order whose signer is known neither way (a CoW order names none) is answered `error signer_unknown`."
       },
       "typed_data": {
         "type": [

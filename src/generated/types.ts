@@ -181,7 +181,8 @@ export type Attestation = {
   typed_data: {
     domain: {
       name: "Preflight";
-      version: "1";
+      /** 2: the Verdict carries policyHash. */
+      version: "2";
       /** The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide. */
       chainId: number;
     };
@@ -205,6 +206,8 @@ export type Attestation = {
       requestHash: string;
       /** keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one. */
       actionHash: string;
+      /** The hash of the policy version the answer was made under (decision.policy.hash); 32 zero bytes without a policy. A PreflightAccount pinned to a policy refuses any other. */
+      policyHash: string;
       /** Unix seconds. */
       issuedAt: string;
       /** issuedAt + expires_in. */
@@ -465,6 +468,8 @@ export type GuardRequest = {
       nonce?: number | null;
     }>;
   } | null;
+  /** Who signs `typed_data`. When absent it is read from the message where the kind names one (owner, from, offerer, maker, swapper); a signed order whose signer is known neither way (a CoW order names none) is answered `error signer_unknown`. */
+  signer?: string | null;
   /** An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan). */
   typed_data?: {
     domain: {

@@ -4235,12 +4235,12 @@ return errors === 0;
 }
 
 export const Attestation = validate16;
-const schema19 = {"$id":"Attestation","title":"Attestation","description":"The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.","type":"object","properties":{"signer":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The signer's address (EIP-55 checksummed)."},"signature":{"type":"string","pattern":"^0x[0-9a-f]{130}$","description":"65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."},"typed_data":{"type":"object","description":"What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.","properties":{"domain":{"type":"object","properties":{"name":{"const":"Preflight"},"version":{"const":"1"},"chainId":{"type":"integer","minimum":0,"description":"The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."}},"required":["name","version","chainId"]},"types":{"type":"object","properties":{"Verdict":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"}},"required":["name","type"]}}},"required":["Verdict"]},"primaryType":{"const":"Verdict"},"message":{"type":"object","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."},"verdict":{"type":"string","enum":["0","1","2"],"description":"0 proceed, 1 wait, 2 block."},"risk":{"type":"string","enum":["0","1","2"],"description":"0 low, 1 medium, 2 high."},"confidenceBps":{"type":"string","pattern":"^[0-9]{1,5}$","description":"round(confidence × 10000)."},"requestHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the request body bytes as received."},"actionHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."},"issuedAt":{"type":"string","pattern":"^[0-9]+$","description":"Unix seconds."},"expiresAt":{"type":"string","pattern":"^[0-9]+$","description":"issuedAt + expires_in."}},"required":["id","verdict","risk","confidenceBps","requestHash","actionHash","issuedAt","expiresAt"]}},"required":["domain","types","primaryType","message"]}},"required":["signer","signature","typed_data"]};
+const schema19 = {"$id":"Attestation","title":"Attestation","description":"The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.","type":"object","properties":{"signer":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The signer's address (EIP-55 checksummed)."},"signature":{"type":"string","pattern":"^0x[0-9a-f]{130}$","description":"65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."},"typed_data":{"type":"object","description":"What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.","properties":{"domain":{"type":"object","properties":{"name":{"const":"Preflight"},"version":{"const":"2","description":"2: the Verdict carries policyHash."},"chainId":{"type":"integer","minimum":0,"description":"The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."}},"required":["name","version","chainId"]},"types":{"type":"object","properties":{"Verdict":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"}},"required":["name","type"]}}},"required":["Verdict"]},"primaryType":{"const":"Verdict"},"message":{"type":"object","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."},"verdict":{"type":"string","enum":["0","1","2"],"description":"0 proceed, 1 wait, 2 block."},"risk":{"type":"string","enum":["0","1","2"],"description":"0 low, 1 medium, 2 high."},"confidenceBps":{"type":"string","pattern":"^[0-9]{1,5}$","description":"round(confidence × 10000)."},"requestHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the request body bytes as received."},"actionHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."},"policyHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The hash of the policy version the answer was made under (decision.policy.hash); 32 zero bytes without a policy. A PreflightAccount pinned to a policy refuses any other."},"issuedAt":{"type":"string","pattern":"^[0-9]+$","description":"Unix seconds."},"expiresAt":{"type":"string","pattern":"^[0-9]+$","description":"issuedAt + expires_in."}},"required":["id","verdict","risk","confidenceBps","requestHash","actionHash","policyHash","issuedAt","expiresAt"]}},"required":["domain","types","primaryType","message"]}},"required":["signer","signature","typed_data"]};
 const pattern3 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
 const pattern4 = new RegExp("^0x[0-9a-f]{130}$", "u");
 const pattern5 = new RegExp("^0x[0-9a-f]{64}$", "u");
 const pattern6 = new RegExp("^[0-9]{1,5}$", "u");
-const pattern9 = new RegExp("^[0-9]+$", "u");
+const pattern10 = new RegExp("^[0-9]+$", "u");
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Attestation" */;
@@ -4416,8 +4416,8 @@ errors++;
 }
 }
 if(data3.version !== undefined){
-if("1" !== data3.version){
-const err15 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "1"},message:"must be equal to constant"};
+if("2" !== data3.version){
+const err15 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "2"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -4639,8 +4639,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data13.issuedAt === undefined){
-const err34 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
+if(data13.policyHash === undefined){
+const err34 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "policyHash"},message:"must have required property '"+"policyHash"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4649,8 +4649,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data13.expiresAt === undefined){
-const err35 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
+if(data13.issuedAt === undefined){
+const err35 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4659,11 +4659,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data13.id !== undefined){
-let data14 = data13.id;
-if(typeof data14 === "string"){
-if(!pattern5.test(data14)){
-const err36 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(data13.expiresAt === undefined){
+const err36 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4672,9 +4669,11 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.id !== undefined){
+let data14 = data13.id;
+if(typeof data14 === "string"){
+if(!pattern5.test(data14)){
+const err37 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4684,10 +4683,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data13.verdict !== undefined){
-let data15 = data13.verdict;
-if(typeof data15 !== "string"){
-const err38 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err38 = {instancePath:instancePath+"/typed_data/message/id",schemaPath:"#/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4696,8 +4693,11 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!(((data15 === "0") || (data15 === "1")) || (data15 === "2"))){
-const err39 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+}
+if(data13.verdict !== undefined){
+let data15 = data13.verdict;
+if(typeof data15 !== "string"){
+const err39 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -4706,11 +4706,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data13.risk !== undefined){
-let data16 = data13.risk;
-if(typeof data16 !== "string"){
-const err40 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((data15 === "0") || (data15 === "1")) || (data15 === "2"))){
+const err40 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4719,8 +4716,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(!(((data16 === "0") || (data16 === "1")) || (data16 === "2"))){
-const err41 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+}
+if(data13.risk !== undefined){
+let data16 = data13.risk;
+if(typeof data16 !== "string"){
+const err41 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -4729,12 +4729,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-if(data13.confidenceBps !== undefined){
-let data17 = data13.confidenceBps;
-if(typeof data17 === "string"){
-if(!pattern6.test(data17)){
-const err42 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
+if(!(((data16 === "0") || (data16 === "1")) || (data16 === "2"))){
+const err42 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4744,8 +4740,11 @@ vErrors.push(err42);
 errors++;
 }
 }
-else {
-const err43 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.confidenceBps !== undefined){
+let data17 = data13.confidenceBps;
+if(typeof data17 === "string"){
+if(!pattern6.test(data17)){
+const err43 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -4755,11 +4754,8 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data13.requestHash !== undefined){
-let data18 = data13.requestHash;
-if(typeof data18 === "string"){
-if(!pattern5.test(data18)){
-const err44 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err44 = {instancePath:instancePath+"/typed_data/message/confidenceBps",schemaPath:"#/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -4769,8 +4765,11 @@ vErrors.push(err44);
 errors++;
 }
 }
-else {
-const err45 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.requestHash !== undefined){
+let data18 = data13.requestHash;
+if(typeof data18 === "string"){
+if(!pattern5.test(data18)){
+const err45 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -4780,11 +4779,8 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data13.actionHash !== undefined){
-let data19 = data13.actionHash;
-if(typeof data19 === "string"){
-if(!pattern5.test(data19)){
-const err46 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err46 = {instancePath:instancePath+"/typed_data/message/requestHash",schemaPath:"#/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -4794,8 +4790,11 @@ vErrors.push(err46);
 errors++;
 }
 }
-else {
-const err47 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.actionHash !== undefined){
+let data19 = data13.actionHash;
+if(typeof data19 === "string"){
+if(!pattern5.test(data19)){
+const err47 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -4805,11 +4804,8 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data13.issuedAt !== undefined){
-let data20 = data13.issuedAt;
-if(typeof data20 === "string"){
-if(!pattern9.test(data20)){
-const err48 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err48 = {instancePath:instancePath+"/typed_data/message/actionHash",schemaPath:"#/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4819,8 +4815,11 @@ vErrors.push(err48);
 errors++;
 }
 }
-else {
-const err49 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.policyHash !== undefined){
+let data20 = data13.policyHash;
+if(typeof data20 === "string"){
+if(!pattern5.test(data20)){
+const err49 = {instancePath:instancePath+"/typed_data/message/policyHash",schemaPath:"#/properties/typed_data/properties/message/properties/policyHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -4830,11 +4829,8 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data13.expiresAt !== undefined){
-let data21 = data13.expiresAt;
-if(typeof data21 === "string"){
-if(!pattern9.test(data21)){
-const err50 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err50 = {instancePath:instancePath+"/typed_data/message/policyHash",schemaPath:"#/properties/typed_data/properties/message/properties/policyHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -4844,8 +4840,11 @@ vErrors.push(err50);
 errors++;
 }
 }
-else {
-const err51 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.issuedAt !== undefined){
+let data21 = data13.issuedAt;
+if(typeof data21 === "string"){
+if(!pattern10.test(data21)){
+const err51 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -4855,9 +4854,8 @@ vErrors.push(err51);
 errors++;
 }
 }
-}
 else {
-const err52 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err52 = {instancePath:instancePath+"/typed_data/message/issuedAt",schemaPath:"#/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -4867,9 +4865,11 @@ vErrors.push(err52);
 errors++;
 }
 }
-}
-else {
-const err53 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data13.expiresAt !== undefined){
+let data22 = data13.expiresAt;
+if(typeof data22 === "string"){
+if(!pattern10.test(data22)){
+const err53 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -4879,14 +4879,49 @@ vErrors.push(err53);
 errors++;
 }
 }
-}
 else {
-const err54 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err54 = {instancePath:instancePath+"/typed_data/message/expiresAt",schemaPath:"#/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
 else {
 vErrors.push(err54);
+}
+errors++;
+}
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+else {
+const err57 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
 }
 errors++;
 }
@@ -5327,8 +5362,8 @@ const schema29 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonito
 const schema30 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
 const schema31 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
 const schema32 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
-const pattern11 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
-const pattern12 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
+const pattern12 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
+const pattern13 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
 
 function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Check" */;
@@ -6070,7 +6105,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data21 = data.tx_hash;
 if(typeof data21 === "string"){
-if(!pattern11.test(data21)){
+if(!pattern12.test(data21)){
 const err62 = {instancePath:instancePath+"/tx_hash",schemaPath:"TxCheck/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -7117,7 +7152,7 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(!pattern12.test(data53)){
+if(!pattern13.test(data53)){
 const err150 = {instancePath:instancePath+"/amount",schemaPath:"ApprovalAmountCheck/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err150];
@@ -7443,7 +7478,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern12.test(data1)){
+if(!pattern13.test(data1)){
 const err5 = {instancePath:instancePath+"/amount",schemaPath:"#/properties/amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -9408,7 +9443,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data2 = data.tx_hash;
 if(typeof data2 === "string"){
-if(!pattern11.test(data2)){
+if(!pattern12.test(data2)){
 const err9 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -10406,8 +10441,8 @@ errors++;
 }
 }
 if(data27.version !== undefined){
-if("1" !== data27.version){
-const err66 = {instancePath:instancePath+"/attestation/typed_data/domain/version",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "1"},message:"must be equal to constant"};
+if("2" !== data27.version){
+const err66 = {instancePath:instancePath+"/attestation/typed_data/domain/version",schemaPath:"Attestation/properties/typed_data/properties/domain/properties/version/const",keyword:"const",params:{allowedValue: "2"},message:"must be equal to constant"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -10629,8 +10664,8 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data37.issuedAt === undefined){
-const err85 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
+if(data37.policyHash === undefined){
+const err85 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "policyHash"},message:"must have required property '"+"policyHash"+"'"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -10639,8 +10674,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data37.expiresAt === undefined){
-const err86 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
+if(data37.issuedAt === undefined){
+const err86 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "issuedAt"},message:"must have required property '"+"issuedAt"+"'"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -10649,11 +10684,8 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data37.id !== undefined){
-let data38 = data37.id;
-if(typeof data38 === "string"){
-if(!pattern5.test(data38)){
-const err87 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(data37.expiresAt === undefined){
+const err87 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/required",keyword:"required",params:{missingProperty: "expiresAt"},message:"must have required property '"+"expiresAt"+"'"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -10662,9 +10694,11 @@ vErrors.push(err87);
 }
 errors++;
 }
-}
-else {
-const err88 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.id !== undefined){
+let data38 = data37.id;
+if(typeof data38 === "string"){
+if(!pattern5.test(data38)){
+const err88 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -10674,10 +10708,8 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data37.verdict !== undefined){
-let data39 = data37.verdict;
-if(typeof data39 !== "string"){
-const err89 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err89 = {instancePath:instancePath+"/attestation/typed_data/message/id",schemaPath:"Attestation/properties/typed_data/properties/message/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -10686,8 +10718,11 @@ vErrors.push(err89);
 }
 errors++;
 }
-if(!(((data39 === "0") || (data39 === "1")) || (data39 === "2"))){
-const err90 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+}
+if(data37.verdict !== undefined){
+let data39 = data37.verdict;
+if(typeof data39 !== "string"){
+const err90 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -10696,11 +10731,8 @@ vErrors.push(err90);
 }
 errors++;
 }
-}
-if(data37.risk !== undefined){
-let data40 = data37.risk;
-if(typeof data40 !== "string"){
-const err91 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((data39 === "0") || (data39 === "1")) || (data39 === "2"))){
+const err91 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -10709,8 +10741,11 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(!(((data40 === "0") || (data40 === "1")) || (data40 === "2"))){
-const err92 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+}
+if(data37.risk !== undefined){
+let data40 = data37.risk;
+if(typeof data40 !== "string"){
+const err92 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -10719,12 +10754,8 @@ vErrors.push(err92);
 }
 errors++;
 }
-}
-if(data37.confidenceBps !== undefined){
-let data41 = data37.confidenceBps;
-if(typeof data41 === "string"){
-if(!pattern6.test(data41)){
-const err93 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
+if(!(((data40 === "0") || (data40 === "1")) || (data40 === "2"))){
+const err93 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -10734,8 +10765,11 @@ vErrors.push(err93);
 errors++;
 }
 }
-else {
-const err94 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.confidenceBps !== undefined){
+let data41 = data37.confidenceBps;
+if(typeof data41 === "string"){
+if(!pattern6.test(data41)){
+const err94 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/pattern",keyword:"pattern",params:{pattern: "^[0-9]{1,5}$"},message:"must match pattern \""+"^[0-9]{1,5}$"+"\""};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -10745,11 +10779,8 @@ vErrors.push(err94);
 errors++;
 }
 }
-if(data37.requestHash !== undefined){
-let data42 = data37.requestHash;
-if(typeof data42 === "string"){
-if(!pattern5.test(data42)){
-const err95 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err95 = {instancePath:instancePath+"/attestation/typed_data/message/confidenceBps",schemaPath:"Attestation/properties/typed_data/properties/message/properties/confidenceBps/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -10759,8 +10790,11 @@ vErrors.push(err95);
 errors++;
 }
 }
-else {
-const err96 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.requestHash !== undefined){
+let data42 = data37.requestHash;
+if(typeof data42 === "string"){
+if(!pattern5.test(data42)){
+const err96 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -10770,11 +10804,8 @@ vErrors.push(err96);
 errors++;
 }
 }
-if(data37.actionHash !== undefined){
-let data43 = data37.actionHash;
-if(typeof data43 === "string"){
-if(!pattern5.test(data43)){
-const err97 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+else {
+const err97 = {instancePath:instancePath+"/attestation/typed_data/message/requestHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/requestHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -10784,8 +10815,11 @@ vErrors.push(err97);
 errors++;
 }
 }
-else {
-const err98 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.actionHash !== undefined){
+let data43 = data37.actionHash;
+if(typeof data43 === "string"){
+if(!pattern5.test(data43)){
+const err98 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -10795,11 +10829,8 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data37.issuedAt !== undefined){
-let data44 = data37.issuedAt;
-if(typeof data44 === "string"){
-if(!pattern9.test(data44)){
-const err99 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err99 = {instancePath:instancePath+"/attestation/typed_data/message/actionHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/actionHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -10809,8 +10840,11 @@ vErrors.push(err99);
 errors++;
 }
 }
-else {
-const err100 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.policyHash !== undefined){
+let data44 = data37.policyHash;
+if(typeof data44 === "string"){
+if(!pattern5.test(data44)){
+const err100 = {instancePath:instancePath+"/attestation/typed_data/message/policyHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/policyHash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -10820,11 +10854,8 @@ vErrors.push(err100);
 errors++;
 }
 }
-if(data37.expiresAt !== undefined){
-let data45 = data37.expiresAt;
-if(typeof data45 === "string"){
-if(!pattern9.test(data45)){
-const err101 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
+else {
+const err101 = {instancePath:instancePath+"/attestation/typed_data/message/policyHash",schemaPath:"Attestation/properties/typed_data/properties/message/properties/policyHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -10834,8 +10865,11 @@ vErrors.push(err101);
 errors++;
 }
 }
-else {
-const err102 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data37.issuedAt !== undefined){
+let data45 = data37.issuedAt;
+if(typeof data45 === "string"){
+if(!pattern10.test(data45)){
+const err102 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -10845,9 +10879,8 @@ vErrors.push(err102);
 errors++;
 }
 }
-}
 else {
-const err103 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err103 = {instancePath:instancePath+"/attestation/typed_data/message/issuedAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/issuedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -10857,9 +10890,11 @@ vErrors.push(err103);
 errors++;
 }
 }
-}
-else {
-const err104 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data37.expiresAt !== undefined){
+let data46 = data37.expiresAt;
+if(typeof data46 === "string"){
+if(!pattern10.test(data46)){
+const err104 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/pattern",keyword:"pattern",params:{pattern: "^[0-9]+$"},message:"must match pattern \""+"^[0-9]+$"+"\""};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -10869,9 +10904,8 @@ vErrors.push(err104);
 errors++;
 }
 }
-}
 else {
-const err105 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err105 = {instancePath:instancePath+"/attestation/typed_data/message/expiresAt",schemaPath:"Attestation/properties/typed_data/properties/message/properties/expiresAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -10883,12 +10917,48 @@ errors++;
 }
 }
 else {
-const err106 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err106 = {instancePath:instancePath+"/attestation/typed_data/message",schemaPath:"Attestation/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err106];
 }
 else {
 vErrors.push(err106);
+}
+errors++;
+}
+}
+}
+else {
+const err107 = {instancePath:instancePath+"/attestation/typed_data",schemaPath:"Attestation/properties/typed_data/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+else {
+const err108 = {instancePath:instancePath+"/attestation",schemaPath:"Attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+}
+}
+else {
+const err109 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
 }
 errors++;
 }
@@ -10942,9 +11012,9 @@ return errors === 0;
 }
 
 export const GuardRequest = validate34;
-const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."},"authorization_list":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it (the one delegated); defaults to transaction.from."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["address","chain_id"]},"description":"The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated."}},"required":["from"]},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]},"authorization":{"type":["object","null"],"properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it: the one whose calls will run the delegate's code."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["authority","address","chain_id"],"description":"An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan)."}},"required":["action"]};
-const pattern30 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
-const pattern31 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
+const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."},"authorization_list":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it (the one delegated); defaults to transaction.from."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["address","chain_id"]},"description":"The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated."}},"required":["from"]},"signer":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"Who signs `typed_data`. When absent it is read from the message where the kind names one (owner, from, offerer, maker, swapper); a signed order whose signer is known neither way (a CoW order names none) is answered `error signer_unknown`."},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]},"authorization":{"type":["object","null"],"properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it: the one whose calls will run the delegate's code."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["authority","address","chain_id"],"description":"An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan)."}},"required":["action"]};
+const pattern32 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
+const pattern33 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="GuardRequest" */;
@@ -11122,7 +11192,7 @@ vErrors.push(err13);
 errors++;
 }
 if(typeof data5 === "string"){
-if(!pattern11.test(data5)){
+if(!pattern12.test(data5)){
 const err14 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -11312,7 +11382,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(!pattern12.test(data12)){
+if(!pattern13.test(data12)){
 const err30 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/pattern",keyword:"pattern",params:{pattern: "^([0-9]+|0x[0-9a-fA-F]+)$"},message:"must match pattern \""+"^([0-9]+|0x[0-9a-fA-F]+)$"+"\""};
 if(vErrors === null){
 vErrors = [err30];
@@ -11481,7 +11551,7 @@ errors++;
 }
 let data19 = data16.value;
 if(typeof data19 === "string"){
-if(!pattern30.test(data19)){
+if(!pattern32.test(data19)){
 const err43 = {instancePath:instancePath+"/transaction/value",schemaPath:"#/properties/transaction/properties/value/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err43];
@@ -11514,7 +11584,7 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(!pattern31.test(data20)){
+if(!pattern33.test(data20)){
 const err46 = {instancePath:instancePath+"/transaction/data",schemaPath:"#/properties/transaction/properties/data/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{2})*$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{2})*$"+"\""};
 if(vErrors === null){
 vErrors = [err46];
@@ -11753,10 +11823,10 @@ errors++;
 }
 }
 }
-if(data.typed_data !== undefined){
-let data28 = data.typed_data;
-if((!(data28 && typeof data28 == "object" && !Array.isArray(data28))) && (data28 !== null)){
-const err66 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema48.properties.typed_data.type},message:"must be object,null"};
+if(data.signer !== undefined){
+let data28 = data.signer;
+if((typeof data28 !== "string") && (data28 !== null)){
+const err66 = {instancePath:instancePath+"/signer",schemaPath:"#/properties/signer/type",keyword:"type",params:{type: schema48.properties.signer.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -11765,9 +11835,9 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
-if(data28.domain === undefined){
-const err67 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
+if(typeof data28 === "string"){
+if(!pattern3.test(data28)){
+const err67 = {instancePath:instancePath+"/signer",schemaPath:"#/properties/signer/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -11776,8 +11846,12 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(data28.types === undefined){
-const err68 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
+}
+}
+if(data.typed_data !== undefined){
+let data29 = data.typed_data;
+if((!(data29 && typeof data29 == "object" && !Array.isArray(data29))) && (data29 !== null)){
+const err68 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema48.properties.typed_data.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -11786,8 +11860,9 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(data28.primaryType === undefined){
-const err69 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.domain === undefined){
+const err69 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -11796,8 +11871,8 @@ vErrors.push(err69);
 }
 errors++;
 }
-if(data28.message === undefined){
-const err70 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(data29.types === undefined){
+const err70 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "types"},message:"must have required property '"+"types"+"'"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -11806,14 +11881,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(data28.domain !== undefined){
-let data29 = data28.domain;
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.name !== undefined){
-let data30 = data29.name;
-if(typeof data30 === "string"){
-if(func2(data30) > 256){
-const err71 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data29.primaryType === undefined){
+const err71 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "primaryType"},message:"must have required property '"+"primaryType"+"'"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -11822,9 +11891,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-else {
-const err72 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data29.message === undefined){
+const err72 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -11833,12 +11901,14 @@ vErrors.push(err72);
 }
 errors++;
 }
-}
-if(data29.version !== undefined){
-let data31 = data29.version;
+if(data29.domain !== undefined){
+let data30 = data29.domain;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.name !== undefined){
+let data31 = data30.name;
 if(typeof data31 === "string"){
-if(func2(data31) > 64){
-const err73 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func2(data31) > 256){
+const err73 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -11849,7 +11919,7 @@ errors++;
 }
 }
 else {
-const err74 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err74 = {instancePath:instancePath+"/typed_data/domain/name",schemaPath:"#/properties/typed_data/properties/domain/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -11859,10 +11929,11 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data29.chainId !== undefined){
-let data32 = data29.chainId;
-if((!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))) && (typeof data32 !== "string")){
-const err75 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema48.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
+if(data30.version !== undefined){
+let data32 = data30.version;
+if(typeof data32 === "string"){
+if(func2(data32) > 64){
+const err75 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -11871,9 +11942,9 @@ vErrors.push(err75);
 }
 errors++;
 }
-if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 < 0 || isNaN(data32)){
-const err76 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+else {
+const err76 = {instancePath:instancePath+"/typed_data/domain/version",schemaPath:"#/properties/typed_data/properties/domain/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -11883,9 +11954,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(typeof data32 === "string"){
-if(!pattern30.test(data32)){
-const err77 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
+if(data30.chainId !== undefined){
+let data33 = data30.chainId;
+if((!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))) && (typeof data33 !== "string")){
+const err77 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema48.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -11894,13 +11966,9 @@ vErrors.push(err77);
 }
 errors++;
 }
-}
-}
-if(data29.verifyingContract !== undefined){
-let data33 = data29.verifyingContract;
-if(typeof data33 === "string"){
-if(!pattern3.test(data33)){
-const err78 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 < 0 || isNaN(data33)){
+const err78 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -11910,8 +11978,9 @@ vErrors.push(err78);
 errors++;
 }
 }
-else {
-const err79 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data33 === "string"){
+if(!pattern32.test(data33)){
+const err79 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/pattern",keyword:"pattern",params:{pattern: "^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"},message:"must match pattern \""+"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$"+"\""};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -11921,11 +11990,12 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data29.salt !== undefined){
-let data34 = data29.salt;
+}
+if(data30.verifyingContract !== undefined){
+let data34 = data30.verifyingContract;
 if(typeof data34 === "string"){
-if(!pattern11.test(data34)){
-const err80 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
+if(!pattern3.test(data34)){
+const err80 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -11936,7 +12006,7 @@ errors++;
 }
 }
 else {
-const err81 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err81 = {instancePath:instancePath+"/typed_data/domain/verifyingContract",schemaPath:"#/properties/typed_data/properties/domain/properties/verifyingContract/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -11946,9 +12016,11 @@ vErrors.push(err81);
 errors++;
 }
 }
-}
-else {
-const err82 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data30.salt !== undefined){
+let data35 = data30.salt;
+if(typeof data35 === "string"){
+if(!pattern12.test(data35)){
+const err82 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -11958,11 +12030,8 @@ vErrors.push(err82);
 errors++;
 }
 }
-if(data28.types !== undefined){
-let data35 = data28.types;
-if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
-if(Object.keys(data35).length > 64){
-const err83 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"};
+else {
+const err83 = {instancePath:instancePath+"/typed_data/domain/salt",schemaPath:"#/properties/typed_data/properties/domain/properties/salt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -11971,11 +12040,10 @@ vErrors.push(err83);
 }
 errors++;
 }
-for(const key0 in data35){
-let data36 = data35[key0];
-if(Array.isArray(data36)){
-if(data36.length > 64){
-const err84 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+}
+}
+else {
+const err84 = {instancePath:instancePath+"/typed_data/domain",schemaPath:"#/properties/typed_data/properties/domain/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -11984,12 +12052,12 @@ vErrors.push(err84);
 }
 errors++;
 }
-const len2 = data36.length;
-for(let i2=0; i2<len2; i2++){
-let data37 = data36[i2];
-if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
-if(data37.name === undefined){
-const err85 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+if(data29.types !== undefined){
+let data36 = data29.types;
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(Object.keys(data36).length > 64){
+const err85 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -11998,8 +12066,11 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data37.type === undefined){
-const err86 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+for(const key0 in data36){
+let data37 = data36[key0];
+if(Array.isArray(data37)){
+if(data37.length > 64){
+const err86 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -12008,11 +12079,12 @@ vErrors.push(err86);
 }
 errors++;
 }
-if(data37.name !== undefined){
-let data38 = data37.name;
-if(typeof data38 === "string"){
-if(func2(data38) > 128){
-const err87 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+const len2 = data37.length;
+for(let i2=0; i2<len2; i2++){
+let data38 = data37[i2];
+if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
+if(data38.name === undefined){
+const err87 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -12021,8 +12093,8 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(func2(data38) < 1){
-const err88 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data38.type === undefined){
+const err88 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -12031,9 +12103,11 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-else {
-const err89 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data38.name !== undefined){
+let data39 = data38.name;
+if(typeof data39 === "string"){
+if(func2(data39) > 128){
+const err89 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -12042,12 +12116,8 @@ vErrors.push(err89);
 }
 errors++;
 }
-}
-if(data37.type !== undefined){
-let data39 = data37.type;
-if(typeof data39 === "string"){
-if(func2(data39) > 256){
-const err90 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(func2(data39) < 1){
+const err90 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -12056,8 +12126,9 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(func2(data39) < 1){
-const err91 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err91 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/name",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -12067,8 +12138,11 @@ vErrors.push(err91);
 errors++;
 }
 }
-else {
-const err92 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data38.type !== undefined){
+let data40 = data38.type;
+if(typeof data40 === "string"){
+if(func2(data40) > 256){
+const err92 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -12077,10 +12151,8 @@ vErrors.push(err92);
 }
 errors++;
 }
-}
-}
-else {
-const err93 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data40) < 1){
+const err93 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -12090,9 +12162,8 @@ vErrors.push(err93);
 errors++;
 }
 }
-}
 else {
-const err94 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err94 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2+"/type",schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -12104,7 +12175,7 @@ errors++;
 }
 }
 else {
-const err95 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err95 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i2,schemaPath:"#/properties/typed_data/properties/types/additionalProperties/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -12114,11 +12185,9 @@ vErrors.push(err95);
 errors++;
 }
 }
-if(data28.primaryType !== undefined){
-let data40 = data28.primaryType;
-if(typeof data40 === "string"){
-if(func2(data40) > 128){
-const err96 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+}
+else {
+const err96 = {instancePath:instancePath+"/typed_data/types/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/typed_data/properties/types/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -12127,8 +12196,10 @@ vErrors.push(err96);
 }
 errors++;
 }
-if(func2(data40) < 1){
-const err97 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/typed_data/types",schemaPath:"#/properties/typed_data/properties/types/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -12138,8 +12209,11 @@ vErrors.push(err97);
 errors++;
 }
 }
-else {
-const err98 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data29.primaryType !== undefined){
+let data41 = data29.primaryType;
+if(typeof data41 === "string"){
+if(func2(data41) > 128){
+const err98 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -12148,13 +12222,8 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-if(data28.message !== undefined){
-let data41 = data28.message;
-if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
-}
-else {
-const err99 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data41) < 1){
+const err99 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -12164,12 +12233,8 @@ vErrors.push(err99);
 errors++;
 }
 }
-}
-}
-if(data.authorization !== undefined){
-let data42 = data.authorization;
-if((!(data42 && typeof data42 == "object" && !Array.isArray(data42))) && (data42 !== null)){
-const err100 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: schema48.properties.authorization.type},message:"must be object,null"};
+else {
+const err100 = {instancePath:instancePath+"/typed_data/primaryType",schemaPath:"#/properties/typed_data/properties/primaryType/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -12178,9 +12243,13 @@ vErrors.push(err100);
 }
 errors++;
 }
+}
+if(data29.message !== undefined){
+let data42 = data29.message;
 if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
-if(data42.authority === undefined){
-const err101 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "authority"},message:"must have required property '"+"authority"+"'"};
+}
+else {
+const err101 = {instancePath:instancePath+"/typed_data/message",schemaPath:"#/properties/typed_data/properties/message/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -12189,8 +12258,13 @@ vErrors.push(err101);
 }
 errors++;
 }
-if(data42.address === undefined){
-const err102 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'"};
+}
+}
+}
+if(data.authorization !== undefined){
+let data43 = data.authorization;
+if((!(data43 && typeof data43 == "object" && !Array.isArray(data43))) && (data43 !== null)){
+const err102 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: schema48.properties.authorization.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -12199,8 +12273,9 @@ vErrors.push(err102);
 }
 errors++;
 }
-if(data42.chain_id === undefined){
-const err103 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "chain_id"},message:"must have required property '"+"chain_id"+"'"};
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+if(data43.authority === undefined){
+const err103 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "authority"},message:"must have required property '"+"authority"+"'"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -12209,11 +12284,8 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data42.authority !== undefined){
-let data43 = data42.authority;
-if(typeof data43 === "string"){
-if(!pattern3.test(data43)){
-const err104 = {instancePath:instancePath+"/authorization/authority",schemaPath:"#/properties/authorization/properties/authority/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(data43.address === undefined){
+const err104 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -12222,9 +12294,8 @@ vErrors.push(err104);
 }
 errors++;
 }
-}
-else {
-const err105 = {instancePath:instancePath+"/authorization/authority",schemaPath:"#/properties/authorization/properties/authority/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data43.chain_id === undefined){
+const err105 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/required",keyword:"required",params:{missingProperty: "chain_id"},message:"must have required property '"+"chain_id"+"'"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -12233,12 +12304,11 @@ vErrors.push(err105);
 }
 errors++;
 }
-}
-if(data42.address !== undefined){
-let data44 = data42.address;
+if(data43.authority !== undefined){
+let data44 = data43.authority;
 if(typeof data44 === "string"){
 if(!pattern3.test(data44)){
-const err106 = {instancePath:instancePath+"/authorization/address",schemaPath:"#/properties/authorization/properties/address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+const err106 = {instancePath:instancePath+"/authorization/authority",schemaPath:"#/properties/authorization/properties/authority/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -12249,7 +12319,7 @@ errors++;
 }
 }
 else {
-const err107 = {instancePath:instancePath+"/authorization/address",schemaPath:"#/properties/authorization/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err107 = {instancePath:instancePath+"/authorization/authority",schemaPath:"#/properties/authorization/properties/authority/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -12259,10 +12329,11 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data42.chain_id !== undefined){
-let data45 = data42.chain_id;
-if(!(((typeof data45 == "number") && (!(data45 % 1) && !isNaN(data45))) && (isFinite(data45)))){
-const err108 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data43.address !== undefined){
+let data45 = data43.address;
+if(typeof data45 === "string"){
+if(!pattern3.test(data45)){
+const err108 = {instancePath:instancePath+"/authorization/address",schemaPath:"#/properties/authorization/properties/address/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -12271,9 +12342,9 @@ vErrors.push(err108);
 }
 errors++;
 }
-if((typeof data45 == "number") && (isFinite(data45))){
-if(data45 > 9007199254740991 || isNaN(data45)){
-const err109 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+}
+else {
+const err109 = {instancePath:instancePath+"/authorization/address",schemaPath:"#/properties/authorization/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -12282,8 +12353,11 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data45 < 0 || isNaN(data45)){
-const err110 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data43.chain_id !== undefined){
+let data46 = data43.chain_id;
+if(!(((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46))) && (isFinite(data46)))){
+const err110 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -12292,12 +12366,9 @@ vErrors.push(err110);
 }
 errors++;
 }
-}
-}
-if(data42.nonce !== undefined){
-let data46 = data42.nonce;
-if((!(((typeof data46 == "number") && (!(data46 % 1) && !isNaN(data46))) && (isFinite(data46)))) && (data46 !== null)){
-const err111 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/type",keyword:"type",params:{type: schema48.properties.authorization.properties.nonce.type},message:"must be integer,null"};
+if((typeof data46 == "number") && (isFinite(data46))){
+if(data46 > 9007199254740991 || isNaN(data46)){
+const err111 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -12306,9 +12377,8 @@ vErrors.push(err111);
 }
 errors++;
 }
-if((typeof data46 == "number") && (isFinite(data46))){
-if(data46 > 18446744073709552000 || isNaN(data46)){
-const err112 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/maximum",keyword:"maximum",params:{comparison: "<=", limit: 18446744073709552000},message:"must be <= 18446744073709552000"};
+if(data46 < 0 || isNaN(data46)){
+const err112 = {instancePath:instancePath+"/authorization/chain_id",schemaPath:"#/properties/authorization/properties/chain_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -12317,13 +12387,38 @@ vErrors.push(err112);
 }
 errors++;
 }
-if(data46 < 0 || isNaN(data46)){
-const err113 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data43.nonce !== undefined){
+let data47 = data43.nonce;
+if((!(((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47))) && (isFinite(data47)))) && (data47 !== null)){
+const err113 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/type",keyword:"type",params:{type: schema48.properties.authorization.properties.nonce.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err113];
 }
 else {
 vErrors.push(err113);
+}
+errors++;
+}
+if((typeof data47 == "number") && (isFinite(data47))){
+if(data47 > 18446744073709552000 || isNaN(data47)){
+const err114 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/maximum",keyword:"maximum",params:{comparison: "<=", limit: 18446744073709552000},message:"must be <= 18446744073709552000"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+if(data47 < 0 || isNaN(data47)){
+const err115 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
 }
 errors++;
 }
@@ -12333,12 +12428,12 @@ errors++;
 }
 }
 else {
-const err114 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err116 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err114];
+vErrors = [err116];
 }
 else {
-vErrors.push(err114);
+vErrors.push(err116);
 }
 errors++;
 }

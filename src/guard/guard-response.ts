@@ -5,11 +5,12 @@
  * The strict-mode rules are a policy table: how an entry that cannot run is reported, and
  * which JudgePolicy the engine's judge applies.
  */
-import type { CheckResult, CheckStatus } from '../checks/types.js';
+import type { CheckResult } from '../checks/types.js';
+import type { CheckStatus } from '../wire.js';
 import type { DecideResponse, GuardRequest } from '../generated/types.js';
 import { buildDecideResponse } from '../engine/decide-response.js';
 import type { JudgePolicy } from '../engine/judge.js';
-import { fmtUsd } from '../checks/format.js';
+import { fmtUsd } from '../format.js';
 import { GUARD_THRESHOLDS, type GuardPlan, type PlanEntryName, type UnresolvedEntry } from './plan.js';
 
 /** Statuses an unresolved entry is reported with, by strict mode and kind. */

@@ -283,6 +283,7 @@ export const PLAN: readonly PlanRow[] = [
         typed_data: r.req.typed_data,
         amount_usd: r.req.amount_usd ?? null,
         known_safe_addresses: r.req.known_safe_addresses ?? [],
+        signer: r.req.signer ?? null,
       },
     ],
   },

@@ -5,12 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ApiErrorHandler, ApiHandler } from './api.js';
 import type { Logger } from '../log.js';
-
-export interface ValidationDetail {
-  loc: Array<string | number>;
-  msg: string;
-  type: string;
-}
+import type { ValidationDetail } from '../wire.js';
 
 export class HttpError extends Error {
   constructor(

@@ -5,8 +5,10 @@
 import type { ApiHandler } from './api.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import * as validators from '../generated/validators.js';
-import { HttpError, type ValidationDetail } from './errors.js';
+import { HttpError } from './errors.js';
+import type { ValidationDetail } from '../wire.js';
 import { CHECK_TYPES } from '../schema-info.js';
+import { orderProblems } from '../scan/orders.js';
 import { guardRequestProblems } from '../scan/typed-data-shape.js';
 
 export type SchemaId = keyof typeof validators;
@@ -216,10 +218,15 @@ export function bodyProblem(body: unknown): ValidationDetail | null {
 
 /**
  * Rules a schema cannot state, run on a body the schema accepted: a guard request's typed data
- * must match its own `types` and its transaction value fit a uint256 (docs/action-scan.md §1).
+ * must match its own `types` and its transaction value fit a uint256 (docs/action-scan.md §1), and a
+ * signed order hold values its protocol admits (§7).
  */
 const AFTER_SCHEMA: Partial<Record<SchemaId, (body: any) => ValidationDetail[]>> = {
-  GuardRequest: guardRequestProblems,
+  GuardRequest: (body) => {
+    const problems = guardRequestProblems(body);
+    // A well-formed message that is an order: the values its protocol admits (§7).
+    return problems.length === 0 && body.typed_data ? orderProblems(body.typed_data, ['body', 'typed_data']) : problems;
+  },
 };
 
 /** Validates `req.body` in place (defaults applied) or throws a 422. */

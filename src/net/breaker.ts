@@ -26,8 +26,10 @@
  * state carried from one call to the next.
  */
 import { BroadcastChannel, isMainThread } from 'node:worker_threads';
-import type { CircuitState } from '../metrics.js';
-import type { UpstreamErrorReason, UpstreamFail } from '../upstreams/types.js';
+import type { UpstreamErrorReason, UpstreamFail } from './result.js';
+
+/** A host's circuit: closed (calls go), open (answered fast without a call), half_open (one probe). */
+export type CircuitState = 'closed' | 'open' | 'half_open';
 
 export const FAILURES_TO_OPEN = 5;
 export const FAILURE_WINDOW_MS = 30_000;

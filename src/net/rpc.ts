@@ -10,8 +10,8 @@
  * is the RPC host name alone: paths and query strings of RPC URLs routinely carry API keys.
  */
 import type { Dispatcher } from 'undici';
-import { fail, interpretJson, isObject, jsonClassifier, type JsonResponse } from '../upstreams/http.js';
-import type { UpstreamResult } from '../upstreams/types.js';
+import { fail, interpretJson, isObject, jsonClassifier, type JsonResponse } from './json.js';
+import type { UpstreamResult } from './result.js';
 import type { CallClass } from './breaker.js';
 import { deadline } from './deadline.js';
 import { operatorDispatcher } from './dispatchers.js';

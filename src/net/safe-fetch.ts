@@ -5,7 +5,7 @@
  * answer.
  */
 import type { Dispatcher } from 'undici';
-import type { UpstreamResult } from '../upstreams/types.js';
+import type { UpstreamResult } from './result.js';
 import type { CallClass } from './breaker.js';
 import { deadline } from './deadline.js';
 import { callerDispatcher, callerOver } from './dispatchers.js';

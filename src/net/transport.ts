@@ -4,7 +4,7 @@
  * reasons, so request-supplied URLs and configured upstreams fail the same way.
  */
 import type { Dispatcher } from 'undici';
-import type { UpstreamErrorReason } from '../upstreams/types.js';
+import type { UpstreamErrorReason } from './result.js';
 import { errorCode, type NetDispatchOptions, NetRefusal, TRUNCATED_TRAILER } from './interceptors/types.js';
 
 export { MAX_UPSTREAM_BODY_BYTES } from './interceptors/body-cap.js';

@@ -5,7 +5,6 @@
  * Approval, ApprovalForAll, Permit2's Approval and Permit). Pure.
  */
 import { AbiCoder, id } from 'ethers';
-import { UNLIMITED_THRESHOLD } from '../checks/approval_amount.js';
 import { type NativeTransfer, type SimLog, TRANSFER_TOPIC, word } from './simulate.js';
 
 export type Standard = 'native' | 'erc20' | 'erc721' | 'erc1155';
@@ -165,7 +164,11 @@ export function assetChanges(
   });
 }
 
-/** An allowance that no real token supply reaches: 2^96 − 1 and above (uint160 max for Permit2 included). */
+/**
+ * An allowance that no real token supply reaches: 2^96 − 1 and above (uint160 max for Permit2
+ * included). approval_amount judges by the same bound.
+ */
+export const UNLIMITED_THRESHOLD = (1n << 96n) - 1n;
 export const isUnlimited = (amount: bigint): boolean => amount >= UNLIMITED_THRESHOLD;
 
 /** The approvals `sender` grants in these logs, last one per (kind, token, spender) winning. */

@@ -3,7 +3,7 @@
  * state overrides that install it in a simulation, and the rules that judge one delegation, as a
  * table (first match decides, every match is a signal). Pure: no I/O.
  */
-import { fmtUsd } from '../checks/format.js';
+import { fmtUsd } from '../format.js';
 import type { ApprovalChange, AssetChange } from './changes.js';
 import { describeAsset, type Signal, signals } from './rules.js';
 import type { StateOverrides } from './simulate.js';

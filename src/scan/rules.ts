@@ -4,8 +4,8 @@
  * that matches gives the result's reason; every row that matches is listed in `observed.signals`.
  * Pure: no I/O, no clock (the signature rules take `nowS`).
  */
-import { fmtUsd } from '../checks/format.js';
-import type { CheckStatus } from '../checks/types.js';
+import { fmtUsd } from '../format.js';
+import type { CheckStatus } from '../wire.js';
 import type { ApprovalChange, AssetChange } from './changes.js';
 
 /** The declared amount's tolerance: outflows above amount_usd × 1.05 + 1 USD exceed it. */
@@ -21,7 +21,7 @@ export interface Signal {
   reason: string;
 }
 
-interface Row<F> {
+export interface Row<F> {
   status: Signal['status'];
   reason: string;
   when: (f: F) => boolean;
@@ -114,7 +114,7 @@ export interface RuleMatch {
   signals: Signal[];
 }
 
-function decide<F>(table: readonly Row<F>[], facts: F): RuleMatch {
+export function decide<F>(table: readonly Row<F>[], facts: F): RuleMatch {
   const s = signals(table, facts);
   return s.length === 0
     ? { status: 'pass', reason: null, signals: [] }

@@ -15,10 +15,10 @@
  * transfers, the revert and its decoded reason. Failures of the node are data, never thrown.
  */
 import { AbiCoder } from 'ethers';
-import { hexQuantity } from '../checks/format.js';
+import { hexQuantity } from '../format.js';
 import { type RpcError, type RpcOptions, type RpcReply, rpcBatch, rpcSource } from '../net/rpc.js';
-import type { UpstreamResult } from '../upstreams/types.js';
-import { fail } from '../upstreams/http.js';
+import type { UpstreamResult } from '../net/result.js';
+import { fail } from '../net/json.js';
 
 export interface SimTransaction {
   from: string;

@@ -5,7 +5,7 @@
  * 422 detail whose `loc` points at the offending field, so a caller fixes the right thing.
  */
 import { TypedDataEncoder, type TypedDataDomain } from 'ethers';
-import type { ValidationDetail } from '../http/errors.js';
+import type { ValidationDetail } from '../wire.js';
 
 type Loc = Array<string | number>;
 type Field = { name: string; type: string };

@@ -5,8 +5,8 @@
  * liquidity must not read as "no liquidity".
  */
 import type { Config } from '../config.js';
-import { fail, isObject, num, requestJson } from './http.js';
-import type { UpstreamResult } from './types.js';
+import { fail, isObject, num, requestJson } from '../net/json.js';
+import type { UpstreamResult } from '../net/result.js';
 
 export const DEX_SOURCE = 'dex_provider';
 

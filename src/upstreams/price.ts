@@ -4,8 +4,8 @@
  * that into `unknown_asset`.
  */
 import type { Config } from '../config.js';
-import { fail, isObject, num, requestJson } from './http.js';
-import type { UpstreamResult } from './types.js';
+import { fail, isObject, num, requestJson } from '../net/json.js';
+import type { UpstreamResult } from '../net/result.js';
 
 export const PRICE_SOURCE = 'price_provider';
 

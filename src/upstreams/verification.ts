@@ -4,8 +4,8 @@
  * key rides in the query string, so no URL ever reaches a message or a log here.
  */
 import type { Config } from '../config.js';
-import { fail, isObject, requestJson } from './http.js';
-import type { UpstreamResult } from './types.js';
+import { fail, isObject, requestJson } from '../net/json.js';
+import type { UpstreamResult } from '../net/result.js';
 
 export const SOURCIFY_SOURCE = 'sourcify';
 export const ETHERSCAN_SOURCE = 'etherscan';

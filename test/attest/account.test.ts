@@ -2,12 +2,13 @@
  * The project's PreflightAccount (contracts/build/PreflightAccount.json) on a real local Base
  * (anvil, chain id 8453, Circle's USDC at its Base address), fed with answers of the real service:
  * a USDC transfer goes through with a fresh `proceed` for exactly that call, and every refusal of
- * docs/attestations.md §3 reverts with its named error, moving nothing.
+ * docs/attestations.md §4 reverts with its named error, moving nothing. This account is pinned to
+ * no policy (zero); the pinned account is test/attest/policy-pin.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
-import { Contract, ContractFactory, Interface, Wallet, type InterfaceAbi, type Log } from 'ethers';
+import { Contract, ContractFactory, Interface, Wallet, ZeroHash, type InterfaceAbi, type Log } from 'ethers';
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { startUsdcChain, type UsdcChain } from '../helpers/usdc.js';
 import { startCoinGecko, type CoinGeckoEmulator } from '../emulators/coingecko.js';
@@ -42,7 +43,11 @@ t.before(async () => {
   signer = ((await (await fetch(`${app.url}/v1/capabilities`)).json()) as any).attestation.signer;
   // The owner holds USDC too, so a transfer sent from it simulates fine (see 'another sender').
   owner = await chain.wallet(1_000_000_000n, 10n ** 20n);
-  const deployed = await new ContractFactory(ARTIFACT.abi, ARTIFACT.bytecode, owner).deploy(owner.address, signer);
+  const deployed = await new ContractFactory(ARTIFACT.abi, ARTIFACT.bytecode, owner).deploy(
+    owner.address,
+    signer,
+    ZeroHash,
+  );
   await deployed.waitForDeployment();
   accountAddress = await deployed.getAddress();
   account = new Contract(accountAddress, ARTIFACT.abi, owner);
@@ -77,7 +82,17 @@ async function ask(call: Call, over: Record<string, unknown> = {}) {
   if (res.status !== 200) throw new Error(`guard answered ${res.status}: ${JSON.stringify(res.body)}`);
   const a = res.body.attestation;
   const m = a.typed_data.message;
-  const verdict = [m.id, m.verdict, m.risk, m.confidenceBps, m.requestHash, m.actionHash, m.issuedAt, m.expiresAt];
+  const verdict = [
+    m.id,
+    m.verdict,
+    m.risk,
+    m.confidenceBps,
+    m.requestHash,
+    m.actionHash,
+    m.policyHash,
+    m.issuedAt,
+    m.expiresAt,
+  ];
   return { body: res.body, verdict, signature: a.signature as string, typed: a.typed_data };
 }
 
@@ -226,7 +241,7 @@ t.test('an expired verdict is refused', async (t) => {
   const call = transfer(9n);
   const { body, verdict, signature } = await ask(call);
   t.equal(body.verdict, 'proceed');
-  await chain.provider.send('evm_setNextBlockTimestamp', [Number(verdict[7]) + 1]);
+  await chain.provider.send('evm_setNextBlockTimestamp', [Number(verdict[8]) + 1]);
   await chain.provider.send('evm_mine', []);
   t.equal(await refusal(t, call, verdict, signature), 'VerdictExpired');
 });

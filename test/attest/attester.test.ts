@@ -2,11 +2,12 @@
  * The hand-written EIP-712 encoding against ethers' encoder: libsecp256k1 and ethers both derive
  * nonces by RFC 6979, so for the same key and typed data they must produce the same signature
  * byte for byte. Also on the signing thread, whose batches (at most eight answers each, several in
- * flight at once) must keep each answer's signature.
+ * flight at once) must keep each answer's signature and policy hash. A policy hash that is not 32
+ * bytes is refused, never signed as zero.
  */
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { Wallet } from 'ethers';
+import { Wallet, verifyTypedData } from 'ethers';
 import { Attester } from '../../src/attest/attester.js';
 
 const key = `0x${randomBytes(32).toString('hex')}`;
@@ -36,6 +37,10 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
       body: randomBytes(i * 50),
       chainId: [8453, 1, 0, 42161, 11155111, 2 ** 40][i % 6],
       issuedAt: 1_700_000_000 + i * 1000,
+      // Under no policy (absent or null), a policy hash in hex of either case, or as 32 bytes.
+      policyHash: [undefined, null, `0x${randomBytes(32).toString('hex')}`, randomBytes(32), `0x${'AB'.repeat(32)}`][
+        i % 5
+      ],
       transaction:
         i % 2
           ? {
@@ -56,7 +61,39 @@ t.test('signatures equal ethers signTypedData over the same typed data, inline a
     t.equal(a.signature, expected, `#${i}: the inline signature is ethers' signature`);
     t.equal(threadedAll[i].signature, expected, `#${i}: so is the one from the signing thread`);
     t.same(threadedAll[i].typed_data, a.typed_data, `#${i}: the thread's hashes are the same typed data`);
+    const p = inputs[i].input.policyHash;
+    const want =
+      p === undefined || p === null
+        ? `0x${'00'.repeat(32)}`
+        : typeof p === 'string'
+          ? p.toLowerCase()
+          : `0x${p.toString('hex')}`;
+    t.equal(message.policyHash, want, `#${i}: the signed policy hash is the one given, zero without one`);
+    t.equal(
+      verifyTypedData(domain, { Verdict: [...types.Verdict] }, message, a.signature),
+      wallet.address,
+      `#${i}: ethers recovers the signer`,
+    );
   }
+});
+
+t.test('a malformed policy hash is refused, not signed as zero', async (t) => {
+  await threaded.ready();
+  const answer = { verdict: 'proceed', risk: 'low', confidence: 1, expires_in: 60 } as const;
+  const base = { answerId: 'bad-policy', body: Buffer.from('{}'), chainId: 8453 };
+  for (const bad of [
+    '',
+    '0x',
+    `0x${'0'.repeat(63)}`,
+    `0x${'0'.repeat(66)}`,
+    `${'0'.repeat(64)}`,
+    `0x${'g'.repeat(64)}`,
+  ]) {
+    await t.rejects(inline.attest(answer, { ...base, policyHash: bad }), /policy hash/, `"${bad}"`);
+    await t.rejects(threaded.attest(answer, { ...base, policyHash: bad }), /policy hash/, `"${bad}" on the thread`);
+  }
+  for (const bad of [Buffer.alloc(31), Buffer.alloc(33), Buffer.alloc(0)])
+    await t.rejects(inline.attest(answer, { ...base, policyHash: bad }), /policy hash/, `${bad.length} bytes`);
 });
 
 t.test('with its thread gone, the signer signs on the calling thread: same signatures', async (t) => {

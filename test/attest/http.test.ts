@@ -1,10 +1,12 @@
 /**
- * Every DecideResponse is signed: the signer each answer names is recovered with viem's EIP-712
- * implementation (not the code that signs), and every signed field is checked against the body
- * and the request: verdict, risk, confidence, expiry, the request body's bytes, the action.
+ * Every DecideResponse is signed: the signer each answer names is recovered with viem's and with
+ * ethers' EIP-712 implementations (not the code that signs), and every signed field is checked
+ * against the body and the request: verdict, risk, confidence, expiry, the request body's bytes,
+ * the action, and the policy hash (zero: these answers are under no policy).
  */
 import t, { type Test } from 'tap';
 import type { ValidateFunction } from 'ajv';
+import { verifyTypedData as ethersVerifyTypedData } from 'ethers';
 import { encodeAbiParameters, keccak256, toBytes, verifyTypedData, zeroAddress, type Hex } from 'viem';
 import { startTestApp } from '../helpers/app.js';
 import { DecideResponse } from '../../src/generated/validators.js';
@@ -44,7 +46,9 @@ async function checkSigned(t: Test, body: any, sent: string, chainId: number, ac
     }),
     'viem recovers the published signer from the signature',
   );
-  t.same(a.typed_data.domain, { name: 'Preflight', version: '1', chainId });
+  const { domain, types, message } = a.typed_data;
+  t.equal(ethersVerifyTypedData(domain, types, message, a.signature), caps.attestation.signer, 'so does ethers');
+  t.same(a.typed_data.domain, { name: 'Preflight', version: '2', chainId });
   t.same(a.typed_data.types, caps.attestation.types, 'the types are the published ones');
   const m = a.typed_data.message;
   t.equal(VERDICTS[Number(m.verdict)], body.verdict, 'verdict');
@@ -54,6 +58,7 @@ async function checkSigned(t: Test, body: any, sent: string, chainId: number, ac
   t.ok(Math.abs(Number(m.issuedAt) - Date.now() / 1000) < 10, 'issued now');
   t.equal(m.requestHash, keccak256(toBytes(sent)), 'requestHash is keccak256 of the body bytes as sent');
   t.equal(m.actionHash, actionHash, 'actionHash');
+  t.equal(m.policyHash, ZERO, 'policyHash: 32 zero bytes for an answer under no policy');
   return m;
 }
 
@@ -169,7 +174,7 @@ t.test('/v1/capabilities publishes the signer, domain and types, and the OpenAPI
   const caps = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as any;
   t.match(caps.attestation, {
     signer: /^0x[0-9a-fA-F]{40}$/,
-    domain: { name: 'Preflight', version: '1' },
+    domain: { name: 'Preflight', version: '2' },
     domain_chain_id: { decide: 8453, chains: { base: 8453, ethereum: 1 } },
     primaryType: 'Verdict',
   });
@@ -182,6 +187,7 @@ t.test('/v1/capabilities publishes the signer, domain and types, and the OpenAPI
       'uint16 confidenceBps',
       'bytes32 requestHash',
       'bytes32 actionHash',
+      'bytes32 policyHash',
       'uint64 issuedAt',
       'uint64 expiresAt',
     ],

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { approvalAmount, evaluateApproval, UNLIMITED_THRESHOLD } from '../../src/checks/approval_amount.js';
+import { approvalAmount, evaluateApproval } from '../../src/checks/approval_amount.js';
+import { UNLIMITED_THRESHOLD } from '../../src/scan/changes.js';
 import { loadConfig } from '../../src/config.js';
 import type { ApprovalAmountCheck } from '../../src/generated/types.js';
 

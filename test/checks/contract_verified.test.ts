@@ -1,7 +1,7 @@
 import t from 'tap';
 import { contractVerified, evaluateVerified, type VerificationEvidence } from '../../src/checks/contract_verified.js';
 import type { ContractVerifiedCheck } from '../../src/generated/types.js';
-import type { UpstreamResult } from '../../src/upstreams/types.js';
+import type { UpstreamResult } from '../../src/net/result.js';
 import { startSourcify, SOURCIFY_429_BODY, SOURCIFY_500_BODY } from '../emulators/sourcify.js';
 import { startEtherscan, ETHERSCAN_RATE_LIMIT_BODY } from '../emulators/etherscan.js';
 import { startJsonRpc } from '../emulators/jsonrpc.js';

@@ -1,6 +1,7 @@
 import t from 'tap';
-import { evaluateRpcHealth, type RpcHealthCheck } from '../../src/checks/rpc_health.js';
-import { evaluateLiquidityDepth, type LiquidityDepthCheck } from '../../src/checks/liquidity_depth.js';
+import { evaluateRpcHealth } from '../../src/checks/rpc_health.js';
+import { evaluateLiquidityDepth } from '../../src/checks/liquidity_depth.js';
+import type { LiquidityDepthCheck, RpcHealthCheck } from '../../src/checks/types.js';
 import type { DexPairView } from '../../src/checks/dex-pair.js';
 
 const NOW = 1_750_000_000_000;

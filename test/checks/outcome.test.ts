@@ -1,7 +1,7 @@
 import t from 'tap';
 import { checkError, fromUpstreamFail, neverThrow } from '../../src/checks/outcome.js';
-import { fmtNum, fmtPct, fmtUsd, hexQuantity, roundRatio } from '../../src/checks/format.js';
-import type { UpstreamFail } from '../../src/upstreams/types.js';
+import { fmtNum, fmtPct, fmtUsd, hexQuantity, roundRatio } from '../../src/format.js';
+import type { UpstreamFail } from '../../src/net/result.js';
 import { ctx, testConfig } from './helpers.js';
 
 const fail = (f: Partial<UpstreamFail>): UpstreamFail => ({

@@ -1,7 +1,8 @@
 /** docs/rules.md §3 as a table: results in, verdict, risk, confidence, expiry and failure modes out. */
 import t from 'tap';
 import { judge, DEFAULT_POLICY, type JudgePolicy } from '../../src/engine/judge.js';
-import type { CheckResult, CheckStatus } from '../../src/checks/types.js';
+import type { CheckResult } from '../../src/checks/types.js';
+import type { CheckStatus } from '../../src/wire.js';
 
 function r(name: string, status: CheckStatus, extra: Partial<CheckResult> = {}): CheckResult {
   return {

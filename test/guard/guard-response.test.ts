@@ -2,7 +2,8 @@ import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { GuardRequest as validateGuard, DecideResponse as validateResponse } from '../../src/generated/validators.js';
 import type { GuardRequest } from '../../src/generated/types.js';
-import type { CheckResult, CheckStatus } from '../../src/checks/types.js';
+import type { CheckResult } from '../../src/checks/types.js';
+import type { CheckStatus } from '../../src/wire.js';
 import { planGuard } from '../../src/guard/plan.js';
 import { guardResponse } from '../../src/guard/guard-response.js';
 

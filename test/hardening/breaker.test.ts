@@ -14,7 +14,7 @@ import {
   type CallClass,
 } from '../../src/net/breaker.js';
 import { safeFetch } from '../../src/net/safe-fetch.js';
-import type { CircuitState } from '../../src/metrics.js';
+import type { CircuitState } from '../../src/net/breaker.js';
 import { startTestApp, post, type TestApp } from '../helpers/app.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
 import { startDexScreener } from '../emulators/dexscreener.js';

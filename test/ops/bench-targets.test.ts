@@ -22,6 +22,7 @@ function healthy(): Map<string, Measured | null> {
     ['decide-keyed', m('decide-keyed', 100, 4, 12)],
     ['decide-paid', m('decide-paid', 100, 8, 25)],
     ['guard-simulation', m('guard-simulation', 50, 110, 130)],
+    ['guard-order', m('guard-order', 50, 60, 80)],
   ]);
 }
 
@@ -66,6 +67,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     name: 'simulation p50 beyond node + price + 15 ms',
     change: (r) => r.set('guard-simulation', m('guard-simulation', 50, 116, 130)),
     miss: /^guard-simulation p50 <= node \+ price 100 \+ 15/,
+  },
+  {
+    name: 'order p50 beyond one upstream round + 15 ms',
+    change: (r) => r.set('guard-order', m('guard-order', 50, 66, 80)),
+    miss: /^guard-order p50 <= one upstream round 50 \+ 15/,
   },
   { name: 'a scenario that could not run', change: (r) => r.set('decide-paid', null), miss: /^decide-paid ran/ },
 ];

@@ -207,24 +207,34 @@ const VERDICT_TYPES = {
     { name: 'confidenceBps', type: 'uint16' },
     { name: 'requestHash', type: 'bytes32' },
     { name: 'actionHash', type: 'bytes32' },
+    { name: 'policyHash', type: 'bytes32' },
     { name: 'issuedAt', type: 'uint64' },
     { name: 'expiresAt', type: 'uint64' },
   ],
 } as const;
 const VERDICTS = { proceed: 0, wait: 1, block: 2 } as const;
 const RISKS = { low: 0, medium: 1, high: 2 } as const;
+const ZERO_HASH = `0x${'0'.repeat(64)}`;
+const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
 
 export interface VerifyOptions {
   /** The address the service signs with (its /v1/capabilities `attestation.signer`). */
   signer: string;
   /** The request body exactly as sent: then the signed request hash must be its keccak256. */
   requestBody?: string | Uint8Array;
+  /**
+   * The policy hash the answer must be signed for (0x + 64 hex): the hash of the policy version
+   * your key is bound to, or the one your PreflightAccount is pinned to. 32 zero bytes demands an
+   * answer made under no policy.
+   */
+  policyHash?: string;
 }
 
 /**
- * True when `answer` carries an EIP-712 attestation that recovers to `signer` over the Preflight
- * domain, and the signed verdict, risk, confidence and lifetime are the ones in the answer. A
- * changed field, a changed signature or another signer gives false.
+ * True when `answer` carries an EIP-712 attestation (domain version 2) that recovers to `signer`
+ * over the Preflight domain, and the signed verdict, risk, confidence, lifetime and policy hash
+ * are the ones in the answer (the policy hash is `decision.policy.hash`, 32 zero bytes for an
+ * answer under no policy). A changed field, a changed signature or another signer gives false.
  */
 export async function verifyAttestation(answer: DecideResponse, opts: VerifyOptions): Promise<boolean> {
   const a = answer?.attestation as
@@ -238,7 +248,12 @@ export async function verifyAttestation(answer: DecideResponse, opts: VerifyOpti
   const m = td?.message;
   if (!a || typeof a.signature !== 'string' || !td || !m || td.primaryType !== 'Verdict') return false;
   const d = td.domain ?? {};
-  if (d.name !== 'Preflight' || d.version !== '1' || 'verifyingContract' in d) return false;
+  if (d.name !== 'Preflight' || d.version !== '2' || 'verifyingContract' in d) return false;
+  const policy = (answer.decision as { policy?: { hash?: unknown } } | undefined)?.policy?.hash ?? ZERO_HASH;
+  const signedPolicy = m.policyHash;
+  if (typeof policy !== 'string' || typeof signedPolicy !== 'string' || !BYTES32.test(signedPolicy)) return false;
+  if (signedPolicy.toLowerCase() !== policy.toLowerCase()) return false;
+  if (opts.policyHash !== undefined && signedPolicy.toLowerCase() !== opts.policyHash.toLowerCase()) return false;
   try {
     const num = (v: unknown) => BigInt(v as string | number);
     if (num(m.verdict) !== BigInt(VERDICTS[answer.verdict])) return false;
@@ -250,7 +265,7 @@ export async function verifyAttestation(answer: DecideResponse, opts: VerifyOpti
       if (String(m.requestHash).toLowerCase() !== keccak256(bytes)) return false;
     }
     const recovered = await recoverTypedDataAddress({
-      domain: { name: 'Preflight', version: '1', chainId: num(d.chainId) },
+      domain: { name: 'Preflight', version: '2', chainId: num(d.chainId) },
       types: VERDICT_TYPES,
       primaryType: 'Verdict',
       message: {
@@ -260,6 +275,7 @@ export async function verifyAttestation(answer: DecideResponse, opts: VerifyOpti
         confidenceBps: Number(m.confidenceBps),
         requestHash: m.requestHash as Hex,
         actionHash: m.actionHash as Hex,
+        policyHash: signedPolicy as Hex,
         issuedAt: num(m.issuedAt),
         expiresAt: num(m.expiresAt),
       },

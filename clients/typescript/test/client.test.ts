@@ -3,7 +3,8 @@
  * front of the service retried after its Retry-After; a used-up quota thrown with its wait; paid
  * calls on a real (local) Base USDC through @x402/fetch, including a retry after a dropped
  * connection that pays once; and verifyAttestation, checked against viem's own recovery, true for
- * a real answer and false for a tampered one.
+ * a real answer and false for a tampered one, and held to the policy hash the answer was made
+ * under (the service's signer re-signing a real answer for a policy, as the service does under one).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +16,7 @@ import { startTestApp, post } from '../../../test/helpers/app.js';
 import { startUsdcChain } from '../../../test/helpers/usdc.js';
 import { PRICE, droppingRelay, startPaidServer, until } from '../../../test/billing/x402/fixture.js';
 import { PreflightError, createClient, verifyAttestation, type DecideResponse } from '../src/index.js';
+import { Attester } from '../../../src/attest/attester.js';
 
 interface Att {
   signature: `0x${string}`;
@@ -112,7 +114,8 @@ t.test('a 429 with a short Retry-After is retried after that wait', async (t) =>
 });
 
 t.test('verifyAttestation: true for a real answer, false for a tampered one', async (t) => {
-  const app = await startTestApp({ BILLING: 'on' });
+  const key = `0x${'3c'.repeat(32)}`;
+  const app = await startTestApp({ BILLING: 'on', ATTESTATION_KEY: key });
   t.teardown(() => app.close());
   const apiKey = await signup(app.url, 'client-attest@example.com');
   const caps = (await (await fetch(`${app.url}/v1/capabilities`)).json()) as { attestation: { signer: string } };
@@ -135,6 +138,35 @@ t.test('verifyAttestation: true for a real answer, false for a tampered one', as
     'another request',
   );
   t.equal(await verifyAttestation(answer, { signer: Wallet.createRandom().address }), false, 'another signer');
+  const ZERO = `0x${'00'.repeat(32)}`;
+  const H = `0x${'ab'.repeat(32)}`;
+  t.equal(await verifyAttestation(answer, { signer, policyHash: ZERO }), true, 'signed under no policy, as asked');
+  t.equal(await verifyAttestation(answer, { signer, policyHash: H }), false, 'not signed for the policy asked for');
+
+  // The same answer as the service signs it under a policy: decision.policy and the signed hash.
+  const underPolicy = structuredClone(answer) as DecideResponse & { decision: { policy?: unknown } };
+  underPolicy.decision.policy = { name: 'payments', version: 3, hash: H };
+  underPolicy.attestation = (await new Attester(key).attest(answer, {
+    answerId: 'under-a-policy',
+    body: Buffer.from(JSON.stringify(body)),
+    chainId: 8453,
+    policyHash: H,
+  })) as unknown as DecideResponse['attestation'];
+  const pa = underPolicy.attestation as unknown as Att;
+  t.equal(
+    await verifyTypedData({ address: signer, ...pa.typed_data, signature: pa.signature } as never),
+    true,
+    'viem recovers the signer of an answer under a policy',
+  );
+  t.equal(await verifyAttestation(underPolicy, { signer }), true, 'an answer under a policy');
+  t.equal(await verifyAttestation(underPolicy, { signer, policyHash: H.toUpperCase().replace('0X', '0x') }), true);
+  t.equal(await verifyAttestation(underPolicy, { signer, policyHash: ZERO }), false, 'not the policy asked for');
+  const stripped = structuredClone(underPolicy);
+  delete stripped.decision.policy;
+  t.equal(await verifyAttestation(stripped, { signer }), false, 'signed for a policy the answer no longer names');
+  const claimed = structuredClone(answer) as typeof underPolicy;
+  claimed.decision.policy = { name: 'payments', version: 3, hash: H };
+  t.equal(await verifyAttestation(claimed, { signer }), false, 'names a policy it was not signed for');
 
   const flip = { proceed: 'block', wait: 'proceed', block: 'proceed' } as const;
   const tampered: Array<[string, DecideResponse]> = [
@@ -147,6 +179,9 @@ t.test('verifyAttestation: true for a real answer, false for a tampered one', as
   const m = (signed.attestation as unknown as Att).typed_data.message;
   m.verdict = String((Number(m.verdict) + 1) % 3);
   tampered.push(['signed message', signed]);
+  const policy = structuredClone(answer);
+  (policy.attestation as unknown as Att).typed_data.message.policyHash = `0x${'01'.repeat(32)}`;
+  tampered.push(['signed policy hash', policy]);
   const sig = structuredClone(answer);
   const sa = sig.attestation as unknown as Att;
   const s = sa.signature;

@@ -5,7 +5,7 @@
  * operator dispatcher (net/dispatchers.ts), like every configured upstream: keep-alive, body cap,
  * userinfo as Basic auth, the facilitator host's circuit breaker.
  */
-import { requestJson } from '../../upstreams/http.js';
+import { requestJson } from '../../net/json.js';
 import type { PaymentRecord } from '../../store/types.js';
 import { errorText } from './errors.js';
 import type { SendResult, SettlementSender } from './settle-local.js';

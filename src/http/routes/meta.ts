@@ -42,6 +42,8 @@ function attestationInfo(attester: Attester | null): Record<string, unknown> | n
       requestHash: 'keccak256 of the request body bytes as received',
       actionHash:
         'keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request transaction (to: zero address for a deployment); 32 zero bytes without one',
+      policyHash:
+        'the hash of the policy version the answer was made under (decision.policy.hash); 32 zero bytes without a policy',
       issuedAt: 'unix seconds',
       expiresAt: 'issuedAt + expires_in',
     },

@@ -9,7 +9,7 @@
 import type { Dispatcher } from 'undici';
 import { cancelled, failureClass, hostPort, throughCircuit, type CallClass } from '../breaker.js';
 import { classifyFailure } from '../transport.js';
-import type { UpstreamFail } from '../../upstreams/types.js';
+import type { UpstreamFail } from '../result.js';
 import {
   type Answer,
   type CircuitOptions,

@@ -6,7 +6,7 @@
 import type { Dispatcher } from 'undici';
 import type { CallClass } from '../breaker.js';
 import type { Resolver } from '../resolver.js';
-import type { UpstreamErrorReason } from '../../upstreams/types.js';
+import type { UpstreamErrorReason } from '../result.js';
 
 /** A complete answer as the breaker's classifier sees it (the body only when one is set). */
 export interface Answer {

@@ -5,12 +5,12 @@
  * rule here (request-supplied URLs go through net/safe-fetch). The pool, breaker, body cap and
  * retry are the operator dispatcher's (net/dispatchers.ts).
  */
-import type { CallClass } from '../net/breaker.js';
-import { deadline } from '../net/deadline.js';
-import { operatorDispatcher } from '../net/dispatchers.js';
-import type { Answer } from '../net/interceptors/types.js';
-import { type RawResponse, retryAfterSeconds, send } from '../net/transport.js';
-import type { UpstreamFail, UpstreamResult } from './types.js';
+import type { CallClass } from './breaker.js';
+import { deadline } from './deadline.js';
+import { operatorDispatcher } from './dispatchers.js';
+import type { Answer } from './interceptors/types.js';
+import { type RawResponse, retryAfterSeconds, send } from './transport.js';
+import type { UpstreamFail, UpstreamResult } from './result.js';
 
 export interface JsonRequest {
   /** Evidence source name; also the only name used in messages (URLs may carry keys). */
