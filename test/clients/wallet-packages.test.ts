@@ -1,6 +1,6 @@
 /**
  * The three wallet guards as packages of their own (docs/wallets.md §4): each `npm pack` gives its
- * dist/ and manifest alone; unpacked into a fresh project beside the typed client's tarball and
+ * dist/, README and manifest alone; unpacked into a fresh project beside the typed client's tarball and
  * only their peers, a TypeScript consumer type-checks against each (and a wrong option is an
  * error), and a consumer imports each by name and has the real service block a Permit2 permit to
  * a drainer before its key signs it. The AgentKit consumer runs with every non-loopback URL
@@ -102,8 +102,8 @@ t.test('each wallet guard packs, installs beside its peers, type-checks and guar
     const packed = await pack(p.folder, work);
     t.same(
       packed.files,
-      ['dist/index.d.ts', 'dist/index.js', 'package.json'],
-      `${p.name}: its dist/ and manifest alone`,
+      ['README.md', 'dist/index.d.ts', 'dist/index.js', 'package.json'],
+      `${p.name}: its dist/, README and manifest alone`,
     );
     tarballs[p.name] = packed.tarball;
     const manifest = JSON.parse(readFileSync(join(REPO, 'clients', p.folder, 'package.json'), 'utf8')) as {
