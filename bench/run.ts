@@ -8,7 +8,8 @@
  *   --latency=50                             upstream answer delay in ms
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
- *                                            three-instance measurement (PostgreSQL and Redis)
+ *                                            three-instance measurement (PostgreSQL and Redis),
+ *                                            `wallet-guard` what a guarded sendTransaction adds
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
  *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
@@ -20,7 +21,15 @@ import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
 import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
-import { checkTargets, checkFleet, signingRatios, type Measured, type TargetCheck } from './targets.js';
+import {
+  checkTargets,
+  checkFleet,
+  checkWalletGuard,
+  signingRatios,
+  type Measured,
+  type TargetCheck,
+} from './targets.js';
+import { measureWalletGuard, type WalletGuardResult } from './wallets.js';
 import { measureFleet, type FleetResult } from './fleet.js';
 import { profileServersInto, startServerChild, type Child } from './child.js';
 import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
@@ -63,7 +72,7 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet'];
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'wallet-guard'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -271,6 +280,11 @@ async function main(): Promise<number> {
       if ('skipped' in fleet) targets.checks.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
       else targets.checks.push(...checkFleet(fleet));
     }
+    let walletGuard: WalletGuardResult | null = null;
+    if (targets && (opts.only === null || opts.only.includes('wallet-guard'))) {
+      walletGuard = await measureWalletGuard(opts.quick ? 15 : 300);
+      targets.checks.push(...checkWalletGuard(walletGuard));
+    }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
@@ -289,6 +303,7 @@ async function main(): Promise<number> {
       targets: targets?.checks ?? null,
       signing: targets?.signing ?? null,
       fleet,
+      walletGuard,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };

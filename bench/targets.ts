@@ -5,7 +5,8 @@
  * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
  * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
  * node, then the price provider beside the node's token reads); the guard with a signed order's p50
- * within 15 ms of one upstream round (the price provider beside the node's token reads).
+ * within 15 ms of one upstream round (the price provider beside the node's token reads); what a
+ * guarded sendTransaction adds over an unguarded one within 1.25 × the bare guard call (p50).
  */
 export interface Measured {
   name: string;
@@ -61,6 +62,8 @@ export const LIMITS = Object.freeze({
   delegationP50OverUpstreamMs: 15,
   /** A signed order's price call and decimals batch run side by side: one upstream round. */
   orderP50OverUpstreamMs: 15,
+  /** What a guarded sendTransaction adds over an unguarded one, as a ratio to the bare guard call it makes (p50). */
+  walletGuardAddedVsGuardCall: 1.25,
 });
 
 export function checkTargets(results: ReadonlyMap<string, Measured | null>, upstreamLatencyMs: number): TargetCheck[] {
@@ -192,5 +195,23 @@ export function checkFleet(fleet: {
       detail: `${fleet.upstreamRequests} upstream requests for ${fleet.distinctChecks} checks asked ${fleet.answers} times (${fleet.perCheck})`,
     },
     { target: 'fleet: every answer a 200', ok: fleet.non200 === 0, detail: `${fleet.non200} others` },
+  ];
+}
+
+/** The wallet guard measurement's checks (bench/wallets.ts, docs/wallets.md). */
+export function checkWalletGuard(w: {
+  addedP50: number;
+  addedP99: number;
+  guardCall: { p50: number; p99: number };
+  errors: number;
+}): TargetCheck[] {
+  const limit = Math.round(w.guardCall.p50 * LIMITS.walletGuardAddedVsGuardCall * 10) / 10;
+  return [
+    {
+      target: `wallet-guard: added p50 <= ${LIMITS.walletGuardAddedVsGuardCall} x the bare guard call's p50`,
+      ok: w.addedP50 <= limit,
+      detail: `adds ${w.addedP50} ms at p50, ${w.addedP99} ms at p99; the guard call alone p50 ${w.guardCall.p50} ms, p99 ${w.guardCall.p99} ms (limit ${limit})`,
+    },
+    { target: 'wallet-guard without errors', ok: w.errors === 0, detail: `${w.errors} errors` },
   ];
 }
