@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Contract, ContractFactory, Wallet } from 'ethers';
+import { type Contract, ContractFactory, Wallet, ZeroHash } from 'ethers';
 import { compiled } from '../../contracts/compile.js';
 import { USDC_BASE } from '../../src/billing/x402/constants.js';
 import { type CoinGeckoEmulator, startCoinGecko } from '../emulators/coingecko.js';
@@ -39,7 +39,7 @@ export interface WalletWorld {
   guardCalls(): Promise<number>;
   /** The account's nonce, native and USDC balances, to compare before and after. */
   state(address: string): Promise<{ nonce: number; eth: bigint; usdc: bigint }>;
-  /** Deploys a PreflightAccount owned by `owner` that trusts the service's signer. */
+  /** Deploys a PreflightAccount owned by `owner` that trusts the service's signer, pinned to no policy. */
   deployAccount(owner: Wallet): Promise<Contract>;
   close(): Promise<void>;
 }
@@ -107,6 +107,7 @@ export async function startWalletWorld(env: Record<string, string> = {}): Promis
         const deployed = await new ContractFactory(art.abi, art.bytecode, owner).deploy(
           owner.address,
           caps.attestation.signer,
+          ZeroHash,
         );
         await deployed.waitForDeployment();
         return deployed as Contract;

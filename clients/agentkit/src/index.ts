@@ -96,12 +96,7 @@ export class GuardedEvmWalletProvider extends EvmWalletProvider {
     message: Record<string, unknown>;
   }): Promise<Hex> {
     const { domain, types, primaryType, message } = typedData;
-    await this.guard.typedData({
-      domain: { ...domain, chainId: domain?.chainId ?? this.chainId() },
-      types,
-      primaryType,
-      message,
-    });
+    await this.guard.typedData({ domain, types, primaryType, message }, this.chainId());
     return this.inner.signTypedData(typedData);
   }
 

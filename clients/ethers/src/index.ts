@@ -85,14 +85,21 @@ export class GuardedSigner extends AbstractSigner {
     value: Record<string, unknown>,
   ): Promise<string> {
     const primaryType = TypedDataEncoder.getPrimaryType(types);
-    const chainId =
-      domain.chainId ?? (this.provider ? (await this.provider.getNetwork()).chainId : undefined) ?? undefined;
-    await this.guard.typedData({
-      domain: { ...domain, ...(chainId !== undefined ? { chainId: BigInt(chainId) } : {}) } as Record<string, unknown>,
-      types,
-      primaryType,
-      message: value,
-    });
+    const walletChainId =
+      domain.chainId === undefined || domain.chainId === null
+        ? this.provider
+          ? (await this.provider.getNetwork()).chainId
+          : null
+        : null;
+    await this.guard.typedData(
+      {
+        domain: Object.fromEntries(Object.entries(domain).filter(([, v]) => v !== undefined && v !== null)),
+        types,
+        primaryType,
+        message: value,
+      },
+      walletChainId,
+    );
     return this.signer.signTypedData(domain, types, value);
   }
 

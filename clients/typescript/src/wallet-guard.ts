@@ -280,9 +280,12 @@ export class WalletGuard {
     });
   }
 
-  /** Asks about EIP-712 typed data before it is signed. */
-  typedData(td: GuardTypedData): Promise<DecideResponse> {
-    const chainId = td.domain?.chainId as Num | undefined;
+  /**
+   * Asks about EIP-712 typed data before it is signed, exactly as it will be signed; its domain's
+   * chain id names the chain, else `walletChainId` (the wallet's chain).
+   */
+  typedData(td: GuardTypedData, walletChainId?: Num | null): Promise<DecideResponse> {
+    const chainId = (td.domain?.chainId as Num | undefined) ?? walletChainId;
     const action = inferTypedDataAction(td);
     return this.ask({
       action,
