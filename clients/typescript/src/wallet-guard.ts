@@ -24,6 +24,11 @@ export interface WalletGuardOptions {
   chain?: string;
   /** The service's signer address: an answer whose attestation does not recover it is refused. */
   attester?: string;
+  /**
+   * With `attester`: the policy hash answers must be signed for (the policy version the key is bound
+   * to; 32 zero bytes for none), as a PreflightAccount pins it. Unset: any policy.
+   */
+  policyHash?: string;
   /** On `wait`: `"throw"` (the default) or `"retry"` after `retry_after_s`, within `maxWaitMs`. */
   onWait?: 'throw' | 'retry';
   /** How long `"retry"` keeps asking, in milliseconds (default 30,000). */
@@ -321,7 +326,15 @@ export class WalletGuard {
       const call: CallOptions = { idempotencyKey: crypto.randomUUID() };
       const answer = await this.client.guard(req, call);
       const attester = this.options.attester;
-      if (attester !== undefined && !(await verifyAttestation(answer, { signer: attester, requestBody: body })))
+      const policyHash = this.options.policyHash;
+      if (
+        attester !== undefined &&
+        !(await verifyAttestation(answer, {
+          signer: attester,
+          requestBody: body,
+          ...(policyHash ? { policyHash } : {}),
+        }))
+      )
         throw new PreflightAttestationError(answer, attester);
       await this.options.onAnswer?.(answer);
       if (answer.verdict === 'proceed') return answer;

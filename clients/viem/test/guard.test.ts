@@ -224,6 +224,17 @@ t.test('an answer signed by another attester is refused', async (t) => {
   t.same(await world.state(account.address), before);
 });
 
+t.test('a pinned policy hash: an answer signed for another policy is refused', async (t) => {
+  const call = { to: USDC_BASE as `0x${string}`, data: transferData(randomAddress(), 1n) };
+  const other = await setup({ policyHash: `0x${'11'.repeat(32)}` });
+  const err = await other.wallet.sendTransaction(call).catch((e: unknown) => e);
+  t.ok(findCause(err, PreflightAttestationError), String(err));
+  t.equal(other.signed.n, 0);
+  const none = await setup({ policyHash: `0x${'00'.repeat(32)}` });
+  const hash = await none.wallet.sendTransaction(call);
+  t.equal((await none.pub.waitForTransactionReceipt({ hash })).status, 'success', 'no policy, as pinned: signed');
+});
+
 t.test('a text message passes; a raw hash is refused unless allowed', async (t) => {
   const { account, signed } = await setup();
   const sig = await account.signMessage({ message: 'hello' });
