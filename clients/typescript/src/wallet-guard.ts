@@ -166,6 +166,7 @@ export function inferTypedDataAction(td: GuardTypedData): GuardRequest['action']
 }
 
 type ApprovalFields = Pick<GuardRequest, 'spender' | 'approval_amount'>;
+const MAX_UINT256 = (2n ** 256n - 1n).toString();
 
 /** The 32-byte word `i` of calldata after the selector, as hex without 0x. */
 const word = (data: string, i: number): string => data.slice(10 + 64 * i, 10 + 64 * (i + 1));
@@ -180,6 +181,9 @@ export function approvalOfCall(data: string | null | undefined): ApprovalFields 
   const address = (w: string) => `0x${w.slice(24)}`;
   if ((selector === '0x095ea7b3' || selector === '0x39509351') && d.length >= 138)
     return { spender: address(word(d, 0)), approval_amount: BigInt(`0x${word(d, 1)}`).toString() };
+  // setApprovalForAll: every token of the collection, so as much as an unlimited approval; false revokes.
+  if (selector === '0xa22cb465' && d.length >= 138)
+    return { spender: address(word(d, 0)), approval_amount: BigInt(`0x${word(d, 1)}`) === 0n ? '0' : MAX_UINT256 };
   if (selector === '0x87517c45' && d.length >= 202)
     return { spender: address(word(d, 1)), approval_amount: BigInt(`0x${word(d, 2)}`).toString() };
   return {};
@@ -190,7 +194,7 @@ export function approvalOfTypedData(td: GuardTypedData): ApprovalFields {
   const m = td.message;
   if (typeof m.spender !== 'string') return {};
   const details = m.details as { amount?: Num } | undefined;
-  const amount = m.value ?? details?.amount ?? (m.allowed === true ? 2n ** 256n - 1n : undefined);
+  const amount = m.value ?? details?.amount ?? (m.allowed === true ? MAX_UINT256 : undefined);
   if (amount === undefined || (typeof amount !== 'bigint' && typeof amount !== 'number' && typeof amount !== 'string'))
     return { spender: m.spender };
   try {

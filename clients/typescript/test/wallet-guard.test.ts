@@ -39,6 +39,15 @@ t.test('the action and the approval fields, from calldata and typed data', async
   t.equal(inferTransactionAction({ value: 0n, data: '0x' }), 'contract_call', 'nothing at all');
   t.same(approvalOfCall(approve), { spender: A, approval_amount: MAX.toString() });
   t.same(approvalOfCall(permit2), { spender: '0x00000000000000000000000000000000000000bb', approval_amount: '7' });
+  const forAll = (on: boolean) =>
+    encodeFunctionData({
+      abi: parseAbi(['function setApprovalForAll(address operator, bool approved)']),
+      functionName: 'setApprovalForAll',
+      args: [A, on],
+    });
+  t.equal(inferTransactionAction({ data: forAll(true) }), 'approve');
+  t.same(approvalOfCall(forAll(true)), { spender: A, approval_amount: MAX.toString() }, 'approval for all: unlimited');
+  t.same(approvalOfCall(forAll(false)), { spender: A, approval_amount: '0' }, 'revoked: nothing');
   t.same(approvalOfCall(transfer), {});
   t.same(approvalOfCall('0x095ea7b3'), {}, 'a truncated approve names nothing');
 
