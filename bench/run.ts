@@ -9,6 +9,7 @@
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
  *                                            three-instance measurement (PostgreSQL and Redis),
+ *                                            `reservation` the policy limits' check-and-reserve alone,
  *                                            `wallet-guard` what a guarded sendTransaction adds
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
@@ -36,6 +37,7 @@ import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './sessi
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printPool, printSigning, printTable, printTargetChecks } from './report.js';
 import { checkScrapes, scrape } from './scrape.js';
+import { benchDatabase, measureReservations, policyKey, type ReservationCost } from './policy.js';
 
 interface Options {
   mode: 'all' | 'targets' | 'pool';
@@ -72,7 +74,7 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'wallet-guard'];
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'wallet-guard'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -80,21 +82,34 @@ function parseArgs(argv: string[]): Options {
 }
 
 /** Every scenario's run is bounded; the whole bench aborts past this. */
-const HARD_LIMIT_MS = 9 * 60_000;
+const HARD_LIMIT_MS = 12 * 60_000;
 
 /**
  * The scenarios whose throughput the targets compare (the yardsticks and the cached decides, with
- * and without signing and with the fleet cache). On a shared host the machine's speed drifts by
+ * and without signing and with the fleet cache; the cached guard with and without the verdict log). On a shared host the machine's speed drifts by
  * more than the differences measured, so these run interleaved: every server starts once, then
  * each round runs each scenario in turn, and each reports its median round. A ratio target is the
  * median of the rounds' own ratios (bench/targets.ts): each of runs seconds apart, never of one
  * run in a fast minute against another in a slow one.
  */
-const PAIRED = ['floor', 'reference', 'decide-cached', 'decide-cached-unsigned', 'decide-cached-redis'];
+const PAIRED = [
+  'floor',
+  'reference',
+  'decide-cached',
+  'decide-cached-unsigned',
+  'decide-cached-redis',
+  'guard-swap',
+  'guard-swap-unlogged',
+  'guard-policy',
+  'guard-swap-pg',
+  'guard-policy-pg',
+];
 
 interface Server {
   child: Child;
   run: ReturnType<typeof scenarioRunner>;
+  /** Stops the child and drops what the scenario made for it (a PostgreSQL database). */
+  stop(): Promise<void>;
 }
 
 /**
@@ -105,20 +120,35 @@ async function startFor(s: Scenario, opts: Options, upstreams: Upstreams, rig: P
   if (s.server !== 'service') {
     const child = await startServerChild(s.server === 'floor' ? './floor.js' : './reference.js', {});
     const run = scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey: null, upstreams, rig, billing: false });
-    return { child, run };
+    return { child, run, stop: () => child.stop() };
   }
+  const db = s.store === 'postgres' ? await benchDatabase() : null;
   const child = await startServerChild(
     './service.js',
-    serviceEnv(upstreams, rig, { ...(opts.billing ? {} : { BILLING: 'off' }), ...s.env }),
-  );
+    serviceEnv(upstreams, rig, {
+      ...(opts.billing ? {} : { BILLING: 'off' }),
+      ...(db ? { DATABASE_URL: db.url } : {}),
+      ...s.env,
+    }),
+  ).catch(async (err: unknown) => {
+    await db?.drop();
+    throw err;
+  });
+  const stop = async () => {
+    await child.stop();
+    await db?.drop();
+  };
   try {
-    const apiKey = opts.billing ? await signup(child.url) : null;
+    let apiKey = opts.billing ? await signup(child.url) : null;
+    // Under a policy: the load's key is an agent key bound to it (a policy needs billing on).
+    if (s.policy && apiKey !== null) apiKey = await policyKey(child.url, apiKey);
     return {
       child,
       run: scenarioRunner({ pid: child.proc.pid, url: child.url, apiKey, upstreams, rig, billing: opts.billing }),
+      stop,
     };
   } catch (err) {
-    await child.stop();
+    await stop();
     throw err;
   }
 }
@@ -139,7 +169,7 @@ async function runPaired(
     }
     return paired.map((s) => medianRun(runs.get(s)!));
   } finally {
-    for (const { child } of servers.values()) await child.stop();
+    for (const server of servers.values()) await server.stop();
   }
 }
 
@@ -236,7 +266,7 @@ async function runTargets(
     try {
       rows.push(await own.run(s, 0));
     } finally {
-      await own.child.stop();
+      await own.stop();
     }
   }
 
@@ -280,6 +310,18 @@ async function main(): Promise<number> {
       if ('skipped' in fleet) targets.checks.push({ target: 'fleet ran', ok: false, detail: fleet.skipped });
       else targets.checks.push(...checkFleet(fleet));
     }
+    // The reservation's own cost on each store (docs/policies.md §4): figures, not targets.
+    let reservations: ReservationCost[] | { skipped: string } | null = null;
+    if (targets && (opts.only === null || opts.only.includes('reservation'))) {
+      reservations = await measureReservations();
+      if (!('skipped' in reservations)) {
+        process.stdout.write('\nReservation (check-and-reserve in two limits, on the store)\n');
+        for (const r of reservations)
+          process.stdout.write(
+            `  ${r.store}, ${r.concurrency} at a time, ${r.reservations} reservations: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms\n`,
+          );
+      }
+    }
     let walletGuard: WalletGuardResult | null = null;
     if (targets && (opts.only === null || opts.only.includes('wallet-guard'))) {
       walletGuard = await measureWalletGuard(opts.quick ? 15 : 300);
@@ -303,6 +345,7 @@ async function main(): Promise<number> {
       targets: targets?.checks ?? null,
       signing: targets?.signing ?? null,
       fleet,
+      reservations,
       walletGuard,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),

@@ -29,6 +29,10 @@ export interface Scenario {
   probeAlso?: string;
   /** First `{{n}}` of its load (default 0): a scenario sharing a server and cold keys with another starts apart. */
   nStart?: number;
+  /** The load's key is an agent key bound to the bench policy (bench/policy.ts: 20 rules, two limits). */
+  policy?: boolean;
+  /** The service's store: a fresh PostgreSQL database (BENCH_PG_URL) instead of a SQLite file. */
+  store?: 'postgres';
 }
 
 const decideBody = (checks: unknown[]): string =>
@@ -247,6 +251,64 @@ export const SCENARIOS: readonly Scenario[] = [
     expectStatus: 200,
     expectBody: PROCEED,
     connections: 50,
+    ...std,
+  },
+  {
+    name: 'guard-swap-unlogged',
+    about: 'as guard-swap with VERDICT_LOG=off (a setting for measurement only): what the verdict log costs',
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SWAP,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    env: { VERDICT_LOG: 'off' },
+    ...std,
+  },
+  {
+    name: 'guard-policy',
+    about: 'as guard-swap with an agent key bound to a 20-rule policy with two limits: every answer reserves',
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SWAP,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    probeAlso: '"policy":{"name":"bench"',
+    connections: 50,
+    policy: true,
+    env: {},
+    ...std,
+  },
+  {
+    name: 'guard-swap-pg',
+    about: 'as guard-swap on a service whose store is PostgreSQL',
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SWAP,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    store: 'postgres',
+    env: {},
+    ...std,
+  },
+  {
+    name: 'guard-policy-pg',
+    about: 'as guard-policy on a service whose store is PostgreSQL',
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SWAP,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    probeAlso: '"policy":{"name":"bench"',
+    connections: 50,
+    policy: true,
+    store: 'postgres',
+    env: {},
     ...std,
   },
   {

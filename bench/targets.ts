@@ -5,7 +5,8 @@
  * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
  * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
  * node, then the price provider beside the node's token reads); the guard with a signed order's p50
- * within 15 ms of one upstream round (the price provider beside the node's token reads); what a
+ * within 15 ms of one upstream round (the price provider beside the node's token reads); the
+ * cached guard, its answers logged, at least 0.9 × the same guard with the verdict log off; what a
  * guarded sendTransaction adds over an unguarded one within 1.25 × the bare guard call (p50).
  */
 export interface Measured {
@@ -56,12 +57,16 @@ export const LIMITS = Object.freeze({
   simulationP50OverUpstreamsMs: 15,
   /** One instance's cached decide with REDIS_URL set, as a ratio to the same without it. */
   cachedWithRedisVsWithout: 0.9,
+  /** The cached keyed guard, every answer logged, as a ratio to the same with the log off (docs/policies.md §10). */
+  guardLoggedVsUnlogged: 0.9,
   /** Upstream requests per distinct check across a fleet of three (docs/fleet.md). */
   fleetUpstreamPerCheck: 1.0,
   /** A delegation scan's calls run side by side: one upstream round. */
   delegationP50OverUpstreamMs: 15,
   /** A signed order's price call and decimals batch run side by side: one upstream round. */
   orderP50OverUpstreamMs: 15,
+  /** A cached guard under a 20-rule, two-limit policy, as a ratio to the same guard with no policy (docs/policies.md). */
+  policyVsNone: 0.8,
   /** What a guarded sendTransaction adds over an unguarded one, as a ratio to the bare guard call it makes (p50). */
   walletGuardAddedVsGuardCall: 1.25,
 });
@@ -131,6 +136,16 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       detail,
     });
   }
+  const guard = get('guard-swap');
+  const unlogged = get('guard-swap-unlogged');
+  if (guard && unlogged) {
+    const { ratio, detail } = throughputRatio(guard, unlogged);
+    out.push({
+      target: `guard-swap >= ${LIMITS.guardLoggedVsUnlogged} x guard-swap-unlogged (the verdict log's cost)`,
+      ok: ratio >= LIMITS.guardLoggedVsUnlogged,
+      detail,
+    });
+  }
   const deleg = get('guard-delegation');
   if (deleg) {
     const limit = upstreamLatencyMs + LIMITS.delegationP50OverUpstreamMs;
@@ -147,6 +162,20 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       target: `guard-order p50 <= one upstream round ${upstreamLatencyMs} + ${LIMITS.orderP50OverUpstreamMs} ms`,
       ok: order.p50 <= limit,
       detail: `p50 ${order.p50} ms, p99 ${order.p99} ms: ${Math.round((order.p50 - upstreamLatencyMs) * 10) / 10} ms over the upstream round (limit ${limit})`,
+    });
+  }
+  for (const [withPolicy, without] of [
+    ['guard-policy', 'guard-swap'],
+    ['guard-policy-pg', 'guard-swap-pg'],
+  ] as const) {
+    const a = get(withPolicy);
+    const b = get(without);
+    if (!a || !b) continue;
+    const { ratio, detail } = throughputRatio(a, b);
+    out.push({
+      target: `${withPolicy} >= ${LIMITS.policyVsNone} x ${without} req/s`,
+      ok: ratio >= LIMITS.policyVsNone,
+      detail,
     });
   }
   const keyed = get('decide-keyed');

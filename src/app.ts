@@ -19,6 +19,9 @@ import { postRouter, jsonBody } from './http/post-router.js';
 import type { ApiErrorHandler, ApiHandler, ApiRequest } from './http/api.js';
 import {
   GET_ENDPOINTS,
+  MANAGEMENT_ENDPOINTS,
+  type ManagementHandlerKey,
+  expressPath,
   type GetHandlerKey,
   type HandlerKey,
   POST_ENDPOINTS,
@@ -28,6 +31,72 @@ import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
+import type { VerdictLog } from './verdicts/log.js';
+import type { KeyResolver } from './billing/keys.js';
+import type { PolicyService } from './policy/service.js';
+import { checkParams, managementAuth } from './billing/management.js';
+
+/** The JSON reader with the common cap, or a row's own (PUT /v1/policies/{name}: 2 MiB). */
+function jsonReader(limit: number): ApiHandler {
+  return jsonBody(
+    limit,
+    express.json({
+      limit,
+      strict: false,
+      type: () => true,
+      // The bytes an answer's requestHash covers (docs/attestations.md §1).
+      verify: (req, _res, buf) => {
+        (req as ApiRequest).rawBody = buf;
+      },
+    }),
+  );
+}
+
+/**
+ * The management rows (docs/endpoints.md §1): path parameters (422), body (413, 422), the key
+ * (401, 403, 503), the quota for a billed row, then the handler; every other method on a path
+ * they name answers 405 with the methods it has.
+ */
+function mountManagement(app: Express, deps: AppDeps, json: ApiHandler): void {
+  const m = deps.management;
+  if (!m) return;
+  const methods = new Map<string, Set<string>>();
+  for (const e of MANAGEMENT_ENDPOINTS) {
+    const handler = m.handlers[e.handler];
+    if (!handler) continue;
+    const path = expressPath(e.path);
+    const chain: ApiHandler[] = [routeLabel(e.path), checkParams(e)];
+    if (e.request !== undefined) {
+      chain.push(e.bodyLimit === undefined ? json : jsonReader(e.bodyLimit), validateBody(e.request));
+    }
+    chain.push(managementAuth(e, m.keys));
+    if (e.billed && deps.billing && e.request !== undefined) {
+      chain.push(
+        deps.billing({
+          path: e.path,
+          summary: e.summary,
+          request: e.request,
+          response: e.response ?? '',
+          access: 'paid',
+          handler: 'guard',
+          tag: e.tag,
+        }),
+      );
+    }
+    chain.push(handler);
+    const handlers = chain as RequestHandler[];
+    if (e.method === 'GET') app.get(path, ...handlers);
+    else if (e.method === 'POST') app.post(path, ...handlers);
+    else if (e.method === 'PUT') app.put(path, ...handlers);
+    else if (e.method === 'PATCH') app.patch(path, ...handlers);
+    else app.delete(path, ...handlers);
+    const known = methods.get(path) ?? new Set<string>();
+    known.add(e.method);
+    if (e.method === 'GET') known.add('HEAD');
+    methods.set(path, known);
+  }
+  for (const [path, known] of methods) app.all(path, routeLabel(path), methodNotAllowed([...known]));
+}
 
 export interface AppDeps {
   config: Readonly<Config>;
@@ -43,10 +112,22 @@ export interface AppDeps {
   handlers?: Partial<Record<HandlerKey, ApiHandler>>;
   /** GET /metrics; the other GET handlers are built here. */
   metricsHandler?: RequestHandler;
+  /** Where answers to keyed calls are logged (docs/policies.md §10). */
+  verdicts?: VerdictLog | null;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
   attester?: Attester | null;
   /** Set while the server drains: answers carry `Connection: close`. */
   isDraining?: () => boolean;
+  /** Keys bound to a policy answer under it (docs/policies.md); absent: no policies. */
+  policies?: PolicyService | null;
+  /**
+   * The account management rows' handlers (keys, policies; docs/policies.md) and the key cache
+   * they check keys with, the billing gate's own. Absent: those rows are not mounted.
+   */
+  management?: {
+    handlers: Partial<Record<ManagementHandlerKey, ApiHandler>>;
+    keys: KeyResolver;
+  } | null;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -118,18 +199,7 @@ export function buildRoutes(deps: AppDeps): Routes {
   // POSTs to the endpoints' exact paths skip the router (src/http/post-router.ts): same chains.
   const postChains = new Map<string, ApiHandler[]>();
 
-  const json = jsonBody(
-    MAX_REQUEST_BODY_BYTES,
-    express.json({
-      limit: MAX_REQUEST_BODY_BYTES,
-      strict: false,
-      type: () => true,
-      // The bytes an answer's requestHash covers (docs/attestations.md §1).
-      verify: (req, _res, buf) => {
-        (req as ApiRequest).rawBody = buf;
-      },
-    }),
-  );
+  const json = jsonReader(MAX_REQUEST_BODY_BYTES);
 
   // Only rows whose handler exists are mounted; a path with none answers 404 like any unknown one.
   const shared = deps.engine.shared ?? null;
@@ -168,6 +238,8 @@ export function buildRoutes(deps: AppDeps): Routes {
     postChains.set(e.path, [context, ...chain]);
     app.all(e.path, routeLabel(e.path), methodNotAllowed(['POST']));
   }
+
+  mountManagement(app, deps, json);
 
   const onError = errorHandler(logger);
   app.use(notFound);

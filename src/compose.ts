@@ -25,6 +25,13 @@ import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
+import { KeyResolver } from './billing/keys.js';
+import { createIdempotency } from './http/idempotency.js';
+import { verdictsHandler } from './http/routes/verdicts.js';
+import { VerdictLog } from './verdicts/log.js';
+import { PolicyService } from './policy/service.js';
+import { startRelease } from './policy/release.js';
+import { accountHandlers } from './http/routes/account.js';
 
 export interface Service {
   deps: AppDeps;
@@ -32,6 +39,7 @@ export interface Service {
   metrics: Metrics;
   store: Store;
   payments: X402;
+  policies: PolicyService;
   /** Stops the settler, the pool, the main thread's connection pools and the store, in that order. */
   close(): Promise<void>;
 }
@@ -86,7 +94,14 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
       ? paymentsOff()
       : (await import('./billing/x402/index.js')).createX402({ config, store, logger, metrics, ...opts.x402 });
   metrics.setLedgerSource(() => store.countPaymentsByState());
-  const billing = config.billing ? createBillingGate({ config, store, logger, payments, metrics }) : null;
+  // One key cache for the billing gate and the management calls, so a revocation drops from both.
+  const keys = new KeyResolver(store);
+  const idempotency = createIdempotency({ store, logger, metrics, maxDeadlineMs: config.maxDeadlineMs });
+  const billing = config.billing
+    ? createBillingGate({ config, store, logger, payments, metrics, keys, idempotency })
+    : null;
+  const policies = new PolicyService(store, { logger });
+  const verdicts = new VerdictLog(store, logger, { retentionDays: config.verdictLogDays, metrics });
   let attester: Attester | null;
   try {
     attester = await createAttester(config, store);
@@ -96,7 +111,9 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     await store.close();
     throw err;
   }
-  const agentDeps = { config, engine, logger, metrics, attester };
+  // VERDICT_LOG=off (measurement only): answers go unlogged; GET /v1/verdicts still reads the log.
+  const agentDeps = { config, engine, logger, metrics, attester, verdicts: config.verdictLog ? verdicts : null };
+  const guardDeps = { ...agentDeps, policies };
   const deps: AppDeps = {
     config,
     logger,
@@ -104,26 +121,40 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     engine,
     billing,
     attester,
+    verdicts: agentDeps.verdicts,
     handlers: {
-      guard: guardHandler(agentDeps),
+      guard: guardHandler(guardDeps),
       stablecoin: stablecoinHandler(agentDeps),
       bridge: bridgeRiskHandler(agentDeps),
       yield: yieldRoutingHandler(agentDeps),
       signup: signupHandler({ config, store, logger }),
-      mcp: mcpHandler({ config, store, logger, payments }),
+      mcp: mcpHandler({ config, store, logger, payments, keys }),
     },
     metricsHandler: metricsHandler({ config, metrics }),
     isDraining: opts.isDraining,
+    policies,
+    management: {
+      keys,
+      handlers: {
+        ...accountHandlers({ config, store, keys, policies, guard: guardDeps }),
+        verdicts: verdictsHandler({ store, log: verdicts }),
+      },
+    },
   };
   payments.start();
+  verdicts.start();
+  const release = startRelease({ config, store, logger });
   return {
     deps,
     engine,
     metrics,
     store,
     payments,
+    policies,
     async close() {
+      await release.stop();
       await payments.stop();
+      await verdicts.close();
       await engine.close();
       await attester?.close();
       stopWatching();

@@ -65,6 +65,14 @@ export interface Config {
   freeTierMonthlyLimit: number;
   planLimits: Readonly<Record<'Basic' | 'DeFi' | 'Execution', number>>;
   signupsPerHour: number;
+  /** VERDICT_LOG_DAYS: how long the verdict log keeps an answer (docs/policies.md §10). */
+  verdictLogDays: number;
+  /** VERDICT_LOG=off: answers are not logged (a setting for measurement only, as ATTESTATIONS=off). */
+  verdictLog: boolean;
+  /** Live agent keys an account may hold (MAX_AGENT_KEYS, docs/policies.md §1). */
+  maxAgentKeys: number;
+  /** How often expired limit reservations are settled (POLICY_RELEASE_INTERVAL_MS, docs/policies.md §3). */
+  policyReleaseIntervalMs: number;
   x402PayTo: string | null;
   x402Settlement: 'local' | 'facilitator';
   x402SettlerKey: string | null;
@@ -263,6 +271,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     freeTierMonthlyLimit: freeTier,
     planLimits: Object.freeze(planLimits),
     signupsPerHour: int(env, 'SIGNUPS_PER_HOUR', 10, 1, 1e6),
+    verdictLogDays: int(env, 'VERDICT_LOG_DAYS', 30, 1, 3650),
+    verdictLog: bool(env, 'VERDICT_LOG', true),
+    maxAgentKeys: int(env, 'MAX_AGENT_KEYS', 100, 0, 100_000),
+    policyReleaseIntervalMs: int(env, 'POLICY_RELEASE_INTERVAL_MS', 15_000, 100, 45_000),
     x402PayTo: payTo,
     x402Settlement: settlement,
     x402SettlerKey: settlerKey,

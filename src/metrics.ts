@@ -34,6 +34,10 @@ export interface Metrics {
   payment(outcome: string): void;
   setLedgerSource(fn: () => Promise<Record<string, number>>): void;
   quotaRejection(plan: string): void;
+  /** An Idempotency-Key's outcome: first, replayed, conflict, in_flight (docs/policies.md §9). */
+  idempotency(outcome: string): void;
+  /** Verdict-log rows by outcome: written, retried (a batch failed; kept), dropped (queue full) (docs/policies.md §10). */
+  verdictRows(outcome: string, n: number): void;
   circuitState(upstream: string, state: CircuitState): void;
   /** The fleet cache (Redis): one command's outcome. */
   sharedCache(op: string, outcome: string): void;
@@ -190,6 +194,19 @@ export function createMetrics(): Metrics {
     labelNames: ['plan'],
     registers: reg,
   });
+  const idempotencyChildren = talliedCounter({
+    name: 'preflight_idempotency_keys_total',
+    help: 'Keyed POSTs carrying an Idempotency-Key, by outcome: first, replayed, conflict, in_flight.',
+    labelNames: ['outcome'],
+    registers: reg,
+  });
+  // Counted per batch, not per answer: a plain counter.
+  const verdictRows = new Counter({
+    name: 'preflight_verdict_log_rows_total',
+    help: 'Verdict-log rows by outcome: written, retried (its batch failed and is kept), dropped (the queue was full).',
+    labelNames: ['outcome'],
+    registers: reg,
+  });
   const circuit = new Gauge({
     name: 'preflight_circuit_breaker_state',
     help: 'Circuit breaker state per upstream: 1 for the current state, 0 for the others.',
@@ -315,6 +332,12 @@ export function createMetrics(): Metrics {
     },
     quotaRejection(plan) {
       quotaChildren.get(plan).inc();
+    },
+    idempotency(outcome) {
+      idempotencyChildren.get(outcome).inc();
+    },
+    verdictRows(outcome, n) {
+      verdictRows.labels(outcome).inc(n);
     },
     circuitState(upstream, state) {
       for (const s of CIRCUIT_STATES) circuit.set({ upstream, state: s }, s === state ? 1 : 0);

@@ -1,6 +1,13 @@
 /** The OpenAPI 3.1 document, generated from schemas/ and the endpoint table. */
 import { schemas } from './generated/schemas.js';
-import { GET_ENDPOINTS, POST_ENDPOINTS, type PostEndpoint, type SchemaPostEndpoint } from './http/endpoints.js';
+import {
+  GET_ENDPOINTS,
+  MANAGEMENT_ENDPOINTS,
+  POST_ENDPOINTS,
+  type ManagementEndpoint,
+  type PostEndpoint,
+  type SchemaPostEndpoint,
+} from './http/endpoints.js';
 import { VERSION } from './version.js';
 
 type Json = Record<string, any>;
@@ -21,12 +28,15 @@ function toComponent(node: unknown): unknown {
 /** What each tag groups, shown by the reference page at /docs. */
 const TAG_DESCRIPTIONS: Record<string, string> = {
   meta: 'Free read-only endpoints: service information, health, capabilities, this document, metrics.',
-  keys: 'Free API keys (100 calls a month).',
+  keys: "Free API keys (100 calls a month), and an account's agent keys, each bound to a policy or none.",
+  policies:
+    "Operators' policies: what the keys bound to one may do, with spend limits counted across every instance (docs/policies.md).",
   decide: 'Goals with explicit checks, paid with an API key or an x402 payment.',
   guard: 'Action descriptions turned into a plan of safety checks, paid with an API key or an x402 payment.',
   x402: 'The same answers, paid per call with x402 only (0.01 USDC on Base).',
   agents: 'The six analysis agents and their endpoints.',
   mcp: 'The MCP tools over streamable HTTP: JSON-RPC 2.0, each tool call billed as a call to its endpoint.',
+  account: "An account's own records for its owner key: the verdict log (docs/policies.md §10).",
 };
 
 /** One JSON-RPC 2.0 message as MCP sends it (docs/mcp.md §1); the MCP transport checks the rest. */
@@ -71,6 +81,87 @@ function postDescription(e: SchemaPostEndpoint): string {
 }
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+/** `PUT /v1/policies/{name}` → `putPoliciesByName`. */
+function managementOperationId(e: ManagementEndpoint): string {
+  const words = e.path
+    .replace(/^\/v1\//, '')
+    .split('/')
+    .map((w) => (w.startsWith('{') ? `by-${w.slice(1, -1)}` : w));
+  const camel = words
+    .join('-')
+    .replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''));
+  return `${e.method.toLowerCase()}${camel.charAt(0).toUpperCase()}${camel.slice(1)}`;
+}
+
+/** A management row as an operation: the key's answers (401, 403, 503), its path parameters, its body. */
+function managementOperation(e: ManagementEndpoint, errorBody: Json): Json {
+  const responses: Json = {};
+  if (e.status === 204) responses[204] = { description: 'Done; no body' };
+  else responses[e.status] = json(ref(e.response ?? 'ErrorResponse'), e.status === 201 ? 'Created' : 'The answer');
+  if (e.handler === 'policyPut')
+    responses[200] = json(ref('PolicyVersion'), 'The document equals the current version: that version, no new one');
+  responses[401] = json(errorBody, 'No API key, or an unknown or revoked one (x402 payments cannot pay for this call)');
+  responses[403] = json(
+    errorBody,
+    e.agent === 'bound'
+      ? 'An agent key not bound to this policy: it needs the owner key'
+      : "An agent key: this call needs the account's owner key",
+  );
+  if (e.params?.length || e.handler === 'keysCreate' || e.query?.some((q) => q.name === 'key'))
+    responses[404] = json(errorBody, 'No such key, policy or version in the account');
+  if (['keysCreate', 'keysDelete', 'policyDelete'].includes(e.handler))
+    responses[409] = json(
+      errorBody,
+      e.handler === 'policyDelete'
+        ? 'A live key is bound to the policy'
+        : e.handler === 'keysDelete'
+          ? 'The owner key cannot be revoked here'
+          : 'The name is taken by a live key, or the account holds MAX_AGENT_KEYS live agent keys',
+    );
+  if (e.request !== undefined)
+    responses[413] = json(errorBody, `Body larger than ${e.bodyLimit === undefined ? '256 KiB' : '2 MiB'}`);
+  if (e.request !== undefined || e.params?.length || e.query?.length)
+    responses[422] = json(
+      ref('HTTPValidationError'),
+      'A path or query parameter or the body does not match its schema',
+    );
+  if (e.billed) responses[429] = json(errorBody, "The account's monthly quota is used up");
+  responses[503] = {
+    ...json(errorBody, 'The account store is unavailable; nothing was changed'),
+    headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait before retrying' } },
+  };
+  const op: Json = {
+    operationId: managementOperationId(e),
+    summary: e.summary,
+    description: `${e.description}${e.billed ? '' : ' Free.'} Needs the account's API key (\`x-api-key\` or \`Authorization: Bearer\`).`,
+    tags: [e.tag],
+    security: [{ ApiKey: [] }, { BearerKey: [] }],
+    responses,
+  };
+  if (e.params?.length)
+    op.parameters = e.params.map((p) => ({
+      name: p.name,
+      in: 'path',
+      required: true,
+      description: p.description,
+      schema: p.schema,
+    }));
+  if (e.query?.length)
+    op.parameters = [
+      ...(op.parameters ?? []),
+      ...e.query.map((q) => ({
+        name: q.name,
+        in: 'query',
+        required: false,
+        description: q.description,
+        schema: q.schema,
+      })),
+    ];
+  if (e.request !== undefined)
+    op.requestBody = { required: true, content: { 'application/json': { schema: ref(e.request) } } };
+  return op;
+}
 const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
 
 export function buildOpenApi(serverUrl: string | null): Json {
@@ -197,6 +288,11 @@ export function buildOpenApi(serverUrl: string | null): Json {
     };
   }
 
+  for (const e of MANAGEMENT_ENDPOINTS) {
+    const op = managementOperation(e, errorBody);
+    paths[e.path] = { ...(paths[e.path] ?? {}), [e.method.toLowerCase()]: op };
+  }
+
   return {
     openapi: '3.1.0',
     info: {
@@ -206,10 +302,12 @@ export function buildOpenApi(serverUrl: string | null): Json {
         'Checks an on-chain action against live data before an agent executes it, and answers proceed, wait or block with confidence, risk, expiry and evidence.',
     },
     servers: [{ url: serverUrl ?? '/' }],
-    tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS].map((e) => e.tag))].map((name) => ({
-      name,
-      ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
-    })),
+    tags: [...new Set([...GET_ENDPOINTS, ...POST_ENDPOINTS, ...MANAGEMENT_ENDPOINTS].map((e) => e.tag))].map(
+      (name) => ({
+        name,
+        ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+      }),
+    ),
     paths,
     components: {
       schemas: components,

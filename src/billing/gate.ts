@@ -5,10 +5,11 @@
 import type { ApiHandler, ApiRequest, ApiResponse, Next } from '../http/api.js';
 import type { Config } from '../config.js';
 import { HttpError } from '../http/errors.js';
+import { idempotencyKeyProblem, type Idempotency } from '../http/idempotency.js';
 import { keyedPathFor, payPerCallPathFor, SIGNUP_PATH } from '../http/endpoints.js';
 import type { Logger } from '../log.js';
 import { PRICE_DISPLAY } from '../pricing.js';
-import type { Plan, Store } from '../store/types.js';
+import type { KeyRole, Plan, Store } from '../store/types.js';
 import { KeyResolver, presentedKey } from './keys.js';
 import { planLimit, quotaView, setQuotaHeaders, usagePeriod } from './quota.js';
 import type { Metrics } from '../metrics.js';
@@ -36,7 +37,16 @@ export interface PaymentGate {
 export interface BillingInfo {
   kind: 'key' | 'payment' | 'free';
   keyId?: string;
+  /** The key's name in its account (the verdict log shows it). */
+  keyName?: string;
   plan?: Plan;
+  /** The key's account, whose one monthly quota the call drew on (docs/policies.md §1). */
+  accountId?: string;
+  role?: KeyRole;
+  /** The policy the key answers under, by name. */
+  policy?: string | null;
+  /** The store could not count this call: a guard under a policy then answers `wait`. */
+  storeDown?: boolean;
 }
 
 /** What the gate needs of an endpoint; the route table's entries fit. */
@@ -55,10 +65,44 @@ export interface BillingGateDeps {
   /** Key lookups; by default a 5 s, 10,000-entry cache in front of the store. */
   keys?: KeyResolver;
   metrics?: Pick<Metrics, 'quotaRejection'>;
+  /** Idempotency-Key answers (docs/policies.md §9); absent: the header is ignored. */
+  idempotency?: Idempotency | null;
   now?: () => Date;
 }
 
 export { SIGNUP_PATH };
+
+/** How often a key's `last_used_at` is written at most: it is shown to the minute. */
+const LAST_USED_EVERY_MS = 60_000;
+
+/**
+ * Keeps `last_used_at` without a write per call: a key is noted at most once a minute, and the
+ * keys noted during one turn of the event loop are written in one statement.
+ */
+class LastUsed {
+  private readonly seen = new Map<string, number>();
+  private batch: string[] = [];
+
+  constructor(
+    private readonly store: Pick<Store, 'touchKeys'>,
+    private readonly log: Logger,
+  ) {}
+
+  note(keyId: string, at: Date): void {
+    const t = at.getTime();
+    const last = this.seen.get(keyId);
+    if (last !== undefined && t - last < LAST_USED_EVERY_MS) return;
+    if (this.seen.size > 100_000) this.seen.clear();
+    this.seen.set(keyId, t);
+    if (this.batch.push(keyId) === 1) {
+      setImmediate(() => {
+        const ids = this.batch;
+        this.batch = [];
+        this.store.touchKeys(ids, at).catch((err: unknown) => this.log.warn({ err }, 'last_used_at not written'));
+      });
+    }
+  }
+}
 const BEARER_REALM = 'Bearer realm="preflight"';
 
 /** The x402 path serving the same request shape, for pointers in 429 and 401 answers. */
@@ -94,6 +138,7 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
   const keys = deps.keys ?? new KeyResolver(store);
   const now = deps.now ?? (() => new Date());
   const log = deps.logger.child({ component: 'billing' });
+  const used = new LastUsed(store, log);
 
   function storeDown(err: unknown, what: string): HttpError {
     log.error({ err, what }, 'billing store unavailable');
@@ -157,13 +202,32 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
         { 'WWW-Authenticate': `${BEARER_REALM}, error="invalid_token"` },
       );
     }
+    // A repeat under an Idempotency-Key gets the first answer and counts nothing (docs/policies.md §9).
+    if (deps.idempotency && (await deps.idempotency.begin(req, res, record)) === 'answered') return;
     const at = now();
     const period = usagePeriod(at);
     const limit = planLimit(config, record.plan);
+    // One quota per account: its keys all count under the account's id (docs/policies.md §1).
+    const accountId = record.accountId;
     let usage: Awaited<ReturnType<typeof store.consumeQuota>>;
     try {
-      usage = await store.consumeQuota(record.id, period, limit);
+      usage = await store.consumeQuota(accountId, period, limit);
     } catch (err) {
+      // A guard under a policy still answers, uncounted: its policy item cannot be checked either,
+      // so the answer is `wait` (policy_unavailable), never `proceed` (docs/policies.md §3, step 7).
+      if (record.policy !== null && e.request === 'GuardRequest') {
+        log.error({ err, what: 'quota' }, 'billing store unavailable; a guard under a policy answers wait');
+        res.locals.billing = {
+          kind: 'key',
+          keyId: record.id,
+          plan: record.plan,
+          accountId,
+          role: record.role,
+          policy: record.policy,
+          storeDown: true,
+        } satisfies BillingInfo;
+        return next();
+      }
       throw storeDown(err, 'quota');
     }
     const view = quotaView(limit, usage.used, at);
@@ -187,10 +251,19 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
       );
     }
     const keyId = record.id;
-    res.locals.billing = { kind: 'key', keyId, plan: record.plan } satisfies BillingInfo;
+    res.locals.billing = {
+      kind: 'key',
+      keyId,
+      keyName: record.name,
+      plan: record.plan,
+      accountId,
+      role: record.role,
+      policy: record.policy,
+    } satisfies BillingInfo;
+    used.note(keyId, at);
     res.once('finish', () => {
       if (res.statusCode < 500) return;
-      store.refundQuota(keyId, period).catch((err: unknown) => log.error({ err, keyId }, 'quota refund failed'));
+      store.refundQuota(accountId, period).catch((err: unknown) => log.error({ err, keyId }, 'quota refund failed'));
     });
     next();
   }
@@ -209,6 +282,9 @@ export function createBillingGate(deps: BillingGateDeps): (endpoint: GatedEndpoi
       };
     }
     return async (req, res, next) => {
+      // A malformed Idempotency-Key is refused like a malformed body, before credentials.
+      const malformed = deps.idempotency ? idempotencyKeyProblem(req) : null;
+      if (malformed) throw malformed;
       const raw = presentedKey(req);
       if (raw !== null) return viaKey(e, raw, req, res, next);
       if (!payments) throw noCredentials();

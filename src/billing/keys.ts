@@ -3,9 +3,10 @@
  *
  * A key is `pvk_` + 32 random bytes in base64url (256 bits). Only its SHA-256 is stored; the raw
  * key is shown once, in the signup answer. Lookups sit on every paid request, so results (found,
- * revoked, or unknown) are cached in this process's memory for `ttlMs` (default 5 s), at most
- * `maxEntries` of them: a revoked key or a plan change takes effect within that time on every
- * process. Quota counts are never cached; they are always counted in the database.
+ * revoked, or unknown) are cached in this process's memory for `ttlMs` (default 4 s), at most
+ * `maxEntries` of them: a revoked key, a plan change or a new policy binding takes effect within
+ * 5 s on every process (the TTL plus the time a request in flight takes), and at once on the
+ * process that made the change (`forget`). Quota counts are never cached; they are always counted in the database.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -48,6 +49,9 @@ export function presentedKey(req: Pick<IncomingMessage, 'headers'>): string | nu
   return m ? m[1] : null;
 }
 
+/** How long a key lookup is reused: under the 5 s within which a revocation is honoured everywhere. */
+export const KEY_CACHE_MS = 4000;
+
 interface Entry {
   record: ApiKeyRecord | null;
   expires: number;
@@ -71,7 +75,7 @@ export class KeyResolver {
     private readonly store: Pick<Store, 'findApiKeyByHash'>,
     opts: KeyResolverOptions = {},
   ) {
-    this.ttlMs = opts.ttlMs ?? 5000;
+    this.ttlMs = opts.ttlMs ?? KEY_CACHE_MS;
     this.maxEntries = opts.maxEntries ?? 10_000;
     this.now = opts.now ?? Date.now;
   }
@@ -106,6 +110,14 @@ export class KeyResolver {
       const oldest = this.cache.keys().next().value as string;
       this.cache.delete(oldest);
     }
+  }
+
+  /**
+   * Drops every cached entry of the key with this id, so this process honours a revocation or a
+   * new policy binding at once (other processes within `ttlMs`).
+   */
+  forget(keyId: string): void {
+    for (const [raw, e] of this.cache) if (e.record?.id === keyId) this.cache.delete(raw);
   }
 
   get size(): number {

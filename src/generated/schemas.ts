@@ -2156,6 +2156,565 @@ export const schemas = {
       "detail"
     ]
   },
+  "KeyCreateRequest": {
+    "$id": "KeyCreateRequest",
+    "title": "KeyCreateRequest",
+    "type": "object",
+    "properties": {
+      "name": {
+        "type": "string",
+        "pattern": "^[A-Za-z0-9 _.-]{1,64}$",
+        "description": "1 to 64 characters of letters, digits, space, _ . -; unique among the account's live keys."
+      },
+      "policy": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
+        "description": "The policy the key answers under, or null."
+      }
+    },
+    "required": [
+      "name"
+    ],
+    "additionalProperties": false
+  },
+  "KeyCreated": {
+    "$id": "KeyCreated",
+    "title": "KeyCreated",
+    "type": "object",
+    "properties": {
+      "id": {
+        "type": "string"
+      },
+      "name": {
+        "type": "string"
+      },
+      "role": {
+        "type": "string",
+        "enum": [
+          "agent"
+        ]
+      },
+      "policy": {
+        "type": [
+          "string",
+          "null"
+        ]
+      },
+      "api_key": {
+        "type": "string",
+        "description": "The new key, shown only in this answer."
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      }
+    },
+    "required": [
+      "id",
+      "name",
+      "role",
+      "policy",
+      "api_key",
+      "created_at"
+    ]
+  },
+  "KeyInfo": {
+    "$id": "KeyInfo",
+    "title": "KeyInfo",
+    "type": "object",
+    "properties": {
+      "id": {
+        "type": "string"
+      },
+      "name": {
+        "type": "string"
+      },
+      "role": {
+        "type": "string",
+        "enum": [
+          "owner",
+          "agent"
+        ]
+      },
+      "policy": {
+        "type": [
+          "string",
+          "null"
+        ]
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "last_used_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time"
+      },
+      "revoked_at": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time"
+      }
+    },
+    "required": [
+      "id",
+      "name",
+      "role",
+      "policy",
+      "created_at",
+      "last_used_at",
+      "revoked_at"
+    ],
+    "description": "A key of the account, never the key itself."
+  },
+  "KeyList": {
+    "$id": "KeyList",
+    "title": "KeyList",
+    "type": "object",
+    "properties": {
+      "keys": {
+        "type": "array",
+        "items": {
+          "$ref": "KeyInfo"
+        }
+      }
+    },
+    "required": [
+      "keys"
+    ]
+  },
+  "KeyUpdateRequest": {
+    "$id": "KeyUpdateRequest",
+    "title": "KeyUpdateRequest",
+    "type": "object",
+    "properties": {
+      "policy": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
+        "description": "A policy name, or null to unbind."
+      }
+    },
+    "required": [
+      "policy"
+    ],
+    "additionalProperties": false
+  },
+  "PolicyDocument": {
+    "$id": "PolicyDocument",
+    "title": "PolicyDocument",
+    "type": "object",
+    "additionalProperties": false,
+    "description": "An operator's policy: what the keys bound to it may do (docs/policies.md). Every field is optional.",
+    "properties": {
+      "default": {
+        "type": "string",
+        "enum": [
+          "block",
+          "allow"
+        ],
+        "description": "What an action no allow rule covers gets; block when absent."
+      },
+      "chains": {
+        "type": "array",
+        "maxItems": 64,
+        "items": {
+          "type": "string",
+          "pattern": "^[A-Za-z0-9_.-]{1,64}$"
+        },
+        "description": "Chain names the key may act on; absent: any."
+      },
+      "address_sets": {
+        "type": "object",
+        "maxProperties": 32,
+        "propertyNames": {
+          "pattern": "^[A-Za-z0-9_.-]{1,64}$"
+        },
+        "additionalProperties": {
+          "type": "array",
+          "maxItems": 1000,
+          "items": {
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$"
+          }
+        },
+        "description": "Named address lists; rules name one as \"$name\"."
+      },
+      "rules": {
+        "type": "array",
+        "maxItems": 100,
+        "items": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "id",
+            "effect"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "pattern": "^[A-Za-z0-9_.-]{1,64}$"
+            },
+            "effect": {
+              "type": "string",
+              "enum": [
+                "allow",
+                "block"
+              ]
+            },
+            "match": {
+              "type": "object",
+              "additionalProperties": false,
+              "description": "What the rule matches; every field optional, all AND-ed (docs/policies.md §2).",
+              "properties": {
+                "kinds": {
+                  "type": "array",
+                  "maxItems": 4,
+                  "items": {
+                    "type": "string",
+                    "enum": [
+                      "transaction",
+                      "typed_data",
+                      "authorization",
+                      "declared"
+                    ]
+                  },
+                  "description": "What the guard request carries: a transaction, a typed message, an EIP-7702 authorization, or none of them (declared)."
+                },
+                "actions": {
+                  "type": "array",
+                  "maxItems": 16,
+                  "items": {
+                    "type": "string",
+                    "enum": [
+                      "swap",
+                      "transfer",
+                      "bridge",
+                      "yield_deposit",
+                      "generic",
+                      "approve",
+                      "mint",
+                      "stake",
+                      "add_liquidity",
+                      "contract_call"
+                    ]
+                  },
+                  "description": "The GuardRequest action."
+                },
+                "chains": {
+                  "type": "array",
+                  "maxItems": 64,
+                  "items": {
+                    "type": "string",
+                    "pattern": "^[A-Za-z0-9_.-]{1,64}$"
+                  },
+                  "description": "The request's chain."
+                },
+                "to": {
+                  "type": "array",
+                  "maxItems": 1000,
+                  "items": {
+                    "type": "string",
+                    "pattern": "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"
+                  },
+                  "description": "transaction.to, or a typed message's domain.verifyingContract: addresses or $set names."
+                },
+                "selectors": {
+                  "type": "array",
+                  "maxItems": 1000,
+                  "items": {
+                    "type": "string",
+                    "pattern": "^0x([0-9a-fA-F]{8})?$"
+                  },
+                  "description": "The first four bytes of transaction.data; \"0x\" for a call without data."
+                },
+                "recipients": {
+                  "type": "array",
+                  "maxItems": 1000,
+                  "items": {
+                    "type": "string",
+                    "pattern": "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"
+                  },
+                  "description": "Who receives value from the acting account: addresses or $set names."
+                },
+                "spenders": {
+                  "type": "array",
+                  "maxItems": 1000,
+                  "items": {
+                    "type": "string",
+                    "pattern": "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"
+                  },
+                  "description": "Spenders of approvals and permits: addresses or $set names."
+                },
+                "delegates": {
+                  "type": "array",
+                  "maxItems": 1000,
+                  "items": {
+                    "type": "string",
+                    "pattern": "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"
+                  },
+                  "description": "EIP-7702 delegates: addresses or $set names."
+                },
+                "tokens": {
+                  "type": "array",
+                  "maxItems": 1000,
+                  "items": {
+                    "type": "string",
+                    "pattern": "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"
+                  },
+                  "description": "Assets that leave the acting account: token addresses, $set names or \"native\"."
+                },
+                "max_usd": {
+                  "type": "number",
+                  "minimum": 0,
+                  "maximum": 1000000000000000,
+                  "description": "The action's outflow in USD is at most this."
+                }
+              }
+            }
+          }
+        }
+      },
+      "approvals": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "max_usd": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1000000000000000,
+            "description": "An approval or permit worth more than this fails."
+          },
+          "allow_unlimited": {
+            "type": "boolean",
+            "description": "Unlimited approvals and permits pass (false when absent)."
+          },
+          "max_permit_lifetime_s": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 1000000000000000,
+            "description": "A permit valid longer than this fails."
+          }
+        }
+      },
+      "limits": {
+        "type": "array",
+        "maxItems": 16,
+        "items": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "id",
+            "window"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "pattern": "^[A-Za-z0-9_.-]{1,64}$"
+            },
+            "window": {
+              "oneOf": [
+                {
+                  "type": "string",
+                  "enum": [
+                    "hour",
+                    "day",
+                    "week",
+                    "month"
+                  ]
+                },
+                {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "rolling_s"
+                  ],
+                  "properties": {
+                    "rolling_s": {
+                      "type": "integer",
+                      "minimum": 60,
+                      "maximum": 2592000
+                    }
+                  }
+                }
+              ],
+              "description": "A UTC calendar window (the week starts on Monday) or the last rolling_s seconds."
+            },
+            "max_usd": {
+              "type": "number",
+              "minimum": 0,
+              "maximum": 1000000000000000,
+              "description": "Outflow reserved in the window at most."
+            },
+            "max_count": {
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 1000000000000000,
+              "description": "Reservations in the window at most."
+            }
+          }
+        }
+      }
+    }
+  },
+  "PolicyList": {
+    "$id": "PolicyList",
+    "title": "PolicyList",
+    "type": "object",
+    "properties": {
+      "policies": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "name": {
+              "type": "string"
+            },
+            "version": {
+              "type": "integer"
+            },
+            "hash": {
+              "type": "string"
+            },
+            "created_at": {
+              "type": "string",
+              "format": "date-time"
+            }
+          },
+          "required": [
+            "name",
+            "version",
+            "hash",
+            "created_at"
+          ]
+        }
+      }
+    },
+    "required": [
+      "policies"
+    ]
+  },
+  "PolicyUsage": {
+    "$id": "PolicyUsage",
+    "title": "PolicyUsage",
+    "type": "object",
+    "properties": {
+      "name": {
+        "type": "string"
+      },
+      "version": {
+        "type": "integer"
+      },
+      "limits": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "id": {
+              "type": "string"
+            },
+            "window": {},
+            "window_start": {
+              "type": "string",
+              "format": "date-time"
+            },
+            "window_end": {
+              "type": "string",
+              "format": "date-time"
+            },
+            "committed_usd": {
+              "type": "number"
+            },
+            "reserved_usd": {
+              "type": "number",
+              "description": "Reserved by proceeds whose release is still to be settled."
+            },
+            "remaining_usd": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "max_usd": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "count": {
+              "type": "integer"
+            },
+            "max_count": {
+              "type": [
+                "integer",
+                "null"
+              ]
+            }
+          },
+          "required": [
+            "id",
+            "window",
+            "window_start",
+            "window_end",
+            "committed_usd",
+            "reserved_usd",
+            "remaining_usd",
+            "max_usd",
+            "count",
+            "max_count"
+          ]
+        }
+      }
+    },
+    "required": [
+      "name",
+      "version",
+      "limits"
+    ]
+  },
+  "PolicyVersion": {
+    "$id": "PolicyVersion",
+    "title": "PolicyVersion",
+    "type": "object",
+    "properties": {
+      "name": {
+        "type": "string"
+      },
+      "version": {
+        "type": "integer",
+        "minimum": 1
+      },
+      "hash": {
+        "type": "string",
+        "pattern": "^0x[0-9a-f]{64}$",
+        "description": "0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."
+      },
+      "created_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "document": {
+        "$ref": "PolicyDocument"
+      }
+    },
+    "required": [
+      "name",
+      "version",
+      "hash",
+      "created_at",
+      "document"
+    ]
+  },
   "StablecoinIntelligenceRequest": {
     "$id": "StablecoinIntelligenceRequest",
     "title": "StablecoinIntelligenceRequest",
@@ -2190,6 +2749,150 @@ export const schemas = {
         "default": 0.02
       }
     }
+  },
+  "VerdictLogEntry": {
+    "$id": "VerdictLogEntry",
+    "title": "VerdictLogEntry",
+    "type": "object",
+    "description": "One answer to a keyed call (decide, guard, the agents, MCP tool calls).",
+    "properties": {
+      "id": {
+        "type": "string",
+        "pattern": "^0x[0-9a-f]{64}$",
+        "description": "The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."
+      },
+      "at": {
+        "type": "string",
+        "format": "date-time",
+        "description": "When the answer was given."
+      },
+      "key_id": {
+        "type": "string",
+        "description": "The key that made the call."
+      },
+      "key_name": {
+        "type": "string",
+        "description": "That key's name when it made the call (`owner` for the owner key)."
+      },
+      "endpoint": {
+        "type": "string",
+        "description": "The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."
+      },
+      "verdict": {
+        "type": "string",
+        "enum": [
+          "proceed",
+          "wait",
+          "block"
+        ]
+      },
+      "risk": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "enum": [
+          "low",
+          "medium",
+          "high",
+          null
+        ]
+      },
+      "failure_modes": {
+        "type": "array",
+        "items": {
+          "type": "string"
+        }
+      },
+      "policy": {
+        "description": "The policy version the answer was judged under (decision.policy), or null.",
+        "anyOf": [
+          {
+            "type": "object",
+            "properties": {
+              "name": {
+                "type": "string"
+              },
+              "version": {
+                "type": "integer",
+                "minimum": 1
+              },
+              "hash": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "name",
+              "version",
+              "hash"
+            ]
+          },
+          {
+            "type": "null"
+          }
+        ]
+      },
+      "reserved_usd": {
+        "type": [
+          "number",
+          "null"
+        ],
+        "minimum": 0,
+        "description": "What the answer reserved in its policy's limits; null when it reserved nothing."
+      },
+      "reservation": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "enum": [
+          "reserved",
+          "committed",
+          "released",
+          null
+        ],
+        "description": "The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."
+      }
+    },
+    "required": [
+      "id",
+      "at",
+      "key_id",
+      "key_name",
+      "endpoint",
+      "verdict",
+      "risk",
+      "failure_modes",
+      "policy",
+      "reserved_usd",
+      "reservation"
+    ]
+  },
+  "VerdictPage": {
+    "$id": "VerdictPage",
+    "title": "VerdictPage",
+    "type": "object",
+    "description": "One page of the account's verdict log, newest first (GET /v1/verdicts).",
+    "properties": {
+      "verdicts": {
+        "type": "array",
+        "maxItems": 500,
+        "items": {
+          "$ref": "VerdictLogEntry"
+        }
+      },
+      "next_cursor": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "Pass as `cursor` (with the same filters) for the next, older page; null on the last page."
+      }
+    },
+    "required": [
+      "verdicts",
+      "next_cursor"
+    ]
   },
   "YieldRouteOption": {
     "$id": "YieldRouteOption",

@@ -512,12 +512,173 @@ export type HTTPValidationError = {
   }>;
 };
 
+export type KeyCreateRequest = {
+  /** 1 to 64 characters of letters, digits, space, _ . -; unique among the account's live keys. */
+  name: string;
+  /** The policy the key answers under, or null. */
+  policy?: string | null;
+};
+
+export type KeyCreated = {
+  id: string;
+  name: string;
+  role: "agent";
+  policy: string | null;
+  /** The new key, shown only in this answer. */
+  api_key: string;
+  created_at: string;
+};
+
+/** A key of the account, never the key itself. */
+export type KeyInfo = {
+  id: string;
+  name: string;
+  role: "owner" | "agent";
+  policy: string | null;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+};
+
+export type KeyList = {
+  keys: Array<KeyInfo>;
+};
+
+export type KeyUpdateRequest = {
+  /** A policy name, or null to unbind. */
+  policy: string | null;
+};
+
+/** An operator's policy: what the keys bound to it may do (docs/policies.md). Every field is optional. */
+export type PolicyDocument = {
+  /** What an action no allow rule covers gets; block when absent. */
+  default?: "block" | "allow";
+  /** Chain names the key may act on; absent: any. */
+  chains?: Array<string>;
+  /** Named address lists; rules name one as "$name". */
+  address_sets?: {
+    [key: string]: Array<string>;
+  };
+  rules?: Array<{
+    id: string;
+    effect: "allow" | "block";
+    /** What the rule matches; every field optional, all AND-ed (docs/policies.md §2). */
+    match?: {
+      /** What the guard request carries: a transaction, a typed message, an EIP-7702 authorization, or none of them (declared). */
+      kinds?: Array<"transaction" | "typed_data" | "authorization" | "declared">;
+      /** The GuardRequest action. */
+      actions?: Array<"swap" | "transfer" | "bridge" | "yield_deposit" | "generic" | "approve" | "mint" | "stake" | "add_liquidity" | "contract_call">;
+      /** The request's chain. */
+      chains?: Array<string>;
+      /** transaction.to, or a typed message's domain.verifyingContract: addresses or $set names. */
+      to?: Array<string>;
+      /** The first four bytes of transaction.data; "0x" for a call without data. */
+      selectors?: Array<string>;
+      /** Who receives value from the acting account: addresses or $set names. */
+      recipients?: Array<string>;
+      /** Spenders of approvals and permits: addresses or $set names. */
+      spenders?: Array<string>;
+      /** EIP-7702 delegates: addresses or $set names. */
+      delegates?: Array<string>;
+      /** Assets that leave the acting account: token addresses, $set names or "native". */
+      tokens?: Array<string>;
+      /** The action's outflow in USD is at most this. */
+      max_usd?: number;
+    };
+  }>;
+  approvals?: {
+    /** An approval or permit worth more than this fails. */
+    max_usd?: number;
+    /** Unlimited approvals and permits pass (false when absent). */
+    allow_unlimited?: boolean;
+    /** A permit valid longer than this fails. */
+    max_permit_lifetime_s?: number;
+  };
+  limits?: Array<{
+    id: string;
+    /** A UTC calendar window (the week starts on Monday) or the last rolling_s seconds. */
+    window: "hour" | "day" | "week" | "month" | {
+      rolling_s: number;
+    };
+    /** Outflow reserved in the window at most. */
+    max_usd?: number;
+    /** Reservations in the window at most. */
+    max_count?: number;
+  }>;
+};
+
+export type PolicyList = {
+  policies: Array<{
+    name: string;
+    version: number;
+    hash: string;
+    created_at: string;
+  }>;
+};
+
+export type PolicyUsage = {
+  name: string;
+  version: number;
+  limits: Array<{
+    id: string;
+    window: unknown;
+    window_start: string;
+    window_end: string;
+    committed_usd: number;
+    /** Reserved by proceeds whose release is still to be settled. */
+    reserved_usd: number;
+    remaining_usd: number | null;
+    max_usd: number | null;
+    count: number;
+    max_count: number | null;
+  }>;
+};
+
+export type PolicyVersion = {
+  name: string;
+  version: number;
+  /** 0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8). */
+  hash: string;
+  created_at: string;
+  document: PolicyDocument;
+};
+
 export type StablecoinIntelligenceRequest = {
   /** Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd. */
   asset_ids?: Array<string>;
   quote: string;
   warn_deviation_pct: number;
   block_deviation_pct: number;
+};
+
+/** One answer to a keyed call (decide, guard, the agents, MCP tool calls). */
+export type VerdictLogEntry = {
+  /** The answer's attestation id (attestation.typed_data.message.id), also its reservation's id. */
+  id: string;
+  /** When the answer was given. */
+  at: string;
+  /** The key that made the call. */
+  key_id: string;
+  /** That key's name when it made the call (`owner` for the owner key). */
+  key_name: string;
+  /** The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool). */
+  endpoint: string;
+  verdict: "proceed" | "wait" | "block";
+  risk: "low" | "medium" | "high" | null;
+  failure_modes: Array<string>;
+  /** The policy version the answer was judged under (decision.policy), or null. */
+  policy: unknown;
+  /** What the answer reserved in its policy's limits; null when it reserved nothing. */
+  reserved_usd: number | null;
+  /** The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved. */
+  reservation: "reserved" | "committed" | "released" | null;
+};
+
+/** One page of the account's verdict log, newest first (GET /v1/verdicts). */
+export type VerdictPage = {
+  verdicts: Array<VerdictLogEntry>;
+  /** Pass as `cursor` (with the same filters) for the next, older page; null on the last page. */
+  next_cursor: string | null;
 };
 
 export type YieldRouteOption = {

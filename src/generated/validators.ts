@@ -12588,10 +12588,4046 @@ validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinIntelligenceRequest = validate36;
-const schema50 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+export const KeyCreateRequest = validate36;
+const schema50 = {"$id":"KeyCreateRequest","title":"KeyCreateRequest","type":"object","properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9 _.-]{1,64}$","description":"1 to 64 characters of letters, digits, space, _ . -; unique among the account's live keys."},"policy":{"type":["string","null"],"pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"The policy the key answers under, or null."}},"required":["name"],"additionalProperties":false};
+const pattern42 = new RegExp("^[A-Za-z0-9 _.-]{1,64}$", "u");
+const pattern43 = new RegExp("^[a-z0-9][a-z0-9_-]{0,63}$", "u");
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="KeyCreateRequest" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "name") || (key0 === "policy"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(!pattern42.test(data0)){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9 _.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9 _.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.policy !== undefined){
+let data1 = data.policy;
+if((typeof data1 !== "string") && (data1 !== null)){
+const err4 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema50.properties.policy.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(typeof data1 === "string"){
+if(!pattern43.test(data1)){
+const err5 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_-]{0,63}$"+"\""};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate36.errors = vErrors;
+return errors === 0;
+}
+
+export const KeyCreated = validate37;
+const schema51 = {"$id":"KeyCreated","title":"KeyCreated","type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"role":{"type":"string","enum":["agent"]},"policy":{"type":["string","null"]},"api_key":{"type":"string","description":"The new key, shown only in this answer."},"created_at":{"type":"string","format":"date-time"}},"required":["id","name","role","policy","api_key","created_at"]};
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="KeyCreated" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.role === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.policy === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.api_key === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "api_key"},message:"must have required property '"+"api_key"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.created_at === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(typeof data.id !== "string"){
+const err6 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+if(typeof data.name !== "string"){
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.role !== undefined){
+let data2 = data.role;
+if(typeof data2 !== "string"){
+const err8 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(!(data2 === "agent")){
+const err9 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema51.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.policy !== undefined){
+let data3 = data.policy;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err10 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema51.properties.policy.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.api_key !== undefined){
+if(typeof data.api_key !== "string"){
+const err11 = {instancePath:instancePath+"/api_key",schemaPath:"#/properties/api_key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.created_at !== undefined){
+let data5 = data.created_at;
+if(typeof data5 === "string"){
+if(!(formats0.validate(data5))){
+const err12 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+
+export const KeyInfo = validate38;
+const schema52 = {"$id":"KeyInfo","title":"KeyInfo","type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"role":{"type":"string","enum":["owner","agent"]},"policy":{"type":["string","null"]},"created_at":{"type":"string","format":"date-time"},"last_used_at":{"type":["string","null"],"format":"date-time"},"revoked_at":{"type":["string","null"],"format":"date-time"}},"required":["id","name","role","policy","created_at","last_used_at","revoked_at"],"description":"A key of the account, never the key itself."};
+
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="KeyInfo" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.role === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.policy === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.created_at === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.last_used_at === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "last_used_at"},message:"must have required property '"+"last_used_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.revoked_at === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "revoked_at"},message:"must have required property '"+"revoked_at"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(typeof data.id !== "string"){
+const err7 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+if(typeof data.name !== "string"){
+const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.role !== undefined){
+let data2 = data.role;
+if(typeof data2 !== "string"){
+const err9 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(!((data2 === "owner") || (data2 === "agent"))){
+const err10 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema52.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.policy !== undefined){
+let data3 = data.policy;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err11 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema52.properties.policy.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.created_at !== undefined){
+let data4 = data.created_at;
+if(typeof data4 === "string"){
+if(!(formats0.validate(data4))){
+const err12 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.last_used_at !== undefined){
+let data5 = data.last_used_at;
+if((typeof data5 !== "string") && (data5 !== null)){
+const err14 = {instancePath:instancePath+"/last_used_at",schemaPath:"#/properties/last_used_at/type",keyword:"type",params:{type: schema52.properties.last_used_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(typeof data5 === "string"){
+if(!(formats0.validate(data5))){
+const err15 = {instancePath:instancePath+"/last_used_at",schemaPath:"#/properties/last_used_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+if(data.revoked_at !== undefined){
+let data6 = data.revoked_at;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err16 = {instancePath:instancePath+"/revoked_at",schemaPath:"#/properties/revoked_at/type",keyword:"type",params:{type: schema52.properties.revoked_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(typeof data6 === "string"){
+if(!(formats0.validate(data6))){
+const err17 = {instancePath:instancePath+"/revoked_at",schemaPath:"#/properties/revoked_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+validate38.errors = vErrors;
+return errors === 0;
+}
+
+export const KeyList = validate39;
+const schema53 = {"$id":"KeyList","title":"KeyList","type":"object","properties":{"keys":{"type":"array","items":{"$ref":"KeyInfo"}}},"required":["keys"]};
+
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="KeyList" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.keys === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "keys"},message:"must have required property '"+"keys"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.keys !== undefined){
+let data0 = data.keys;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.id === undefined){
+const err1 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data1.name === undefined){
+const err2 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.role === undefined){
+const err3 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.policy === undefined){
+const err4 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.created_at === undefined){
+const err5 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.last_used_at === undefined){
+const err6 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/required",keyword:"required",params:{missingProperty: "last_used_at"},message:"must have required property '"+"last_used_at"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data1.revoked_at === undefined){
+const err7 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/required",keyword:"required",params:{missingProperty: "revoked_at"},message:"must have required property '"+"revoked_at"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data1.id !== undefined){
+if(typeof data1.id !== "string"){
+const err8 = {instancePath:instancePath+"/keys/" + i0+"/id",schemaPath:"KeyInfo/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data1.name !== undefined){
+if(typeof data1.name !== "string"){
+const err9 = {instancePath:instancePath+"/keys/" + i0+"/name",schemaPath:"KeyInfo/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data1.role !== undefined){
+let data4 = data1.role;
+if(typeof data4 !== "string"){
+const err10 = {instancePath:instancePath+"/keys/" + i0+"/role",schemaPath:"KeyInfo/properties/role/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(!((data4 === "owner") || (data4 === "agent"))){
+const err11 = {instancePath:instancePath+"/keys/" + i0+"/role",schemaPath:"KeyInfo/properties/role/enum",keyword:"enum",params:{allowedValues: schema52.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data1.policy !== undefined){
+let data5 = data1.policy;
+if((typeof data5 !== "string") && (data5 !== null)){
+const err12 = {instancePath:instancePath+"/keys/" + i0+"/policy",schemaPath:"KeyInfo/properties/policy/type",keyword:"type",params:{type: schema52.properties.policy.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.created_at !== undefined){
+let data6 = data1.created_at;
+if(typeof data6 === "string"){
+if(!(formats0.validate(data6))){
+const err13 = {instancePath:instancePath+"/keys/" + i0+"/created_at",schemaPath:"KeyInfo/properties/created_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/keys/" + i0+"/created_at",schemaPath:"KeyInfo/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data1.last_used_at !== undefined){
+let data7 = data1.last_used_at;
+if((typeof data7 !== "string") && (data7 !== null)){
+const err15 = {instancePath:instancePath+"/keys/" + i0+"/last_used_at",schemaPath:"KeyInfo/properties/last_used_at/type",keyword:"type",params:{type: schema52.properties.last_used_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(typeof data7 === "string"){
+if(!(formats0.validate(data7))){
+const err16 = {instancePath:instancePath+"/keys/" + i0+"/last_used_at",schemaPath:"KeyInfo/properties/last_used_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+if(data1.revoked_at !== undefined){
+let data8 = data1.revoked_at;
+if((typeof data8 !== "string") && (data8 !== null)){
+const err17 = {instancePath:instancePath+"/keys/" + i0+"/revoked_at",schemaPath:"KeyInfo/properties/revoked_at/type",keyword:"type",params:{type: schema52.properties.revoked_at.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(typeof data8 === "string"){
+if(!(formats0.validate(data8))){
+const err18 = {instancePath:instancePath+"/keys/" + i0+"/revoked_at",schemaPath:"KeyInfo/properties/revoked_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/keys/" + i0,schemaPath:"KeyInfo/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/keys",schemaPath:"#/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+validate39.errors = vErrors;
+return errors === 0;
+}
+
+export const KeyUpdateRequest = validate40;
+const schema55 = {"$id":"KeyUpdateRequest","title":"KeyUpdateRequest","type":"object","properties":{"policy":{"type":["string","null"],"pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"A policy name, or null to unbind."}},"required":["policy"],"additionalProperties":false};
+
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="KeyUpdateRequest" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.policy === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(key0 === "policy")){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.policy !== undefined){
+let data0 = data.policy;
+if((typeof data0 !== "string") && (data0 !== null)){
+const err2 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema55.properties.policy.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(typeof data0 === "string"){
+if(!pattern43.test(data0)){
+const err3 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9_-]{0,63}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9_-]{0,63}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate40.errors = vErrors;
+return errors === 0;
+}
+
+export const PolicyDocument = validate41;
+const schema56 = {"$id":"PolicyDocument","title":"PolicyDocument","type":"object","additionalProperties":false,"description":"An operator's policy: what the keys bound to it may do (docs/policies.md). Every field is optional.","properties":{"default":{"type":"string","enum":["block","allow"],"description":"What an action no allow rule covers gets; block when absent."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"Chain names the key may act on; absent: any."},"address_sets":{"type":"object","maxProperties":32,"propertyNames":{"pattern":"^[A-Za-z0-9_.-]{1,64}$"},"additionalProperties":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"}},"description":"Named address lists; rules name one as \"$name\"."},"rules":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["id","effect"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"effect":{"type":"string","enum":["allow","block"]},"match":{"type":"object","additionalProperties":false,"description":"What the rule matches; every field optional, all AND-ed (docs/policies.md §2).","properties":{"kinds":{"type":"array","maxItems":4,"items":{"type":"string","enum":["transaction","typed_data","authorization","declared"]},"description":"What the guard request carries: a transaction, a typed message, an EIP-7702 authorization, or none of them (declared)."},"actions":{"type":"array","maxItems":16,"items":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"description":"The GuardRequest action."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"The request's chain."},"to":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"transaction.to, or a typed message's domain.verifyingContract: addresses or $set names."},"selectors":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x([0-9a-fA-F]{8})?$"},"description":"The first four bytes of transaction.data; \"0x\" for a call without data."},"recipients":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Who receives value from the acting account: addresses or $set names."},"spenders":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Spenders of approvals and permits: addresses or $set names."},"delegates":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"EIP-7702 delegates: addresses or $set names."},"tokens":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},"description":"Assets that leave the acting account: token addresses, $set names or \"native\"."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"The action's outflow in USD is at most this."}}}}}},"approvals":{"type":"object","additionalProperties":false,"properties":{"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"An approval or permit worth more than this fails."},"allow_unlimited":{"type":"boolean","description":"Unlimited approvals and permits pass (false when absent)."},"max_permit_lifetime_s":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"A permit valid longer than this fails."}}},"limits":{"type":"array","maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["id","window"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"window":{"oneOf":[{"type":"string","enum":["hour","day","week","month"]},{"type":"object","additionalProperties":false,"required":["rolling_s"],"properties":{"rolling_s":{"type":"integer","minimum":60,"maximum":2592000}}}],"description":"A UTC calendar window (the week starts on Monday) or the last rolling_s seconds."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"Outflow reserved in the window at most."},"max_count":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"Reservations in the window at most."}}}}}};
+const pattern45 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
+const pattern50 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$", "u");
+const pattern51 = new RegExp("^0x([0-9a-fA-F]{8})?$", "u");
+const pattern55 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$", "u");
+const func103 = Object.prototype.hasOwnProperty;
+
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="PolicyDocument" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((((((key0 === "default") || (key0 === "chains")) || (key0 === "address_sets")) || (key0 === "rules")) || (key0 === "approvals")) || (key0 === "limits"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.default !== undefined){
+let data0 = data.default;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!((data0 === "block") || (data0 === "allow"))){
+const err2 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/enum",keyword:"enum",params:{allowedValues: schema56.properties.default.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.chains !== undefined){
+let data1 = data.chains;
+if(Array.isArray(data1)){
+if(data1.length > 64){
+const err3 = {instancePath:instancePath+"/chains",schemaPath:"#/properties/chains/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(!pattern45.test(data2)){
+const err4 = {instancePath:instancePath+"/chains/" + i0,schemaPath:"#/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/chains/" + i0,schemaPath:"#/properties/chains/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/chains",schemaPath:"#/properties/chains/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.address_sets !== undefined){
+let data3 = data.address_sets;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(Object.keys(data3).length > 32){
+const err7 = {instancePath:instancePath+"/address_sets",schemaPath:"#/properties/address_sets/maxProperties",keyword:"maxProperties",params:{limit: 32},message:"must NOT have more than 32 properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+for(const key1 in data3){
+const _errs10 = errors;
+if(typeof key1 === "string"){
+if(!pattern45.test(key1)){
+const err8 = {instancePath:instancePath+"/address_sets",schemaPath:"#/properties/address_sets/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",propertyName:key1};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+var valid3 = _errs10 === errors;
+if(!valid3){
+const err9 = {instancePath:instancePath+"/address_sets",schemaPath:"#/properties/address_sets/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+for(const key2 in data3){
+let data4 = data3[key2];
+if(Array.isArray(data4)){
+if(data4.length > 1000){
+const err10 = {instancePath:instancePath+"/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/address_sets/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+let data5 = data4[i1];
+if(typeof data5 === "string"){
+if(!pattern3.test(data5)){
+const err11 = {instancePath:instancePath+"/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/address_sets/additionalProperties/items/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"#/properties/address_sets/additionalProperties/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/address_sets/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/address_sets",schemaPath:"#/properties/address_sets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.rules !== undefined){
+let data6 = data.rules;
+if(Array.isArray(data6)){
+if(data6.length > 100){
+const err15 = {instancePath:instancePath+"/rules",schemaPath:"#/properties/rules/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+const len2 = data6.length;
+for(let i2=0; i2<len2; i2++){
+let data7 = data6[i2];
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.id === undefined){
+const err16 = {instancePath:instancePath+"/rules/" + i2,schemaPath:"#/properties/rules/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data7.effect === undefined){
+const err17 = {instancePath:instancePath+"/rules/" + i2,schemaPath:"#/properties/rules/items/required",keyword:"required",params:{missingProperty: "effect"},message:"must have required property '"+"effect"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+for(const key3 in data7){
+if(!(((key3 === "id") || (key3 === "effect")) || (key3 === "match"))){
+const err18 = {instancePath:instancePath+"/rules/" + i2,schemaPath:"#/properties/rules/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data7.id !== undefined){
+let data8 = data7.id;
+if(typeof data8 === "string"){
+if(!pattern45.test(data8)){
+const err19 = {instancePath:instancePath+"/rules/" + i2+"/id",schemaPath:"#/properties/rules/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/rules/" + i2+"/id",schemaPath:"#/properties/rules/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data7.effect !== undefined){
+let data9 = data7.effect;
+if(typeof data9 !== "string"){
+const err21 = {instancePath:instancePath+"/rules/" + i2+"/effect",schemaPath:"#/properties/rules/items/properties/effect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(!((data9 === "allow") || (data9 === "block"))){
+const err22 = {instancePath:instancePath+"/rules/" + i2+"/effect",schemaPath:"#/properties/rules/items/properties/effect/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.effect.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data7.match !== undefined){
+let data10 = data7.match;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+for(const key4 in data10){
+if(!(func103.call(schema56.properties.rules.items.properties.match.properties, key4))){
+const err23 = {instancePath:instancePath+"/rules/" + i2+"/match",schemaPath:"#/properties/rules/items/properties/match/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data10.kinds !== undefined){
+let data11 = data10.kinds;
+if(Array.isArray(data11)){
+if(data11.length > 4){
+const err24 = {instancePath:instancePath+"/rules/" + i2+"/match/kinds",schemaPath:"#/properties/rules/items/properties/match/properties/kinds/maxItems",keyword:"maxItems",params:{limit: 4},message:"must NOT have more than 4 items"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+const len3 = data11.length;
+for(let i3=0; i3<len3; i3++){
+let data12 = data11[i3];
+if(typeof data12 !== "string"){
+const err25 = {instancePath:instancePath+"/rules/" + i2+"/match/kinds/" + i3,schemaPath:"#/properties/rules/items/properties/match/properties/kinds/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(!((((data12 === "transaction") || (data12 === "typed_data")) || (data12 === "authorization")) || (data12 === "declared"))){
+const err26 = {instancePath:instancePath+"/rules/" + i2+"/match/kinds/" + i3,schemaPath:"#/properties/rules/items/properties/match/properties/kinds/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.kinds.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/rules/" + i2+"/match/kinds",schemaPath:"#/properties/rules/items/properties/match/properties/kinds/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data10.actions !== undefined){
+let data13 = data10.actions;
+if(Array.isArray(data13)){
+if(data13.length > 16){
+const err28 = {instancePath:instancePath+"/rules/" + i2+"/match/actions",schemaPath:"#/properties/rules/items/properties/match/properties/actions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+const len4 = data13.length;
+for(let i4=0; i4<len4; i4++){
+let data14 = data13[i4];
+if(typeof data14 !== "string"){
+const err29 = {instancePath:instancePath+"/rules/" + i2+"/match/actions/" + i4,schemaPath:"#/properties/rules/items/properties/match/properties/actions/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(!((((((((((data14 === "swap") || (data14 === "transfer")) || (data14 === "bridge")) || (data14 === "yield_deposit")) || (data14 === "generic")) || (data14 === "approve")) || (data14 === "mint")) || (data14 === "stake")) || (data14 === "add_liquidity")) || (data14 === "contract_call"))){
+const err30 = {instancePath:instancePath+"/rules/" + i2+"/match/actions/" + i4,schemaPath:"#/properties/rules/items/properties/match/properties/actions/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.actions.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/rules/" + i2+"/match/actions",schemaPath:"#/properties/rules/items/properties/match/properties/actions/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data10.chains !== undefined){
+let data15 = data10.chains;
+if(Array.isArray(data15)){
+if(data15.length > 64){
+const err32 = {instancePath:instancePath+"/rules/" + i2+"/match/chains",schemaPath:"#/properties/rules/items/properties/match/properties/chains/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+const len5 = data15.length;
+for(let i5=0; i5<len5; i5++){
+let data16 = data15[i5];
+if(typeof data16 === "string"){
+if(!pattern45.test(data16)){
+const err33 = {instancePath:instancePath+"/rules/" + i2+"/match/chains/" + i5,schemaPath:"#/properties/rules/items/properties/match/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/rules/" + i2+"/match/chains/" + i5,schemaPath:"#/properties/rules/items/properties/match/properties/chains/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/rules/" + i2+"/match/chains",schemaPath:"#/properties/rules/items/properties/match/properties/chains/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data10.to !== undefined){
+let data17 = data10.to;
+if(Array.isArray(data17)){
+if(data17.length > 1000){
+const err36 = {instancePath:instancePath+"/rules/" + i2+"/match/to",schemaPath:"#/properties/rules/items/properties/match/properties/to/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+const len6 = data17.length;
+for(let i6=0; i6<len6; i6++){
+let data18 = data17[i6];
+if(typeof data18 === "string"){
+if(!pattern50.test(data18)){
+const err37 = {instancePath:instancePath+"/rules/" + i2+"/match/to/" + i6,schemaPath:"#/properties/rules/items/properties/match/properties/to/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/rules/" + i2+"/match/to/" + i6,schemaPath:"#/properties/rules/items/properties/match/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/rules/" + i2+"/match/to",schemaPath:"#/properties/rules/items/properties/match/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data10.selectors !== undefined){
+let data19 = data10.selectors;
+if(Array.isArray(data19)){
+if(data19.length > 1000){
+const err40 = {instancePath:instancePath+"/rules/" + i2+"/match/selectors",schemaPath:"#/properties/rules/items/properties/match/properties/selectors/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+const len7 = data19.length;
+for(let i7=0; i7<len7; i7++){
+let data20 = data19[i7];
+if(typeof data20 === "string"){
+if(!pattern51.test(data20)){
+const err41 = {instancePath:instancePath+"/rules/" + i2+"/match/selectors/" + i7,schemaPath:"#/properties/rules/items/properties/match/properties/selectors/items/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{8})?$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{8})?$"+"\""};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/rules/" + i2+"/match/selectors/" + i7,schemaPath:"#/properties/rules/items/properties/match/properties/selectors/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/rules/" + i2+"/match/selectors",schemaPath:"#/properties/rules/items/properties/match/properties/selectors/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data10.recipients !== undefined){
+let data21 = data10.recipients;
+if(Array.isArray(data21)){
+if(data21.length > 1000){
+const err44 = {instancePath:instancePath+"/rules/" + i2+"/match/recipients",schemaPath:"#/properties/rules/items/properties/match/properties/recipients/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+const len8 = data21.length;
+for(let i8=0; i8<len8; i8++){
+let data22 = data21[i8];
+if(typeof data22 === "string"){
+if(!pattern50.test(data22)){
+const err45 = {instancePath:instancePath+"/rules/" + i2+"/match/recipients/" + i8,schemaPath:"#/properties/rules/items/properties/match/properties/recipients/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+else {
+const err46 = {instancePath:instancePath+"/rules/" + i2+"/match/recipients/" + i8,schemaPath:"#/properties/rules/items/properties/match/properties/recipients/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/rules/" + i2+"/match/recipients",schemaPath:"#/properties/rules/items/properties/match/properties/recipients/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data10.spenders !== undefined){
+let data23 = data10.spenders;
+if(Array.isArray(data23)){
+if(data23.length > 1000){
+const err48 = {instancePath:instancePath+"/rules/" + i2+"/match/spenders",schemaPath:"#/properties/rules/items/properties/match/properties/spenders/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+const len9 = data23.length;
+for(let i9=0; i9<len9; i9++){
+let data24 = data23[i9];
+if(typeof data24 === "string"){
+if(!pattern50.test(data24)){
+const err49 = {instancePath:instancePath+"/rules/" + i2+"/match/spenders/" + i9,schemaPath:"#/properties/rules/items/properties/match/properties/spenders/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/rules/" + i2+"/match/spenders/" + i9,schemaPath:"#/properties/rules/items/properties/match/properties/spenders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/rules/" + i2+"/match/spenders",schemaPath:"#/properties/rules/items/properties/match/properties/spenders/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+if(data10.delegates !== undefined){
+let data25 = data10.delegates;
+if(Array.isArray(data25)){
+if(data25.length > 1000){
+const err52 = {instancePath:instancePath+"/rules/" + i2+"/match/delegates",schemaPath:"#/properties/rules/items/properties/match/properties/delegates/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+const len10 = data25.length;
+for(let i10=0; i10<len10; i10++){
+let data26 = data25[i10];
+if(typeof data26 === "string"){
+if(!pattern50.test(data26)){
+const err53 = {instancePath:instancePath+"/rules/" + i2+"/match/delegates/" + i10,schemaPath:"#/properties/rules/items/properties/match/properties/delegates/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+else {
+const err54 = {instancePath:instancePath+"/rules/" + i2+"/match/delegates/" + i10,schemaPath:"#/properties/rules/items/properties/match/properties/delegates/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/rules/" + i2+"/match/delegates",schemaPath:"#/properties/rules/items/properties/match/properties/delegates/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+if(data10.tokens !== undefined){
+let data27 = data10.tokens;
+if(Array.isArray(data27)){
+if(data27.length > 1000){
+const err56 = {instancePath:instancePath+"/rules/" + i2+"/match/tokens",schemaPath:"#/properties/rules/items/properties/match/properties/tokens/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+const len11 = data27.length;
+for(let i11=0; i11<len11; i11++){
+let data28 = data27[i11];
+if(typeof data28 === "string"){
+if(!pattern55.test(data28)){
+const err57 = {instancePath:instancePath+"/rules/" + i2+"/match/tokens/" + i11,schemaPath:"#/properties/rules/items/properties/match/properties/tokens/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"+"\""};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/rules/" + i2+"/match/tokens/" + i11,schemaPath:"#/properties/rules/items/properties/match/properties/tokens/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/rules/" + i2+"/match/tokens",schemaPath:"#/properties/rules/items/properties/match/properties/tokens/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data10.max_usd !== undefined){
+let data29 = data10.max_usd;
+if((typeof data29 == "number") && (isFinite(data29))){
+if(data29 > 1000000000000000 || isNaN(data29)){
+const err60 = {instancePath:instancePath+"/rules/" + i2+"/match/max_usd",schemaPath:"#/properties/rules/items/properties/match/properties/max_usd/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(data29 < 0 || isNaN(data29)){
+const err61 = {instancePath:instancePath+"/rules/" + i2+"/match/max_usd",schemaPath:"#/properties/rules/items/properties/match/properties/max_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/rules/" + i2+"/match/max_usd",schemaPath:"#/properties/rules/items/properties/match/properties/max_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/rules/" + i2+"/match",schemaPath:"#/properties/rules/items/properties/match/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+else {
+const err64 = {instancePath:instancePath+"/rules/" + i2,schemaPath:"#/properties/rules/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+else {
+const err65 = {instancePath:instancePath+"/rules",schemaPath:"#/properties/rules/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+if(data.approvals !== undefined){
+let data30 = data.approvals;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+for(const key5 in data30){
+if(!(((key5 === "max_usd") || (key5 === "allow_unlimited")) || (key5 === "max_permit_lifetime_s"))){
+const err66 = {instancePath:instancePath+"/approvals",schemaPath:"#/properties/approvals/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+if(data30.max_usd !== undefined){
+let data31 = data30.max_usd;
+if((typeof data31 == "number") && (isFinite(data31))){
+if(data31 > 1000000000000000 || isNaN(data31)){
+const err67 = {instancePath:instancePath+"/approvals/max_usd",schemaPath:"#/properties/approvals/properties/max_usd/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if(data31 < 0 || isNaN(data31)){
+const err68 = {instancePath:instancePath+"/approvals/max_usd",schemaPath:"#/properties/approvals/properties/max_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/approvals/max_usd",schemaPath:"#/properties/approvals/properties/max_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+if(data30.allow_unlimited !== undefined){
+if(typeof data30.allow_unlimited !== "boolean"){
+const err70 = {instancePath:instancePath+"/approvals/allow_unlimited",schemaPath:"#/properties/approvals/properties/allow_unlimited/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+if(data30.max_permit_lifetime_s !== undefined){
+let data33 = data30.max_permit_lifetime_s;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+const err71 = {instancePath:instancePath+"/approvals/max_permit_lifetime_s",schemaPath:"#/properties/approvals/properties/max_permit_lifetime_s/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 > 1000000000000000 || isNaN(data33)){
+const err72 = {instancePath:instancePath+"/approvals/max_permit_lifetime_s",schemaPath:"#/properties/approvals/properties/max_permit_lifetime_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+if(data33 < 0 || isNaN(data33)){
+const err73 = {instancePath:instancePath+"/approvals/max_permit_lifetime_s",schemaPath:"#/properties/approvals/properties/max_permit_lifetime_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/approvals",schemaPath:"#/properties/approvals/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+if(data.limits !== undefined){
+let data34 = data.limits;
+if(Array.isArray(data34)){
+if(data34.length > 16){
+const err75 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+const len12 = data34.length;
+for(let i12=0; i12<len12; i12++){
+let data35 = data34[i12];
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+if(data35.id === undefined){
+const err76 = {instancePath:instancePath+"/limits/" + i12,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+if(data35.window === undefined){
+const err77 = {instancePath:instancePath+"/limits/" + i12,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "window"},message:"must have required property '"+"window"+"'"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+for(const key6 in data35){
+if(!((((key6 === "id") || (key6 === "window")) || (key6 === "max_usd")) || (key6 === "max_count"))){
+const err78 = {instancePath:instancePath+"/limits/" + i12,schemaPath:"#/properties/limits/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data35.id !== undefined){
+let data36 = data35.id;
+if(typeof data36 === "string"){
+if(!pattern45.test(data36)){
+const err79 = {instancePath:instancePath+"/limits/" + i12+"/id",schemaPath:"#/properties/limits/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+else {
+const err80 = {instancePath:instancePath+"/limits/" + i12+"/id",schemaPath:"#/properties/limits/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+if(data35.window !== undefined){
+let data37 = data35.window;
+const _errs83 = errors;
+let valid33 = false;
+let passing0 = null;
+const _errs84 = errors;
+if(typeof data37 !== "string"){
+const err81 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+if(!((((data37 === "hour") || (data37 === "day")) || (data37 === "week")) || (data37 === "month"))){
+const err82 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf/0/enum",keyword:"enum",params:{allowedValues: schema56.properties.limits.items.properties.window.oneOf[0].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+var _valid0 = _errs84 === errors;
+if(_valid0){
+valid33 = true;
+passing0 = 0;
+}
+const _errs86 = errors;
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.rolling_s === undefined){
+const err83 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf/1/required",keyword:"required",params:{missingProperty: "rolling_s"},message:"must have required property '"+"rolling_s"+"'"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+for(const key7 in data37){
+if(!(key7 === "rolling_s")){
+const err84 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+if(data37.rolling_s !== undefined){
+let data38 = data37.rolling_s;
+if(!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))){
+const err85 = {instancePath:instancePath+"/limits/" + i12+"/window/rolling_s",schemaPath:"#/properties/limits/items/properties/window/oneOf/1/properties/rolling_s/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+if((typeof data38 == "number") && (isFinite(data38))){
+if(data38 > 2592000 || isNaN(data38)){
+const err86 = {instancePath:instancePath+"/limits/" + i12+"/window/rolling_s",schemaPath:"#/properties/limits/items/properties/window/oneOf/1/properties/rolling_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2592000},message:"must be <= 2592000"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(data38 < 60 || isNaN(data38)){
+const err87 = {instancePath:instancePath+"/limits/" + i12+"/window/rolling_s",schemaPath:"#/properties/limits/items/properties/window/oneOf/1/properties/rolling_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err88 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+var _valid0 = _errs86 === errors;
+if(_valid0 && valid33){
+valid33 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid33 = true;
+passing0 = 1;
+}
+}
+if(!valid33){
+const err89 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+else {
+errors = _errs83;
+if(vErrors !== null){
+if(_errs83){
+vErrors.length = _errs83;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data35.max_usd !== undefined){
+let data39 = data35.max_usd;
+if((typeof data39 == "number") && (isFinite(data39))){
+if(data39 > 1000000000000000 || isNaN(data39)){
+const err90 = {instancePath:instancePath+"/limits/" + i12+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+if(data39 < 0 || isNaN(data39)){
+const err91 = {instancePath:instancePath+"/limits/" + i12+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+else {
+const err92 = {instancePath:instancePath+"/limits/" + i12+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+}
+if(data35.max_count !== undefined){
+let data40 = data35.max_count;
+if(!(((typeof data40 == "number") && (!(data40 % 1) && !isNaN(data40))) && (isFinite(data40)))){
+const err93 = {instancePath:instancePath+"/limits/" + i12+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+if((typeof data40 == "number") && (isFinite(data40))){
+if(data40 > 1000000000000000 || isNaN(data40)){
+const err94 = {instancePath:instancePath+"/limits/" + i12+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+if(data40 < 0 || isNaN(data40)){
+const err95 = {instancePath:instancePath+"/limits/" + i12+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err96 = {instancePath:instancePath+"/limits/" + i12,schemaPath:"#/properties/limits/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+}
+else {
+const err98 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+
+export const PolicyList = validate42;
+const schema57 = {"$id":"PolicyList","title":"PolicyList","type":"object","properties":{"policies":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"hash":{"type":"string"},"created_at":{"type":"string","format":"date-time"}},"required":["name","version","hash","created_at"]}}},"required":["policies"]};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="PolicyList" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.policies === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policies"},message:"must have required property '"+"policies"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.policies !== undefined){
+let data0 = data.policies;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.name === undefined){
+const err1 = {instancePath:instancePath+"/policies/" + i0,schemaPath:"#/properties/policies/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data1.version === undefined){
+const err2 = {instancePath:instancePath+"/policies/" + i0,schemaPath:"#/properties/policies/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.hash === undefined){
+const err3 = {instancePath:instancePath+"/policies/" + i0,schemaPath:"#/properties/policies/items/required",keyword:"required",params:{missingProperty: "hash"},message:"must have required property '"+"hash"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.created_at === undefined){
+const err4 = {instancePath:instancePath+"/policies/" + i0,schemaPath:"#/properties/policies/items/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.name !== undefined){
+if(typeof data1.name !== "string"){
+const err5 = {instancePath:instancePath+"/policies/" + i0+"/name",schemaPath:"#/properties/policies/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data1.version !== undefined){
+let data3 = data1.version;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err6 = {instancePath:instancePath+"/policies/" + i0+"/version",schemaPath:"#/properties/policies/items/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data1.hash !== undefined){
+if(typeof data1.hash !== "string"){
+const err7 = {instancePath:instancePath+"/policies/" + i0+"/hash",schemaPath:"#/properties/policies/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data1.created_at !== undefined){
+let data5 = data1.created_at;
+if(typeof data5 === "string"){
+if(!(formats0.validate(data5))){
+const err8 = {instancePath:instancePath+"/policies/" + i0+"/created_at",schemaPath:"#/properties/policies/items/properties/created_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/policies/" + i0+"/created_at",schemaPath:"#/properties/policies/items/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/policies/" + i0,schemaPath:"#/properties/policies/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/policies",schemaPath:"#/properties/policies/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+validate42.errors = vErrors;
+return errors === 0;
+}
+
+export const PolicyUsage = validate43;
+const schema58 = {"$id":"PolicyUsage","title":"PolicyUsage","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"limits":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"window":{},"window_start":{"type":"string","format":"date-time"},"window_end":{"type":"string","format":"date-time"},"committed_usd":{"type":"number"},"reserved_usd":{"type":"number","description":"Reserved by proceeds whose release is still to be settled."},"remaining_usd":{"type":["number","null"]},"max_usd":{"type":["number","null"]},"count":{"type":"integer"},"max_count":{"type":["integer","null"]}},"required":["id","window","window_start","window_end","committed_usd","reserved_usd","remaining_usd","max_usd","count","max_count"]}}},"required":["name","version","limits"]};
+
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="PolicyUsage" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.version === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.limits === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "limits"},message:"must have required property '"+"limits"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.name !== undefined){
+if(typeof data.name !== "string"){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.version !== undefined){
+let data1 = data.version;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.limits !== undefined){
+let data2 = data.limits;
+if(Array.isArray(data2)){
+const len0 = data2.length;
+for(let i0=0; i0<len0; i0++){
+let data3 = data2[i0];
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.id === undefined){
+const err5 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data3.window === undefined){
+const err6 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "window"},message:"must have required property '"+"window"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data3.window_start === undefined){
+const err7 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "window_start"},message:"must have required property '"+"window_start"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data3.window_end === undefined){
+const err8 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "window_end"},message:"must have required property '"+"window_end"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data3.committed_usd === undefined){
+const err9 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "committed_usd"},message:"must have required property '"+"committed_usd"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data3.reserved_usd === undefined){
+const err10 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "reserved_usd"},message:"must have required property '"+"reserved_usd"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data3.remaining_usd === undefined){
+const err11 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "remaining_usd"},message:"must have required property '"+"remaining_usd"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data3.max_usd === undefined){
+const err12 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "max_usd"},message:"must have required property '"+"max_usd"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data3.count === undefined){
+const err13 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "count"},message:"must have required property '"+"count"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data3.max_count === undefined){
+const err14 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/required",keyword:"required",params:{missingProperty: "max_count"},message:"must have required property '"+"max_count"+"'"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data3.id !== undefined){
+if(typeof data3.id !== "string"){
+const err15 = {instancePath:instancePath+"/limits/" + i0+"/id",schemaPath:"#/properties/limits/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data3.window_start !== undefined){
+let data5 = data3.window_start;
+if(typeof data5 === "string"){
+if(!(formats0.validate(data5))){
+const err16 = {instancePath:instancePath+"/limits/" + i0+"/window_start",schemaPath:"#/properties/limits/items/properties/window_start/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/limits/" + i0+"/window_start",schemaPath:"#/properties/limits/items/properties/window_start/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data3.window_end !== undefined){
+let data6 = data3.window_end;
+if(typeof data6 === "string"){
+if(!(formats0.validate(data6))){
+const err18 = {instancePath:instancePath+"/limits/" + i0+"/window_end",schemaPath:"#/properties/limits/items/properties/window_end/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/limits/" + i0+"/window_end",schemaPath:"#/properties/limits/items/properties/window_end/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data3.committed_usd !== undefined){
+let data7 = data3.committed_usd;
+if(!((typeof data7 == "number") && (isFinite(data7)))){
+const err20 = {instancePath:instancePath+"/limits/" + i0+"/committed_usd",schemaPath:"#/properties/limits/items/properties/committed_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data3.reserved_usd !== undefined){
+let data8 = data3.reserved_usd;
+if(!((typeof data8 == "number") && (isFinite(data8)))){
+const err21 = {instancePath:instancePath+"/limits/" + i0+"/reserved_usd",schemaPath:"#/properties/limits/items/properties/reserved_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data3.remaining_usd !== undefined){
+let data9 = data3.remaining_usd;
+if((!((typeof data9 == "number") && (isFinite(data9)))) && (data9 !== null)){
+const err22 = {instancePath:instancePath+"/limits/" + i0+"/remaining_usd",schemaPath:"#/properties/limits/items/properties/remaining_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.remaining_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data3.max_usd !== undefined){
+let data10 = data3.max_usd;
+if((!((typeof data10 == "number") && (isFinite(data10)))) && (data10 !== null)){
+const err23 = {instancePath:instancePath+"/limits/" + i0+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data3.count !== undefined){
+let data11 = data3.count;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+const err24 = {instancePath:instancePath+"/limits/" + i0+"/count",schemaPath:"#/properties/limits/items/properties/count/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data3.max_count !== undefined){
+let data12 = data3.max_count;
+if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
+const err25 = {instancePath:instancePath+"/limits/" + i0+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_count.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/limits/" + i0,schemaPath:"#/properties/limits/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+else {
+const err28 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+validate43.errors = vErrors;
+return errors === 0;
+}
+
+export const PolicyVersion = validate44;
+const schema59 = {"$id":"PolicyVersion","title":"PolicyVersion","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."},"created_at":{"type":"string","format":"date-time"},"document":{"$ref":"PolicyDocument"}},"required":["name","version","hash","created_at","document"]};
+
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="PolicyVersion" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.version === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.hash === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "hash"},message:"must have required property '"+"hash"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.created_at === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "created_at"},message:"must have required property '"+"created_at"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.document === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "document"},message:"must have required property '"+"document"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.name !== undefined){
+if(typeof data.name !== "string"){
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.version !== undefined){
+let data1 = data.version;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 < 1 || isNaN(data1)){
+const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+if(data.hash !== undefined){
+let data2 = data.hash;
+if(typeof data2 === "string"){
+if(!pattern5.test(data2)){
+const err8 = {instancePath:instancePath+"/hash",schemaPath:"#/properties/hash/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/hash",schemaPath:"#/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.created_at !== undefined){
+let data3 = data.created_at;
+if(typeof data3 === "string"){
+if(!(formats0.validate(data3))){
+const err10 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.document !== undefined){
+let data4 = data.document;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+for(const key0 in data4){
+if(!((((((key0 === "default") || (key0 === "chains")) || (key0 === "address_sets")) || (key0 === "rules")) || (key0 === "approvals")) || (key0 === "limits"))){
+const err12 = {instancePath:instancePath+"/document",schemaPath:"PolicyDocument/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data4.default !== undefined){
+let data5 = data4.default;
+if(typeof data5 !== "string"){
+const err13 = {instancePath:instancePath+"/document/default",schemaPath:"PolicyDocument/properties/default/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!((data5 === "block") || (data5 === "allow"))){
+const err14 = {instancePath:instancePath+"/document/default",schemaPath:"PolicyDocument/properties/default/enum",keyword:"enum",params:{allowedValues: schema56.properties.default.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data4.chains !== undefined){
+let data6 = data4.chains;
+if(Array.isArray(data6)){
+if(data6.length > 64){
+const err15 = {instancePath:instancePath+"/document/chains",schemaPath:"PolicyDocument/properties/chains/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+const len0 = data6.length;
+for(let i0=0; i0<len0; i0++){
+let data7 = data6[i0];
+if(typeof data7 === "string"){
+if(!pattern45.test(data7)){
+const err16 = {instancePath:instancePath+"/document/chains/" + i0,schemaPath:"PolicyDocument/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/document/chains/" + i0,schemaPath:"PolicyDocument/properties/chains/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/document/chains",schemaPath:"PolicyDocument/properties/chains/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data4.address_sets !== undefined){
+let data8 = data4.address_sets;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(Object.keys(data8).length > 32){
+const err19 = {instancePath:instancePath+"/document/address_sets",schemaPath:"PolicyDocument/properties/address_sets/maxProperties",keyword:"maxProperties",params:{limit: 32},message:"must NOT have more than 32 properties"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+for(const key1 in data8){
+const _errs21 = errors;
+if(typeof key1 === "string"){
+if(!pattern45.test(key1)){
+const err20 = {instancePath:instancePath+"/document/address_sets",schemaPath:"PolicyDocument/properties/address_sets/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",propertyName:key1};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+var valid5 = _errs21 === errors;
+if(!valid5){
+const err21 = {instancePath:instancePath+"/document/address_sets",schemaPath:"PolicyDocument/properties/address_sets/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+for(const key2 in data8){
+let data9 = data8[key2];
+if(Array.isArray(data9)){
+if(data9.length > 1000){
+const err22 = {instancePath:instancePath+"/document/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"PolicyDocument/properties/address_sets/additionalProperties/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+let data10 = data9[i1];
+if(typeof data10 === "string"){
+if(!pattern3.test(data10)){
+const err23 = {instancePath:instancePath+"/document/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"PolicyDocument/properties/address_sets/additionalProperties/items/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/document/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i1,schemaPath:"PolicyDocument/properties/address_sets/additionalProperties/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/document/address_sets/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"PolicyDocument/properties/address_sets/additionalProperties/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/document/address_sets",schemaPath:"PolicyDocument/properties/address_sets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data4.rules !== undefined){
+let data11 = data4.rules;
+if(Array.isArray(data11)){
+if(data11.length > 100){
+const err27 = {instancePath:instancePath+"/document/rules",schemaPath:"PolicyDocument/properties/rules/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+const len2 = data11.length;
+for(let i2=0; i2<len2; i2++){
+let data12 = data11[i2];
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.id === undefined){
+const err28 = {instancePath:instancePath+"/document/rules/" + i2,schemaPath:"PolicyDocument/properties/rules/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data12.effect === undefined){
+const err29 = {instancePath:instancePath+"/document/rules/" + i2,schemaPath:"PolicyDocument/properties/rules/items/required",keyword:"required",params:{missingProperty: "effect"},message:"must have required property '"+"effect"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+for(const key3 in data12){
+if(!(((key3 === "id") || (key3 === "effect")) || (key3 === "match"))){
+const err30 = {instancePath:instancePath+"/document/rules/" + i2,schemaPath:"PolicyDocument/properties/rules/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data12.id !== undefined){
+let data13 = data12.id;
+if(typeof data13 === "string"){
+if(!pattern45.test(data13)){
+const err31 = {instancePath:instancePath+"/document/rules/" + i2+"/id",schemaPath:"PolicyDocument/properties/rules/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/document/rules/" + i2+"/id",schemaPath:"PolicyDocument/properties/rules/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data12.effect !== undefined){
+let data14 = data12.effect;
+if(typeof data14 !== "string"){
+const err33 = {instancePath:instancePath+"/document/rules/" + i2+"/effect",schemaPath:"PolicyDocument/properties/rules/items/properties/effect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(!((data14 === "allow") || (data14 === "block"))){
+const err34 = {instancePath:instancePath+"/document/rules/" + i2+"/effect",schemaPath:"PolicyDocument/properties/rules/items/properties/effect/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.effect.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data12.match !== undefined){
+let data15 = data12.match;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+for(const key4 in data15){
+if(!(func103.call(schema56.properties.rules.items.properties.match.properties, key4))){
+const err35 = {instancePath:instancePath+"/document/rules/" + i2+"/match",schemaPath:"PolicyDocument/properties/rules/items/properties/match/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data15.kinds !== undefined){
+let data16 = data15.kinds;
+if(Array.isArray(data16)){
+if(data16.length > 4){
+const err36 = {instancePath:instancePath+"/document/rules/" + i2+"/match/kinds",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/kinds/maxItems",keyword:"maxItems",params:{limit: 4},message:"must NOT have more than 4 items"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+const len3 = data16.length;
+for(let i3=0; i3<len3; i3++){
+let data17 = data16[i3];
+if(typeof data17 !== "string"){
+const err37 = {instancePath:instancePath+"/document/rules/" + i2+"/match/kinds/" + i3,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/kinds/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(!((((data17 === "transaction") || (data17 === "typed_data")) || (data17 === "authorization")) || (data17 === "declared"))){
+const err38 = {instancePath:instancePath+"/document/rules/" + i2+"/match/kinds/" + i3,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/kinds/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.kinds.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/document/rules/" + i2+"/match/kinds",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/kinds/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data15.actions !== undefined){
+let data18 = data15.actions;
+if(Array.isArray(data18)){
+if(data18.length > 16){
+const err40 = {instancePath:instancePath+"/document/rules/" + i2+"/match/actions",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/actions/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+const len4 = data18.length;
+for(let i4=0; i4<len4; i4++){
+let data19 = data18[i4];
+if(typeof data19 !== "string"){
+const err41 = {instancePath:instancePath+"/document/rules/" + i2+"/match/actions/" + i4,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/actions/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(!((((((((((data19 === "swap") || (data19 === "transfer")) || (data19 === "bridge")) || (data19 === "yield_deposit")) || (data19 === "generic")) || (data19 === "approve")) || (data19 === "mint")) || (data19 === "stake")) || (data19 === "add_liquidity")) || (data19 === "contract_call"))){
+const err42 = {instancePath:instancePath+"/document/rules/" + i2+"/match/actions/" + i4,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/actions/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.actions.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/document/rules/" + i2+"/match/actions",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/actions/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data15.chains !== undefined){
+let data20 = data15.chains;
+if(Array.isArray(data20)){
+if(data20.length > 64){
+const err44 = {instancePath:instancePath+"/document/rules/" + i2+"/match/chains",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/chains/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+const len5 = data20.length;
+for(let i5=0; i5<len5; i5++){
+let data21 = data20[i5];
+if(typeof data21 === "string"){
+if(!pattern45.test(data21)){
+const err45 = {instancePath:instancePath+"/document/rules/" + i2+"/match/chains/" + i5,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/chains/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+else {
+const err46 = {instancePath:instancePath+"/document/rules/" + i2+"/match/chains/" + i5,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/chains/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/document/rules/" + i2+"/match/chains",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/chains/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data15.to !== undefined){
+let data22 = data15.to;
+if(Array.isArray(data22)){
+if(data22.length > 1000){
+const err48 = {instancePath:instancePath+"/document/rules/" + i2+"/match/to",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/to/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+const len6 = data22.length;
+for(let i6=0; i6<len6; i6++){
+let data23 = data22[i6];
+if(typeof data23 === "string"){
+if(!pattern50.test(data23)){
+const err49 = {instancePath:instancePath+"/document/rules/" + i2+"/match/to/" + i6,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/to/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/document/rules/" + i2+"/match/to/" + i6,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/document/rules/" + i2+"/match/to",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+if(data15.selectors !== undefined){
+let data24 = data15.selectors;
+if(Array.isArray(data24)){
+if(data24.length > 1000){
+const err52 = {instancePath:instancePath+"/document/rules/" + i2+"/match/selectors",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/selectors/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+const len7 = data24.length;
+for(let i7=0; i7<len7; i7++){
+let data25 = data24[i7];
+if(typeof data25 === "string"){
+if(!pattern51.test(data25)){
+const err53 = {instancePath:instancePath+"/document/rules/" + i2+"/match/selectors/" + i7,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/selectors/items/pattern",keyword:"pattern",params:{pattern: "^0x([0-9a-fA-F]{8})?$"},message:"must match pattern \""+"^0x([0-9a-fA-F]{8})?$"+"\""};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+else {
+const err54 = {instancePath:instancePath+"/document/rules/" + i2+"/match/selectors/" + i7,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/selectors/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/document/rules/" + i2+"/match/selectors",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/selectors/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+if(data15.recipients !== undefined){
+let data26 = data15.recipients;
+if(Array.isArray(data26)){
+if(data26.length > 1000){
+const err56 = {instancePath:instancePath+"/document/rules/" + i2+"/match/recipients",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/recipients/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+const len8 = data26.length;
+for(let i8=0; i8<len8; i8++){
+let data27 = data26[i8];
+if(typeof data27 === "string"){
+if(!pattern50.test(data27)){
+const err57 = {instancePath:instancePath+"/document/rules/" + i2+"/match/recipients/" + i8,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/recipients/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/document/rules/" + i2+"/match/recipients/" + i8,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/recipients/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/document/rules/" + i2+"/match/recipients",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/recipients/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data15.spenders !== undefined){
+let data28 = data15.spenders;
+if(Array.isArray(data28)){
+if(data28.length > 1000){
+const err60 = {instancePath:instancePath+"/document/rules/" + i2+"/match/spenders",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/spenders/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+const len9 = data28.length;
+for(let i9=0; i9<len9; i9++){
+let data29 = data28[i9];
+if(typeof data29 === "string"){
+if(!pattern50.test(data29)){
+const err61 = {instancePath:instancePath+"/document/rules/" + i2+"/match/spenders/" + i9,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/spenders/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/document/rules/" + i2+"/match/spenders/" + i9,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/spenders/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/document/rules/" + i2+"/match/spenders",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/spenders/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+if(data15.delegates !== undefined){
+let data30 = data15.delegates;
+if(Array.isArray(data30)){
+if(data30.length > 1000){
+const err64 = {instancePath:instancePath+"/document/rules/" + i2+"/match/delegates",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/delegates/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+const len10 = data30.length;
+for(let i10=0; i10<len10; i10++){
+let data31 = data30[i10];
+if(typeof data31 === "string"){
+if(!pattern50.test(data31)){
+const err65 = {instancePath:instancePath+"/document/rules/" + i2+"/match/delegates/" + i10,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/delegates/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"+"\""};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+else {
+const err66 = {instancePath:instancePath+"/document/rules/" + i2+"/match/delegates/" + i10,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/delegates/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+else {
+const err67 = {instancePath:instancePath+"/document/rules/" + i2+"/match/delegates",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/delegates/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+if(data15.tokens !== undefined){
+let data32 = data15.tokens;
+if(Array.isArray(data32)){
+if(data32.length > 1000){
+const err68 = {instancePath:instancePath+"/document/rules/" + i2+"/match/tokens",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/tokens/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+const len11 = data32.length;
+for(let i11=0; i11<len11; i11++){
+let data33 = data32[i11];
+if(typeof data33 === "string"){
+if(!pattern55.test(data33)){
+const err69 = {instancePath:instancePath+"/document/rules/" + i2+"/match/tokens/" + i11,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/tokens/items/pattern",keyword:"pattern",params:{pattern: "^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},message:"must match pattern \""+"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"+"\""};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+else {
+const err70 = {instancePath:instancePath+"/document/rules/" + i2+"/match/tokens/" + i11,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/tokens/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+}
+else {
+const err71 = {instancePath:instancePath+"/document/rules/" + i2+"/match/tokens",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/tokens/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+if(data15.max_usd !== undefined){
+let data34 = data15.max_usd;
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 > 1000000000000000 || isNaN(data34)){
+const err72 = {instancePath:instancePath+"/document/rules/" + i2+"/match/max_usd",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/max_usd/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+if(data34 < 0 || isNaN(data34)){
+const err73 = {instancePath:instancePath+"/document/rules/" + i2+"/match/max_usd",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/max_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/document/rules/" + i2+"/match/max_usd",schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/max_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/document/rules/" + i2+"/match",schemaPath:"PolicyDocument/properties/rules/items/properties/match/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+}
+else {
+const err76 = {instancePath:instancePath+"/document/rules/" + i2,schemaPath:"PolicyDocument/properties/rules/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+}
+else {
+const err77 = {instancePath:instancePath+"/document/rules",schemaPath:"PolicyDocument/properties/rules/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+if(data4.approvals !== undefined){
+let data35 = data4.approvals;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+for(const key5 in data35){
+if(!(((key5 === "max_usd") || (key5 === "allow_unlimited")) || (key5 === "max_permit_lifetime_s"))){
+const err78 = {instancePath:instancePath+"/document/approvals",schemaPath:"PolicyDocument/properties/approvals/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data35.max_usd !== undefined){
+let data36 = data35.max_usd;
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 > 1000000000000000 || isNaN(data36)){
+const err79 = {instancePath:instancePath+"/document/approvals/max_usd",schemaPath:"PolicyDocument/properties/approvals/properties/max_usd/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+if(data36 < 0 || isNaN(data36)){
+const err80 = {instancePath:instancePath+"/document/approvals/max_usd",schemaPath:"PolicyDocument/properties/approvals/properties/max_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+else {
+const err81 = {instancePath:instancePath+"/document/approvals/max_usd",schemaPath:"PolicyDocument/properties/approvals/properties/max_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+if(data35.allow_unlimited !== undefined){
+if(typeof data35.allow_unlimited !== "boolean"){
+const err82 = {instancePath:instancePath+"/document/approvals/allow_unlimited",schemaPath:"PolicyDocument/properties/approvals/properties/allow_unlimited/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+if(data35.max_permit_lifetime_s !== undefined){
+let data38 = data35.max_permit_lifetime_s;
+if(!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))){
+const err83 = {instancePath:instancePath+"/document/approvals/max_permit_lifetime_s",schemaPath:"PolicyDocument/properties/approvals/properties/max_permit_lifetime_s/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if((typeof data38 == "number") && (isFinite(data38))){
+if(data38 > 1000000000000000 || isNaN(data38)){
+const err84 = {instancePath:instancePath+"/document/approvals/max_permit_lifetime_s",schemaPath:"PolicyDocument/properties/approvals/properties/max_permit_lifetime_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(data38 < 0 || isNaN(data38)){
+const err85 = {instancePath:instancePath+"/document/approvals/max_permit_lifetime_s",schemaPath:"PolicyDocument/properties/approvals/properties/max_permit_lifetime_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err86 = {instancePath:instancePath+"/document/approvals",schemaPath:"PolicyDocument/properties/approvals/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+}
+if(data4.limits !== undefined){
+let data39 = data4.limits;
+if(Array.isArray(data39)){
+if(data39.length > 16){
+const err87 = {instancePath:instancePath+"/document/limits",schemaPath:"PolicyDocument/properties/limits/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+const len12 = data39.length;
+for(let i12=0; i12<len12; i12++){
+let data40 = data39[i12];
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+if(data40.id === undefined){
+const err88 = {instancePath:instancePath+"/document/limits/" + i12,schemaPath:"PolicyDocument/properties/limits/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+if(data40.window === undefined){
+const err89 = {instancePath:instancePath+"/document/limits/" + i12,schemaPath:"PolicyDocument/properties/limits/items/required",keyword:"required",params:{missingProperty: "window"},message:"must have required property '"+"window"+"'"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+for(const key6 in data40){
+if(!((((key6 === "id") || (key6 === "window")) || (key6 === "max_usd")) || (key6 === "max_count"))){
+const err90 = {instancePath:instancePath+"/document/limits/" + i12,schemaPath:"PolicyDocument/properties/limits/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+if(data40.id !== undefined){
+let data41 = data40.id;
+if(typeof data41 === "string"){
+if(!pattern45.test(data41)){
+const err91 = {instancePath:instancePath+"/document/limits/" + i12+"/id",schemaPath:"PolicyDocument/properties/limits/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+else {
+const err92 = {instancePath:instancePath+"/document/limits/" + i12+"/id",schemaPath:"PolicyDocument/properties/limits/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+}
+if(data40.window !== undefined){
+let data42 = data40.window;
+const _errs94 = errors;
+let valid35 = false;
+let passing0 = null;
+const _errs95 = errors;
+if(typeof data42 !== "string"){
+const err93 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+if(!((((data42 === "hour") || (data42 === "day")) || (data42 === "week")) || (data42 === "month"))){
+const err94 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/0/enum",keyword:"enum",params:{allowedValues: schema56.properties.limits.items.properties.window.oneOf[0].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+var _valid0 = _errs95 === errors;
+if(_valid0){
+valid35 = true;
+passing0 = 0;
+}
+const _errs97 = errors;
+if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
+if(data42.rolling_s === undefined){
+const err95 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/1/required",keyword:"required",params:{missingProperty: "rolling_s"},message:"must have required property '"+"rolling_s"+"'"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+for(const key7 in data42){
+if(!(key7 === "rolling_s")){
+const err96 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data42.rolling_s !== undefined){
+let data43 = data42.rolling_s;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err97 = {instancePath:instancePath+"/document/limits/" + i12+"/window/rolling_s",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/1/properties/rolling_s/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 > 2592000 || isNaN(data43)){
+const err98 = {instancePath:instancePath+"/document/limits/" + i12+"/window/rolling_s",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/1/properties/rolling_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2592000},message:"must be <= 2592000"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+if(data43 < 60 || isNaN(data43)){
+const err99 = {instancePath:instancePath+"/document/limits/" + i12+"/window/rolling_s",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/1/properties/rolling_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err100 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+var _valid0 = _errs97 === errors;
+if(_valid0 && valid35){
+valid35 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid35 = true;
+passing0 = 1;
+}
+}
+if(!valid35){
+const err101 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+else {
+errors = _errs94;
+if(vErrors !== null){
+if(_errs94){
+vErrors.length = _errs94;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data40.max_usd !== undefined){
+let data44 = data40.max_usd;
+if((typeof data44 == "number") && (isFinite(data44))){
+if(data44 > 1000000000000000 || isNaN(data44)){
+const err102 = {instancePath:instancePath+"/document/limits/" + i12+"/max_usd",schemaPath:"PolicyDocument/properties/limits/items/properties/max_usd/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+if(data44 < 0 || isNaN(data44)){
+const err103 = {instancePath:instancePath+"/document/limits/" + i12+"/max_usd",schemaPath:"PolicyDocument/properties/limits/items/properties/max_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+}
+else {
+const err104 = {instancePath:instancePath+"/document/limits/" + i12+"/max_usd",schemaPath:"PolicyDocument/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+if(data40.max_count !== undefined){
+let data45 = data40.max_count;
+if(!(((typeof data45 == "number") && (!(data45 % 1) && !isNaN(data45))) && (isFinite(data45)))){
+const err105 = {instancePath:instancePath+"/document/limits/" + i12+"/max_count",schemaPath:"PolicyDocument/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if((typeof data45 == "number") && (isFinite(data45))){
+if(data45 > 1000000000000000 || isNaN(data45)){
+const err106 = {instancePath:instancePath+"/document/limits/" + i12+"/max_count",schemaPath:"PolicyDocument/properties/limits/items/properties/max_count/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000000000000},message:"must be <= 1000000000000000"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+if(data45 < 0 || isNaN(data45)){
+const err107 = {instancePath:instancePath+"/document/limits/" + i12+"/max_count",schemaPath:"PolicyDocument/properties/limits/items/properties/max_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err108 = {instancePath:instancePath+"/document/limits/" + i12,schemaPath:"PolicyDocument/properties/limits/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+}
+}
+else {
+const err109 = {instancePath:instancePath+"/document/limits",schemaPath:"PolicyDocument/properties/limits/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+}
+}
+else {
+const err110 = {instancePath:instancePath+"/document",schemaPath:"PolicyDocument/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+}
+else {
+const err111 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+validate44.errors = vErrors;
+return errors === 0;
+}
+
+export const StablecoinIntelligenceRequest = validate45;
+const schema61 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -12776,14 +16812,1040 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRouteOption = validate37;
-const schema51 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+export const VerdictLogEntry = validate46;
+const schema62 = {"$id":"VerdictLogEntry","title":"VerdictLogEntry","type":"object","description":"One answer to a keyed call (decide, guard, the agents, MCP tool calls).","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."},"at":{"type":"string","format":"date-time","description":"When the answer was given."},"key_id":{"type":"string","description":"The key that made the call."},"key_name":{"type":"string","description":"That key's name when it made the call (`owner` for the owner key)."},"endpoint":{"type":"string","description":"The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."},"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":["string","null"],"enum":["low","medium","high",null]},"failure_modes":{"type":"array","items":{"type":"string"}},"policy":{"description":"The policy version the answer was judged under (decision.policy), or null.","anyOf":[{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string"}},"required":["name","version","hash"]},{"type":"null"}]},"reserved_usd":{"type":["number","null"],"minimum":0,"description":"What the answer reserved in its policy's limits; null when it reserved nothing."},"reservation":{"type":["string","null"],"enum":["reserved","committed","released",null],"description":"The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."}},"required":["id","at","key_id","key_name","endpoint","verdict","risk","failure_modes","policy","reserved_usd","reservation"]};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="VerdictLogEntry" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.at === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.key_id === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key_id"},message:"must have required property '"+"key_id"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.key_name === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key_name"},message:"must have required property '"+"key_name"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.endpoint === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "endpoint"},message:"must have required property '"+"endpoint"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.verdict === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.risk === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.failure_modes === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "failure_modes"},message:"must have required property '"+"failure_modes"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.policy === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.reserved_usd === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reserved_usd"},message:"must have required property '"+"reserved_usd"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.reservation === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reservation"},message:"must have required property '"+"reservation"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data0 = data.id;
+if(typeof data0 === "string"){
+if(!pattern5.test(data0)){
+const err11 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.at !== undefined){
+let data1 = data.at;
+if(typeof data1 === "string"){
+if(!(formats0.validate(data1))){
+const err13 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/at",schemaPath:"#/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.key_id !== undefined){
+if(typeof data.key_id !== "string"){
+const err15 = {instancePath:instancePath+"/key_id",schemaPath:"#/properties/key_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.key_name !== undefined){
+if(typeof data.key_name !== "string"){
+const err16 = {instancePath:instancePath+"/key_name",schemaPath:"#/properties/key_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.endpoint !== undefined){
+if(typeof data.endpoint !== "string"){
+const err17 = {instancePath:instancePath+"/endpoint",schemaPath:"#/properties/endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.verdict !== undefined){
+let data5 = data.verdict;
+if(typeof data5 !== "string"){
+const err18 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(!(((data5 === "proceed") || (data5 === "wait")) || (data5 === "block"))){
+const err19 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.risk !== undefined){
+let data6 = data.risk;
+if((typeof data6 !== "string") && (data6 !== null)){
+const err20 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(!((((data6 === "low") || (data6 === "medium")) || (data6 === "high")) || (data6 === null))){
+const err21 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.failure_modes !== undefined){
+let data7 = data.failure_modes;
+if(Array.isArray(data7)){
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+if(typeof data7[i0] !== "string"){
+const err22 = {instancePath:instancePath+"/failure_modes/" + i0,schemaPath:"#/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/failure_modes",schemaPath:"#/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.policy !== undefined){
+let data9 = data.policy;
+const _errs20 = errors;
+let valid3 = false;
+const _errs21 = errors;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.name === undefined){
+const err24 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data9.version === undefined){
+const err25 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data9.hash === undefined){
+const err26 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "hash"},message:"must have required property '"+"hash"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data9.name !== undefined){
+if(typeof data9.name !== "string"){
+const err27 = {instancePath:instancePath+"/policy/name",schemaPath:"#/properties/policy/anyOf/0/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data9.version !== undefined){
+let data11 = data9.version;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+const err28 = {instancePath:instancePath+"/policy/version",schemaPath:"#/properties/policy/anyOf/0/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 < 1 || isNaN(data11)){
+const err29 = {instancePath:instancePath+"/policy/version",schemaPath:"#/properties/policy/anyOf/0/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+if(data9.hash !== undefined){
+if(typeof data9.hash !== "string"){
+const err30 = {instancePath:instancePath+"/policy/hash",schemaPath:"#/properties/policy/anyOf/0/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+var _valid0 = _errs21 === errors;
+valid3 = valid3 || _valid0;
+if(!valid3){
+const _errs29 = errors;
+if(data9 !== null){
+const err32 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+var _valid0 = _errs29 === errors;
+valid3 = valid3 || _valid0;
+}
+if(!valid3){
+const err33 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+else {
+errors = _errs20;
+if(vErrors !== null){
+if(_errs20){
+vErrors.length = _errs20;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data.reserved_usd !== undefined){
+let data13 = data.reserved_usd;
+if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
+const err34 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 0 || isNaN(data13)){
+const err35 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+if(data.reservation !== undefined){
+let data14 = data.reservation;
+if((typeof data14 !== "string") && (data14 !== null)){
+const err36 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(!((((data14 === "reserved") || (data14 === "committed")) || (data14 === "released")) || (data14 === null))){
+const err37 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+else {
+const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+
+export const VerdictPage = validate47;
+const schema63 = {"$id":"VerdictPage","title":"VerdictPage","type":"object","description":"One page of the account's verdict log, newest first (GET /v1/verdicts).","properties":{"verdicts":{"type":"array","maxItems":500,"items":{"$ref":"VerdictLogEntry"}},"next_cursor":{"type":["string","null"],"description":"Pass as `cursor` (with the same filters) for the next, older page; null on the last page."}},"required":["verdicts","next_cursor"]};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="VerdictPage" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.verdicts === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verdicts"},message:"must have required property '"+"verdicts"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.next_cursor === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "next_cursor"},message:"must have required property '"+"next_cursor"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.verdicts !== undefined){
+let data0 = data.verdicts;
+if(Array.isArray(data0)){
+if(data0.length > 500){
+const err2 = {instancePath:instancePath+"/verdicts",schemaPath:"#/properties/verdicts/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.id === undefined){
+const err3 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.at === undefined){
+const err4 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "at"},message:"must have required property '"+"at"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.key_id === undefined){
+const err5 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "key_id"},message:"must have required property '"+"key_id"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.key_name === undefined){
+const err6 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "key_name"},message:"must have required property '"+"key_name"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data1.endpoint === undefined){
+const err7 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "endpoint"},message:"must have required property '"+"endpoint"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data1.verdict === undefined){
+const err8 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "verdict"},message:"must have required property '"+"verdict"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data1.risk === undefined){
+const err9 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "risk"},message:"must have required property '"+"risk"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.failure_modes === undefined){
+const err10 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "failure_modes"},message:"must have required property '"+"failure_modes"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.policy === undefined){
+const err11 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "policy"},message:"must have required property '"+"policy"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data1.reserved_usd === undefined){
+const err12 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "reserved_usd"},message:"must have required property '"+"reserved_usd"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data1.reservation === undefined){
+const err13 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/required",keyword:"required",params:{missingProperty: "reservation"},message:"must have required property '"+"reservation"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data1.id !== undefined){
+let data2 = data1.id;
+if(typeof data2 === "string"){
+if(!pattern5.test(data2)){
+const err14 = {instancePath:instancePath+"/verdicts/" + i0+"/id",schemaPath:"VerdictLogEntry/properties/id/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-f]{64}$"},message:"must match pattern \""+"^0x[0-9a-f]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/verdicts/" + i0+"/id",schemaPath:"VerdictLogEntry/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data1.at !== undefined){
+let data3 = data1.at;
+if(typeof data3 === "string"){
+if(!(formats0.validate(data3))){
+const err16 = {instancePath:instancePath+"/verdicts/" + i0+"/at",schemaPath:"VerdictLogEntry/properties/at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/verdicts/" + i0+"/at",schemaPath:"VerdictLogEntry/properties/at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data1.key_id !== undefined){
+if(typeof data1.key_id !== "string"){
+const err18 = {instancePath:instancePath+"/verdicts/" + i0+"/key_id",schemaPath:"VerdictLogEntry/properties/key_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data1.key_name !== undefined){
+if(typeof data1.key_name !== "string"){
+const err19 = {instancePath:instancePath+"/verdicts/" + i0+"/key_name",schemaPath:"VerdictLogEntry/properties/key_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data1.endpoint !== undefined){
+if(typeof data1.endpoint !== "string"){
+const err20 = {instancePath:instancePath+"/verdicts/" + i0+"/endpoint",schemaPath:"VerdictLogEntry/properties/endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data1.verdict !== undefined){
+let data7 = data1.verdict;
+if(typeof data7 !== "string"){
+const err21 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(!(((data7 === "proceed") || (data7 === "wait")) || (data7 === "block"))){
+const err22 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data1.risk !== undefined){
+let data8 = data1.risk;
+if((typeof data8 !== "string") && (data8 !== null)){
+const err23 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(!((((data8 === "low") || (data8 === "medium")) || (data8 === "high")) || (data8 === null))){
+const err24 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data1.failure_modes !== undefined){
+let data9 = data1.failure_modes;
+if(Array.isArray(data9)){
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data9[i1] !== "string"){
+const err25 = {instancePath:instancePath+"/verdicts/" + i0+"/failure_modes/" + i1,schemaPath:"VerdictLogEntry/properties/failure_modes/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/verdicts/" + i0+"/failure_modes",schemaPath:"VerdictLogEntry/properties/failure_modes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data1.policy !== undefined){
+let data11 = data1.policy;
+const _errs25 = errors;
+let valid7 = false;
+const _errs26 = errors;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.name === undefined){
+const err27 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data11.version === undefined){
+const err28 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data11.hash === undefined){
+const err29 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/required",keyword:"required",params:{missingProperty: "hash"},message:"must have required property '"+"hash"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data11.name !== undefined){
+if(typeof data11.name !== "string"){
+const err30 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/name",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data11.version !== undefined){
+let data13 = data11.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err31 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/version",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err32 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/version",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+if(data11.hash !== undefined){
+if(typeof data11.hash !== "string"){
+const err33 = {instancePath:instancePath+"/verdicts/" + i0+"/policy/hash",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+var _valid0 = _errs26 === errors;
+valid7 = valid7 || _valid0;
+if(!valid7){
+const _errs34 = errors;
+if(data11 !== null){
+const err35 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf/1/type",keyword:"type",params:{type: "null"},message:"must be null"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+var _valid0 = _errs34 === errors;
+valid7 = valid7 || _valid0;
+}
+if(!valid7){
+const err36 = {instancePath:instancePath+"/verdicts/" + i0+"/policy",schemaPath:"VerdictLogEntry/properties/policy/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+else {
+errors = _errs25;
+if(vErrors !== null){
+if(_errs25){
+vErrors.length = _errs25;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data1.reserved_usd !== undefined){
+let data15 = data1.reserved_usd;
+if((!((typeof data15 == "number") && (isFinite(data15)))) && (data15 !== null)){
+const err37 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 < 0 || isNaN(data15)){
+const err38 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+}
+if(data1.reservation !== undefined){
+let data16 = data1.reservation;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err39 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(!((((data16 === "reserved") || (data16 === "committed")) || (data16 === "released")) || (data16 === null))){
+const err40 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/verdicts/" + i0,schemaPath:"VerdictLogEntry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/verdicts",schemaPath:"#/properties/verdicts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.next_cursor !== undefined){
+let data17 = data.next_cursor;
+if((typeof data17 !== "string") && (data17 !== null)){
+const err43 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema63.properties.next_cursor.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+else {
+const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+validate47.errors = vErrors;
+return errors === 0;
+}
+
+export const YieldRouteOption = validate48;
+const schema65 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRouteOption" */;
 let vErrors = null;
 let errors = 0;
@@ -12891,7 +17953,7 @@ errors++;
 if(data.protocol !== undefined){
 let data3 = data.protocol;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema51.properties.protocol.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -12949,7 +18011,7 @@ errors++;
 if(data.liquidity_usd !== undefined){
 let data5 = data.liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema51.properties.liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -12973,7 +18035,7 @@ errors++;
 }
 let data6 = data.stablecoin_asset_id;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema51.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -13005,14 +18067,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingRequest = validate38;
-const schema52 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
+export const YieldRoutingRequest = validate49;
+const schema66 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -13163,7 +18225,7 @@ errors++;
 if(data1.protocol !== undefined){
 let data5 = data1.protocol;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema51.properties.protocol.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -13221,7 +18283,7 @@ errors++;
 if(data1.liquidity_usd !== undefined){
 let data7 = data1.liquidity_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema51.properties.liquidity_usd.type},message:"must be number,null"};
+const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -13245,7 +18307,7 @@ errors++;
 }
 let data8 = data1.stablecoin_asset_id;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema51.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -13349,7 +18411,7 @@ errors++;
 if(data.prefer_chain !== undefined){
 let data11 = data.prefer_chain;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema52.properties.prefer_chain.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema66.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -13382,7 +18444,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
 

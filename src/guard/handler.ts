@@ -2,7 +2,9 @@
  * POST /v1/guard and the endpoints that share it (execution-guard, x402, ACP): the validated
  * GuardRequest is planned, run through the engine within the request's deadline, and judged.
  */
-import type { ApiHandler } from '../http/api.js';
+import type { ApiHandler, ApiResponse } from '../http/api.js';
+import { keccak256 } from '../crypto/keccak.js';
+import type { PolicyService, Under } from '../policy/service.js';
 import { answer } from '../http/answer.js';
 import type { Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
@@ -10,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Engine } from '../engine/runner.js';
 import { planGuard } from './plan.js';
-import { guardResponse } from './guard-response.js';
+import { guardResponse, type GuardResponse } from './guard-response.js';
 import { attach, guardChainId, type Attester } from '../attest/index.js';
 import type { ActionFields } from '../attest/verdict.js';
 
@@ -25,23 +27,81 @@ export interface GuardDeps {
   logger: Logger;
   metrics?: Metrics;
   attester?: Attester | null;
+  /** Keys bound to a policy answer under it (docs/policies.md §3); absent: no policies. */
+  policies?: PolicyService | null;
+}
+
+/** The key's policy, from what the billing gate left: null for a call with no policy. */
+export function underPolicy(res: ApiResponse): Under | null {
+  const b = res.locals.billing;
+  return b?.kind === 'key' && b.policy && b.accountId ? { accountId: b.accountId, policy: b.policy } : null;
+}
+
+/** The id a signed answer will carry, and so its reservation's (docs/attestations.md §1). */
+export function answerAttestationId(res: ApiResponse): string {
+  return `0x${keccak256(Buffer.from(res.locals.answerId, 'utf8')).toString('hex')}`;
+}
+
+export interface GuardRun {
+  body: GuardRequest;
+  requestId: string;
+  deadlineMs: number;
+  started: number;
+}
+
+/**
+ * Plans, runs and judges a guard request; under a policy, adds its item (and reserves in its
+ * limits unless `dryRun`). Shared by the guard endpoints and the dry run.
+ */
+export async function judgeGuard(
+  deps: GuardDeps,
+  res: ApiResponse,
+  run: GuardRun,
+  under: Under | null,
+  dryRun: boolean,
+): Promise<GuardResponse> {
+  const { config, engine, logger } = deps;
+  const { body, requestId, deadlineMs, started } = run;
+  const policies = deps.policies ?? null;
+  // The policy is read while the checks run.
+  const storeDown = res.locals.billing?.storeDown === true;
+  const loading = under && policies && !storeDown ? policies.load(under) : null;
+  const plan = planGuard(body, config);
+  const planned = plan.planned.map(({ name, check }) => ({ name, check }));
+  const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
+  let response = guardResponse(body, plan, results, {
+    requestId,
+    deadlineMs,
+    latencyMs: performance.now() - started,
+  });
+  if (under) {
+    const policy = loading ? await loading : 'unavailable';
+    const judged = policies
+      ? await policies.decide({
+          under,
+          policy,
+          body,
+          results,
+          base: response,
+          reservationId: answerAttestationId(res),
+          dryRun,
+        })
+      : response;
+    response = { ...response, ...judged, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
+  }
+  logger.debug(
+    { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
+    'guard judged',
+  );
+  return response;
 }
 
 export function guardHandler(deps: GuardDeps): ApiHandler {
-  const { config, engine, logger, attester } = deps;
+  const { attester } = deps;
   return answer<GuardRequest>(deps, async ({ req, res, body, requestId, deadlineMs, started }) => {
-    const plan = planGuard(body, config);
-    const planned = plan.planned.map(({ name, check }) => ({ name, check }));
-    const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
-    const response = guardResponse(body, plan, results, {
-      requestId,
-      deadlineMs,
-      latencyMs: performance.now() - started,
-    });
-    logger.debug(
-      { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
-      'guard judged',
-    );
-    return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body));
+    const response = await judgeGuard(deps, res, { body, requestId, deadlineMs, started }, underPolicy(res), false);
+    // Under a policy the verdict signs its version's hash, which a pinned account checks (docs/attestations.md §4).
+    const policy = response.decision.policy as { hash?: string } | null | undefined;
+    return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body), policy?.hash ?? null);
   });
 }

@@ -14,6 +14,7 @@ import type { Verdict } from '../wire.js';
 import type { Metrics } from '../metrics.js';
 import { type ApiHandler, type ApiRequest, type ApiResponse, requestPath } from './api.js';
 import { sendJson } from './errors.js';
+import { type VerdictLog, verdictRecord } from '../verdicts/log.js';
 
 /** One call to an endpoint, as its handler sees it. */
 export interface Call<B> {
@@ -33,10 +34,13 @@ export interface Call<B> {
 export interface AnswerDeps {
   config: Pick<Readonly<Config>, 'requestDeadlineMs' | 'maxDeadlineMs'>;
   metrics?: Pick<Metrics, 'verdict'>;
+  /** Where answers to keyed calls are logged (docs/policies.md §10); absent: not logged. */
+  verdicts?: Pick<VerdictLog, 'record'> | null;
 }
 
 export function answer<B>(deps: AnswerDeps, fn: (call: Call<B>) => Promise<object>): ApiHandler {
   const { config, metrics } = deps;
+  const verdicts = deps.verdicts ?? null;
   return async (req, res) => {
     const body = req.body as B;
     const call: Call<B> = {
@@ -52,6 +56,12 @@ export function answer<B>(deps: AnswerDeps, fn: (call: Call<B>) => Promise<objec
     // An answer that carries a decision is counted by route (preflight_verdicts_total).
     const verdict = (out as { verdict?: Verdict }).verdict;
     if (metrics && verdict !== undefined) metrics.verdict(call.route, verdict);
+    if (verdicts) {
+      const row = verdictRecord(res.locals.billing, res.locals.answerId, call.route, out, Date.now());
+      // A row with a reservation is durable before the answer goes out; the others are batched.
+      const durable = row === null ? undefined : verdicts.record(row);
+      if (durable !== undefined) await durable;
+    }
     sendJson(res, 200, out);
   };
 }

@@ -26,7 +26,16 @@ export interface ApiLocals {
   /** The route pattern from the endpoint table, for metrics and the access line. */
   route?: string;
   /** Who pays for the call, set by the billing gate. */
-  billing?: { kind: 'key' | 'payment' | 'free'; keyId?: string; plan?: string };
+  billing?: {
+    kind: 'key' | 'payment' | 'free';
+    keyId?: string;
+    keyName?: string;
+    plan?: string;
+    accountId?: string;
+    role?: 'owner' | 'agent';
+    policy?: string | null;
+    storeDown?: boolean;
+  };
 }
 
 declare global {

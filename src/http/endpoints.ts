@@ -266,6 +266,13 @@ export type GetHandlerKey =
   | 'docsFiles'
   | 'metrics';
 
+/** A query parameter of a management GET row, for the OpenAPI document (the handler reads and checks it, 422 `["query", name]`). */
+export interface QueryParam {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
 export interface GetEndpoint {
   path: string;
   summary: string;
@@ -366,4 +373,264 @@ export function agentInfos(): Array<{
     description: e.agent!.description,
     endpoints: [`POST ${e.path}`],
   }));
+}
+
+/**
+ * Account management (docs/policies.md): keys and policies, answered for the account of the key
+ * presented. `management` access: a key is required (401 without one; x402 cannot pay), free,
+ * and the account's owner key only (403 for an agent key), unless the row lets an agent key bound
+ * to the policy it names (`{name}`) call it. The store down: 503 with Retry-After.
+ */
+export type ManagementMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type ManagementHandlerKey =
+  | 'keysCreate'
+  | 'keysList'
+  | 'keysUpdate'
+  | 'keysDelete'
+  | 'policyPut'
+  | 'policyList'
+  | 'policyGet'
+  | 'policyVersion'
+  | 'policyDelete'
+  | 'policyUsage'
+  | 'policyEvaluate'
+  | 'verdicts';
+
+/** A path parameter: its name in `{}` in the path, what it is and the pattern it must match (else 422). */
+export interface PathParam {
+  name: string;
+  description: string;
+  schema: { type: 'string'; pattern: string } | { type: 'integer'; minimum: number; maximum: number };
+}
+
+export interface ManagementEndpoint {
+  method: ManagementMethod;
+  /** The path in OpenAPI form, parameters in braces: `/v1/policies/{name}`. */
+  path: string;
+  summary: string;
+  description: string;
+  tag: string;
+  access: 'management';
+  handler: ManagementHandlerKey;
+  params?: readonly PathParam[];
+  query?: readonly QueryParam[];
+  /** The body's schema, for the methods that take one. */
+  request?: SchemaId;
+  /** The answer's schema; null for a 204 with no body. */
+  response: string | null;
+  status: 200 | 201 | 204;
+  /** `bound`: an agent key bound to the policy named in the path may call it too. */
+  agent?: 'bound';
+  /** The call counts against the account's monthly quota (the dry run). */
+  billed?: true;
+  /** A body cap other than MAX_REQUEST_BODY_BYTES. */
+  bodyLimit?: number;
+}
+
+/** PUT /v1/policies/{name} takes bodies up to this (the documented maxima need about 1.4 MB). */
+export const POLICY_BODY_LIMIT = 2 * 1024 * 1024;
+
+const KEY_ID: PathParam = {
+  name: 'id',
+  description: "The key's id, as POST /v1/keys and GET /v1/keys answer it",
+  schema: { type: 'string', pattern: '^[A-Za-z0-9-]{1,64}$' },
+};
+const POLICY_NAME_PARAM: PathParam = {
+  name: 'name',
+  description: "The policy's name: a lower-case letter or digit, then up to 63 of a-z 0-9 _ -",
+  schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' },
+};
+const VERSION_PARAM: PathParam = {
+  name: 'n',
+  description: 'The version number, from 1',
+  schema: { type: 'integer', minimum: 1, maximum: 2147483647 },
+};
+
+export const MANAGEMENT_ENDPOINTS: readonly ManagementEndpoint[] = [
+  {
+    method: 'POST',
+    path: '/v1/keys',
+    summary: 'Create an agent key',
+    description:
+      "Creates an agent key of the caller's account, optionally bound to a policy, and shows it once, in this answer. Names are unique among the account's live keys (409); at most MAX_AGENT_KEYS live agent keys (409).",
+    tag: 'keys',
+    access: 'management',
+    handler: 'keysCreate',
+    request: 'KeyCreateRequest',
+    response: 'KeyCreated',
+    status: 201,
+  },
+  {
+    method: 'GET',
+    path: '/v1/keys',
+    summary: "List the account's keys",
+    description:
+      "Every key of the caller's account, the owner key first, revoked ones included, with name, role, policy and times; never a key itself.",
+    tag: 'keys',
+    access: 'management',
+    handler: 'keysList',
+    response: 'KeyList',
+    status: 200,
+  },
+  {
+    method: 'PATCH',
+    path: '/v1/keys/{id}',
+    summary: 'Bind a key to a policy, or unbind it',
+    description:
+      'Binds a live key of the account (the owner key included) to a policy by name, or to none with null. Honoured by this instance at once and by every instance within 5 s.',
+    tag: 'keys',
+    access: 'management',
+    handler: 'keysUpdate',
+    params: [KEY_ID],
+    request: 'KeyUpdateRequest',
+    response: 'KeyInfo',
+    status: 200,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/keys/{id}',
+    summary: 'Revoke an agent key',
+    description:
+      'Revokes an agent key of the account: refused by this instance at once and by every instance within 5 s. The owner key cannot be revoked here (409).',
+    tag: 'keys',
+    access: 'management',
+    handler: 'keysDelete',
+    params: [KEY_ID],
+    response: null,
+    status: 204,
+  },
+  {
+    method: 'GET',
+    path: '/v1/policies',
+    summary: "List the account's policies",
+    description: "Every policy of the caller's account with its current version and hash.",
+    tag: 'policies',
+    access: 'management',
+    handler: 'policyList',
+    response: 'PolicyList',
+    status: 200,
+  },
+  {
+    method: 'PUT',
+    path: '/v1/policies/{name}',
+    summary: 'Create or update a policy',
+    description:
+      "Stores the document as the policy's next version (201), or answers the current version when the document equals it (200). Versions are immutable and numbered from 1; `hash` is keccak256 of the stored document's RFC 8785 canonical JSON. Bodies up to 2 MiB.",
+    tag: 'policies',
+    access: 'management',
+    handler: 'policyPut',
+    params: [POLICY_NAME_PARAM],
+    request: 'PolicyDocument',
+    response: 'PolicyVersion',
+    status: 201,
+    bodyLimit: POLICY_BODY_LIMIT,
+  },
+  {
+    method: 'GET',
+    path: '/v1/policies/{name}',
+    summary: "A policy's current version",
+    description: 'The current version, as PUT answers it. An agent key bound to the policy may read it.',
+    tag: 'policies',
+    access: 'management',
+    handler: 'policyGet',
+    params: [POLICY_NAME_PARAM],
+    response: 'PolicyVersion',
+    status: 200,
+    agent: 'bound',
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/policies/{name}',
+    summary: 'Delete a policy',
+    description: 'Deletes the policy and its versions; 409 while a live key is bound to it.',
+    tag: 'policies',
+    access: 'management',
+    handler: 'policyDelete',
+    params: [POLICY_NAME_PARAM],
+    response: null,
+    status: 204,
+  },
+  {
+    method: 'GET',
+    path: '/v1/policies/{name}/versions/{n}',
+    summary: 'One version of a policy',
+    description: 'That version, as PUT answered it. An agent key bound to the policy may read it.',
+    tag: 'policies',
+    access: 'management',
+    handler: 'policyVersion',
+    params: [POLICY_NAME_PARAM, VERSION_PARAM],
+    response: 'PolicyVersion',
+    status: 200,
+    agent: 'bound',
+  },
+  {
+    method: 'GET',
+    path: '/v1/policies/{name}/usage',
+    summary: "A policy's limits and what they have counted",
+    description:
+      "Each limit of the current version with its window's start and end, the USD committed and reserved (awaiting release), what remains, and the count. An agent key bound to the policy may read it.",
+    tag: 'policies',
+    access: 'management',
+    handler: 'policyUsage',
+    params: [POLICY_NAME_PARAM],
+    response: 'PolicyUsage',
+    status: 200,
+    agent: 'bound',
+  },
+  {
+    method: 'POST',
+    path: '/v1/policies/{name}/evaluate',
+    summary: 'Dry run: what the guard would answer under a policy',
+    description:
+      "Answers the GuardRequest as POST /v1/guard would under the policy's current version, with `decision.dry_run: true`, no reservation and no attestation. Counts one call against the account's monthly quota. An agent key bound to the policy may call it.",
+    tag: 'policies',
+    access: 'management',
+    handler: 'policyEvaluate',
+    params: [POLICY_NAME_PARAM],
+    request: 'GuardRequest',
+    response: 'DecideResponse',
+    status: 200,
+    agent: 'bound',
+    billed: true,
+  },
+  {
+    method: 'GET',
+    path: '/v1/verdicts',
+    summary: "The account's verdict log, newest first",
+    description:
+      "Every answer given to a call with one of the account's keys (decide, guard, the agents, MCP tool calls): when, which key, which endpoint, the verdict, risk and failure modes, the policy version, and what it reserved in the policy's limits with that reservation's state now. Newest first, at most 500 a page; pass `next_cursor` as `cursor` for the next page. Rows are kept VERDICT_LOG_DAYS (30) days. The account's owner key only: 401 without a key, 403 for an agent key.",
+    tag: 'account',
+    access: 'management',
+    handler: 'verdicts',
+    response: 'VerdictPage',
+    status: 200,
+    query: [
+      {
+        name: 'limit',
+        description: 'Rows on the page, 1 to 500 (50 when absent).',
+        schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+      },
+      {
+        name: 'cursor',
+        description: "The previous page's `next_cursor`: the page after it.",
+        schema: { type: 'string' },
+      },
+      { name: 'key', description: "Only this key's answers (a key id of the account).", schema: { type: 'string' } },
+      {
+        name: 'verdict',
+        description: 'Only answers with this verdict.',
+        schema: { type: 'string', enum: ['proceed', 'wait', 'block'] },
+      },
+      {
+        name: 'since',
+        description: 'Only answers given at or after this time (RFC 3339).',
+        schema: { type: 'string', format: 'date-time' },
+      },
+    ],
+  },
+];
+
+/** `/v1/policies/{name}` → `/v1/policies/:name`, the form express routes on. */
+export function expressPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
 }

@@ -45,9 +45,15 @@ export function methodNotAllowed(allowed: string[]): ApiHandler {
   };
 }
 
+/** 262144 → `256 KiB`, 2097152 → `2 MiB`. */
+function sizeText(bytes: number): string {
+  return bytes >= 1 << 20 && bytes % (1 << 20) === 0 ? `${bytes / (1 << 20)} MiB` : `${Math.round(bytes / 1024)} KiB`;
+}
+
 /** body-parser's errors, mapped to the catalogue. */
 function fromBodyParser(err: {
   type?: string;
+  limit?: number;
   status?: number;
   code?: string;
   message?: string;
@@ -57,7 +63,7 @@ function fromBodyParser(err: {
     case 'entity.parse.failed':
       return jsonInvalid(err.message ?? 'invalid JSON');
     case 'entity.too.large':
-      return new HttpError(413, 'Request body too large: the limit is 256 KiB');
+      return new HttpError(413, `Request body too large: the limit is ${sizeText(err.limit ?? 262_144)}`);
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new HttpError(415, `Unsupported body encoding: ${err.message ?? ''}`.trim());

@@ -70,9 +70,13 @@ function callThrough(req: ApiRequest, res: ApiResponse): CallEndpoint {
   }
   return async (path, body) => {
     const out = await send(operatorDispatcher(), new URL(path, origin), {
-      method: 'POST',
-      headers: { ...base, 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify(body),
+      method: body === undefined ? 'GET' : 'POST',
+      headers: {
+        ...base,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        accept: 'application/json',
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     });
     if (!out.ok) throw new Error(out.message);

@@ -22,6 +22,8 @@ function endpointCaller(baseUrl: string, apiKey: string | undefined, payer: Paye
   if (!apiKey && payer !== null) {
     const post = payingPoster(payer, headers, CALL_TIMEOUT_MS);
     return async (path, body) => {
+      // The usage is a GET for a key only: x402 cannot pay for it.
+      if (body === undefined) throw new CallNotMade('preflight_usage needs PREFLIGHT_API_KEY: x402 cannot pay for it.');
       try {
         return await post(target(path), JSON.stringify(body));
       } catch (err) {
@@ -32,9 +34,9 @@ function endpointCaller(baseUrl: string, apiKey: string | undefined, payer: Paye
   }
   return async (path, body) => {
     const out = await send(operatorDispatcher(), target(path), {
-      method: 'POST',
+      method: body === undefined ? 'GET' : 'POST',
       headers,
-      body: JSON.stringify(body),
+      body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     });
     if (!out.ok) throw new Error(`${base.origin}: ${out.message}`);

@@ -1,5 +1,5 @@
 /**
- * The MCP tools (docs/mcp.md): five tools, each the same call as one HTTP endpoint. Their input and
+ * The MCP tools (docs/mcp.md): six tools, each the same call as one HTTP endpoint. Their input and
  * output schemas are the generated schemas of schemas/, bundled into one self-contained document
  * each (MCP clients resolve no external references). A tool call is an HTTP call made by `call`:
  * over the streamable HTTP transport it goes through the service's own endpoint (src/mcp/http.ts),
@@ -15,6 +15,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { schemas } from '../generated/schemas.js';
 import { VERSION } from '../version.js';
+import type { SchemaId } from '../http/validation.js';
+import { POLICY_NAME } from '../policy/document.js';
+import type { ValidationDetail } from '../wire.js';
 
 type Json = Record<string, unknown>;
 
@@ -24,7 +27,13 @@ export interface McpTool {
   description: string;
   /** The endpoint answering the call. */
   path: string;
-  request: keyof typeof schemas;
+  /**
+   * A GET endpoint whose path takes the arguments (`preflight_usage`): the path for them, or the
+   * 422-style problems of arguments that cannot make one (no body carries them to a validator).
+   */
+  get?: (args: Record<string, unknown>) => string | ValidationDetail[];
+  /** The input schema: a schema of schemas/, or (for a GET tool, whose input is no request body) the schema itself. */
+  request: SchemaId | Json;
   response: keyof typeof schemas;
 }
 
@@ -74,6 +83,35 @@ export const MCP_TOOLS: readonly McpTool[] = [
     request: 'YieldRoutingRequest',
     response: 'YieldRoutingResponse',
   },
+  {
+    name: 'preflight_usage',
+    title: "A policy's spend limits and usage",
+    description:
+      "What the key's policy limits have counted in their current windows: committed and reserved USD, what remains, counts. Same as GET /v1/policies/{name}/usage; free. The policy's name is decision.policy.name of a guard answer under it.",
+    path: '/v1/policies/{name}/usage',
+    get: (args) => {
+      const extra = Object.keys(args).filter((k) => k !== 'policy');
+      if (extra.length > 0)
+        return [{ loc: ['body', extra[0]], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' }];
+      if (typeof args.policy !== 'string' || !POLICY_NAME.test(args.policy))
+        return [
+          {
+            loc: ['body', 'policy'],
+            msg: `String should match pattern '${POLICY_NAME.source}'`,
+            type: 'string_pattern_mismatch',
+          },
+        ];
+      return `/v1/policies/${args.policy}/usage`;
+    },
+    request: {
+      type: 'object',
+      description: "The policy whose limits to read: the key's own (decision.policy.name of a guard answer under it).",
+      properties: { policy: { type: 'string', pattern: POLICY_NAME.source, description: "The policy's name." } },
+      required: ['policy'],
+      additionalProperties: false,
+    },
+    response: 'PolicyUsage',
+  },
 ];
 
 const all = schemas as unknown as Record<string, Json>;
@@ -122,7 +160,7 @@ export function listedTools(): Tool[] {
     name: t.name,
     title: t.title,
     description: t.description,
-    inputSchema: bundledSchema(t.request) as Tool['inputSchema'],
+    inputSchema: (typeof t.request === 'string' ? bundledSchema(t.request) : t.request) as Tool['inputSchema'],
     outputSchema: bundledSchema(t.response) as Tool['outputSchema'],
     annotations: { title: t.title, readOnlyHint: true, openWorldHint: true },
   }));
@@ -135,7 +173,10 @@ export interface HttpAnswer {
   body: string;
 }
 
-/** Makes the HTTP call behind a tool: POST `path` with `body` (JSON), the caller's credentials attached. */
+/**
+ * Makes the HTTP call behind a tool: POST `path` with `body` (JSON), or GET `path` when `body` is
+ * undefined, the caller's credentials attached.
+ */
 export type CallEndpoint = (path: string, body: unknown) => Promise<HttpAnswer>;
 
 function parse(text: string): unknown {
@@ -192,7 +233,7 @@ export function toolResult(answer: HttpAnswer): CallToolResult {
 export class CallNotMade extends Error {}
 
 /**
- * An MCP server with the five tools, each answered by `call`. Arguments go to the endpoint as
+ * An MCP server with the six tools, each answered by `call`. Arguments go to the endpoint as
  * they are: the endpoint validates them, so a tool error names the same fields a 422 would.
  */
 export function createToolServer(call: CallEndpoint, onError?: (err: unknown, tool: string) => void): Server {
@@ -210,9 +251,12 @@ export function createToolServer(call: CallEndpoint, onError?: (err: unknown, to
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) return toolError(`Unknown tool ${JSON.stringify(request.params.name)}.`);
+    const args = request.params.arguments ?? {};
     let answer: HttpAnswer;
     try {
-      answer = await call(tool.path, request.params.arguments ?? {});
+      const target = tool.get ? tool.get(args) : tool.path;
+      if (typeof target !== 'string') return toolError(validationText({ detail: target }));
+      answer = await call(target, tool.get ? undefined : args);
     } catch (err) {
       onError?.(err, tool.name);
       if (err instanceof CallNotMade) return toolError(err.message);

@@ -112,6 +112,136 @@ CREATE TABLE attestation_keys (
 `;
 }
 
+/**
+ * Accounts, owner and agent keys, policies and limit reservations (docs/policies.md §1–§3).
+ * Every key issued before this migration becomes the owner key of an account of its own whose id
+ * is the key's id, so its monthly usage rows (counted under that id) stay its account's.
+ * One active owner key per e-mail address (agent keys carry their owner's address). A key's
+ * `name` is unique among its account's live keys. Policy versions are immutable rows; `policies`
+ * points at the current one. A reservation has one row per limit it counts in, all inserted in
+ * one transaction with the counters they add to: one counter row per (limit, window, bucket), a
+ * calendar window one bucket, a rolling window a hundredth of its length each, so a check reads a
+ * bounded number of rows however many reservations a window holds. Times in the new tables are
+ * unix milliseconds in both databases.
+ */
+function accounts(time: string, big: string, real: string, sqlite: boolean): string {
+  const notNull = sqlite ? '' : '\nALTER TABLE api_keys ALTER COLUMN account_id SET NOT NULL;';
+  return `
+CREATE TABLE accounts (
+  id TEXT PRIMARY KEY,
+  created_at ${time} NOT NULL
+);
+INSERT INTO accounts (id, created_at) SELECT id, created_at FROM api_keys;
+ALTER TABLE api_keys ADD COLUMN account_id TEXT REFERENCES accounts (id);
+ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'agent'));
+ALTER TABLE api_keys ADD COLUMN name TEXT NOT NULL DEFAULT 'owner';
+ALTER TABLE api_keys ADD COLUMN policy TEXT;
+ALTER TABLE api_keys ADD COLUMN last_used_at ${big};
+UPDATE api_keys SET account_id = id;${notNull}
+DROP INDEX api_keys_active_email;
+CREATE UNIQUE INDEX api_keys_active_owner_email ON api_keys (email) WHERE revoked_at IS NULL AND role = 'owner';
+CREATE UNIQUE INDEX api_keys_live_name ON api_keys (account_id, name) WHERE revoked_at IS NULL;
+CREATE INDEX api_keys_account ON api_keys (account_id);
+
+CREATE TABLE policies (
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (account_id, name)
+);
+
+CREATE TABLE policy_versions (
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  document TEXT NOT NULL,
+  created_at ${big} NOT NULL,
+  PRIMARY KEY (account_id, name, version)
+);
+
+CREATE TABLE reservations (
+  id TEXT NOT NULL,
+  limit_id TEXT NOT NULL,
+  window_key TEXT NOT NULL,
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  policy TEXT NOT NULL,
+  at ${big} NOT NULL,
+  usd ${real} NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
+  expires_at ${big},
+  chain TEXT,
+  actor TEXT,
+  bucket ${big} NOT NULL,
+  PRIMARY KEY (id, limit_id)
+);
+CREATE INDEX reservations_due ON reservations (expires_at) WHERE state = 'reserved';
+
+CREATE TABLE limit_counters (
+  account_id TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  limit_id TEXT NOT NULL,
+  window_key TEXT NOT NULL,
+  bucket ${big} NOT NULL,
+  usd ${real} NOT NULL,
+  n ${big} NOT NULL,
+  reserved_usd ${real} NOT NULL,
+  PRIMARY KEY (account_id, policy, limit_id, window_key, bucket)
+);
+
+CREATE TABLE leases (
+  name TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  until_ms ${big} NOT NULL
+);
+`;
+}
+
+/**
+ * Idempotency-Key answers and the verdict log (docs/policies.md §9, §10). An idempotency row is
+ * taken by the first attempt (`owner`, no status yet, `expires_at` a short lease so a crashed
+ * attempt frees it), then holds that attempt's answer for 24 hours. A verdict row is one answer
+ * to a keyed call; its reservation's state is read from `reservations` by `reservation_id`.
+ * Pages are read newest first by (account, at, id), with or without a key or a verdict: one
+ * index for each. The page index is also the row's unique key (a retried batch inserts nothing
+ * twice): an index on the random id alone would cost as much to keep up as the other three
+ * together. Times are unix milliseconds in both databases.
+ */
+function idempotencyAndVerdicts(big: string, real: string): string {
+  return `
+CREATE TABLE idempotency_keys (
+  account_id TEXT NOT NULL,
+  idem_key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  status INTEGER,
+  body TEXT,
+  expires_at ${big} NOT NULL,
+  PRIMARY KEY (account_id, idem_key)
+);
+CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at);
+
+CREATE TABLE verdict_log (
+  id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  at ${big} NOT NULL,
+  key_id TEXT NOT NULL,
+  key_name TEXT NOT NULL,
+  endpoint TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  risk TEXT,
+  failure_modes TEXT NOT NULL,
+  policy TEXT,
+  reserved_usd ${real},
+  reservation_id TEXT
+);
+CREATE UNIQUE INDEX verdict_log_page ON verdict_log (account_id, at, id);
+CREATE INDEX verdict_log_key ON verdict_log (account_id, key_id, at, id);
+CREATE INDEX verdict_log_verdict ON verdict_log (account_id, verdict, at, id);
+CREATE INDEX verdict_log_age ON verdict_log (at);
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -130,6 +260,18 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'x402 payment identifiers',
     sqlite: paymentIds('INTEGER'),
     postgres: paymentIds('BIGINT'),
+  },
+  {
+    version: 4,
+    name: 'accounts, agent keys, policies, limit reservations',
+    sqlite: accounts('INTEGER', 'INTEGER', 'REAL', true),
+    postgres: accounts('TIMESTAMPTZ', 'BIGINT', 'DOUBLE PRECISION', false),
+  },
+  {
+    version: 5,
+    name: 'idempotency keys, verdict log',
+    sqlite: idempotencyAndVerdicts('INTEGER', 'REAL'),
+    postgres: idempotencyAndVerdicts('BIGINT', 'DOUBLE PRECISION'),
   },
 ]);
 

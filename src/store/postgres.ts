@@ -7,8 +7,21 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { StoreError, redactUrl } from './errors.js';
+import { decideBatch, KeyedBatcher, reserveKey, summedAdds, unionLimits } from './batch.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
+  ACCOUNT_KEYS_ORDER,
+  COUNTER_UPSERT,
+  RESERVATION_COLUMNS,
+  agentKeyValues,
+  counterSettles,
+  countersQuery,
+  policyFromRow,
+  reservationRows,
+  usageFromCounters,
+  type CounterRow,
+  type PolicyVersionRow,
+  type ReservationRow,
   KEY_COLUMNS,
   PAYMENT_COLUMNS,
   emptyStateCounts,
@@ -23,7 +36,31 @@ import {
   paymentIdClaim,
   type PaymentIdRow,
 } from './rows.js';
+import {
+  PRUNE_IDEMPOTENCY_SQL,
+  PRUNE_VERDICTS_SQL,
+  VERDICT_COLUMNS,
+  idempotencyClaim,
+  verdictFromRow,
+  verdictPageQuery,
+  verdictValues,
+  type IdempotencyRow,
+  type VerdictRow,
+} from './kept.js';
 import type {
+  IdempotencyClaim,
+  IdempotencyRequest,
+  VerdictEntry,
+  VerdictQuery,
+  VerdictRecord,
+  DueReservation,
+  KeyRefusal,
+  LimitUsage,
+  LimitWindow,
+  NewAgentKey,
+  PolicyVersion,
+  ReserveRequest,
+  ReserveResult,
   ApiKeyRecord,
   KeptAnswer,
   PaymentIdClaim,
@@ -115,10 +152,43 @@ export class PostgresStore implements Store {
     if (!this.pool.ended) await this.pool.end();
   }
 
+  /** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    const c = await this.pool.connect();
+    // A connection lost between two statements is reported on the client, not the query: held
+    // here, it fails the transaction's next statement instead of crashing the process.
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost = err;
+    };
+    c.on('error', onError);
+    try {
+      await c.query(begin);
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      lost ??= err as Error;
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      c.off('error', onError);
+      // A client that failed is discarded rather than returned to the pool.
+      c.release(lost);
+    }
+  }
+
   async createApiKey(key: NewApiKey): Promise<boolean> {
     const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${placeholders(KEY_COLUMNS.length)})
-      ON CONFLICT (email) WHERE revoked_at IS NULL DO NOTHING`;
-    return (await this.pool.query(sql, keyValues(key, new Date()))).rowCount === 1;
+      ON CONFLICT (email) WHERE revoked_at IS NULL AND role = 'owner' DO NOTHING`;
+    const now = new Date();
+    // The account and its owner key exist together or not at all.
+    return this.tx(async (c) => {
+      await c.query('INSERT INTO accounts (id, created_at) VALUES ($1, $2)', [key.id, now]);
+      if ((await c.query(sql, keyValues(key, now))).rowCount === 1) return true;
+      await c.query('DELETE FROM accounts WHERE id = $1', [key.id]);
+      return false;
+    });
   }
 
   async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | null> {
@@ -273,6 +343,334 @@ export class PostgresStore implements Store {
       pid,
       owner,
     ]);
+  }
+
+  private async liveKey(c: pg.PoolClient | pg.Pool, accountId: string, keyId: string): Promise<ApiKeyRecord | null> {
+    const { rows } = await c.query<KeyRow>(
+      'SELECT * FROM api_keys WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL',
+      [keyId, accountId],
+    );
+    return rows[0] ? keyFromRow(rows[0]) : null;
+  }
+
+  private async hasPolicy(c: pg.PoolClient, accountId: string, name: string): Promise<boolean> {
+    const { rowCount } = await c.query('SELECT 1 FROM policies WHERE account_id = $1 AND name = $2', [accountId, name]);
+    return rowCount === 1;
+  }
+
+  /** Serialises changes to one account's keys and policies across every process (a transaction-scoped lock). */
+  private async lockAccount(c: pg.PoolClient, accountId: string): Promise<void> {
+    await c.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+  }
+
+  async listAccountKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    const { rows } = await this.pool.query<KeyRow>(
+      `SELECT * FROM api_keys WHERE account_id = $1 ${ACCOUNT_KEYS_ORDER}`,
+      [accountId],
+    );
+    return rows.map(keyFromRow);
+  }
+
+  async createAgentKey(k: NewAgentKey): Promise<ApiKeyRecord | KeyRefusal> {
+    const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${placeholders(KEY_COLUMNS.length)})
+      ON CONFLICT (account_id, name) WHERE revoked_at IS NULL DO NOTHING`;
+    return this.tx(async (c): Promise<ApiKeyRecord | KeyRefusal> => {
+      await this.lockAccount(c, k.accountId);
+      const owner = await this.liveKey(c, k.accountId, k.accountId);
+      if (!owner) return 'not_found';
+      if (k.policy !== null && !(await this.hasPolicy(c, k.accountId, k.policy))) return 'no_policy';
+      const { rows } = await c.query<{ n: string }>(
+        "SELECT COUNT(*) AS n FROM api_keys WHERE account_id = $1 AND role = 'agent' AND revoked_at IS NULL",
+        [k.accountId],
+      );
+      if (Number(rows[0].n) >= k.maxAgentKeys) return 'too_many';
+      if ((await c.query(sql, agentKeyValues(k, owner, new Date()))).rowCount !== 1) return 'name_taken';
+      return (await this.liveKey(c, k.accountId, k.id)) as ApiKeyRecord;
+    });
+  }
+
+  async setKeyPolicy(accountId: string, keyId: string, policy: string | null): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.tx(async (c): Promise<ApiKeyRecord | KeyRefusal> => {
+      await this.lockAccount(c, accountId);
+      if (!(await this.liveKey(c, accountId, keyId))) return 'not_found';
+      if (policy !== null && !(await this.hasPolicy(c, accountId, policy))) return 'no_policy';
+      await c.query('UPDATE api_keys SET policy = $1 WHERE id = $2', [policy, keyId]);
+      return (await this.liveKey(c, accountId, keyId)) as ApiKeyRecord;
+    });
+  }
+
+  async revokeAccountKey(accountId: string, keyId: string): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.tx(async (c): Promise<ApiKeyRecord | KeyRefusal> => {
+      await this.lockAccount(c, accountId);
+      const key = await this.liveKey(c, accountId, keyId);
+      if (!key) return 'not_found';
+      if (key.role === 'owner') return 'owner_key';
+      const at = new Date();
+      await c.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [at, keyId]);
+      return { ...key, revokedAt: at };
+    });
+  }
+
+  async touchKeys(keyIds: string[], at: Date): Promise<void> {
+    if (keyIds.length === 0) return;
+    await this.pool.query('UPDATE api_keys SET last_used_at = $1 WHERE id = ANY($2)', [at.getTime(), keyIds]);
+  }
+
+  private async current(c: pg.PoolClient | pg.Pool, accountId: string, name: string): Promise<PolicyVersion | null> {
+    const { rows } = await c.query<PolicyVersionRow>(
+      `SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = $1 AND p.name = $2`,
+      [accountId, name],
+    );
+    return rows[0] ? policyFromRow(rows[0]) : null;
+  }
+
+  async putPolicy(
+    accountId: string,
+    name: string,
+    hash: string,
+    document: string,
+  ): Promise<{ version: PolicyVersion; created: boolean }> {
+    return this.tx(async (c) => {
+      await this.lockAccount(c, accountId);
+      const cur = await this.current(c, accountId, name);
+      if (cur && cur.hash === hash) return { version: cur, created: false };
+      const { rows } = await c.query<{ v: number | null }>(
+        'SELECT MAX(version) AS v FROM policy_versions WHERE account_id = $1 AND name = $2',
+        [accountId, name],
+      );
+      const version = Number(rows[0].v ?? 0) + 1;
+      const at = Date.now();
+      await c.query(
+        'INSERT INTO policy_versions (account_id, name, version, hash, document, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [accountId, name, version, hash, document, at],
+      );
+      await c.query(
+        `INSERT INTO policies (account_id, name, version) VALUES ($1, $2, $3)
+        ON CONFLICT (account_id, name) DO UPDATE SET version = excluded.version`,
+        [accountId, name, version],
+      );
+      return { version: { name, version, hash, document, createdAt: new Date(at) }, created: true };
+    });
+  }
+
+  async getPolicy(accountId: string, name: string): Promise<PolicyVersion | null> {
+    return this.current(this.pool, accountId, name);
+  }
+
+  async getPolicyVersion(accountId: string, name: string, version: number): Promise<PolicyVersion | null> {
+    const { rows } = await this.pool.query<PolicyVersionRow>(
+      'SELECT * FROM policy_versions WHERE account_id = $1 AND name = $2 AND version = $3',
+      [accountId, name, version],
+    );
+    return rows[0] ? policyFromRow(rows[0]) : null;
+  }
+
+  async listPolicies(accountId: string): Promise<PolicyVersion[]> {
+    const { rows } = await this.pool.query<PolicyVersionRow>(
+      `SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = $1 ORDER BY p.name`,
+      [accountId],
+    );
+    return rows.map(policyFromRow);
+  }
+
+  async deletePolicy(accountId: string, name: string): Promise<'deleted' | 'not_found' | 'bound'> {
+    return this.tx(async (c): Promise<'deleted' | 'not_found' | 'bound'> => {
+      await this.lockAccount(c, accountId);
+      if (!(await this.hasPolicy(c, accountId, name))) return 'not_found';
+      const bound = await c.query(
+        'SELECT 1 FROM api_keys WHERE account_id = $1 AND policy = $2 AND revoked_at IS NULL LIMIT 1',
+        [accountId, name],
+      );
+      if (bound.rowCount !== 0) return 'bound';
+      await c.query('DELETE FROM policies WHERE account_id = $1 AND name = $2', [accountId, name]);
+      await c.query('DELETE FROM policy_versions WHERE account_id = $1 AND name = $2', [accountId, name]);
+      return 'deleted';
+    });
+  }
+
+  private async counters(
+    c: pg.PoolClient | pg.Pool,
+    accountId: string,
+    policy: string,
+    limits: LimitWindow[],
+  ): Promise<CounterRow[]> {
+    if (limits.length === 0) return [];
+    const { sql, params } = countersQuery(accountId, policy, limits, (i) => `$${i}`);
+    return (await c.query<CounterRow>(sql, params)).rows;
+  }
+
+  /**
+   * Batched per (account, policy) (./batch.ts); each batch is one transaction that first takes a
+   * transaction-scoped advisory lock on (account, policy): every process reserving in that
+   * policy's limits waits for the one before it to commit, so the counters it reads (at most a
+   * window's buckets per limit) already hold every earlier reservation. The batch's reservations
+   * and its counter changes are one statement.
+   */
+  async reserve(r: ReserveRequest): Promise<ReserveResult> {
+    return this.reserves.submit(reserveKey(r), r);
+  }
+
+  private readonly reserves = new KeyedBatcher<ReserveRequest, ReserveResult>((asks) =>
+    this.tx(
+      async (c): Promise<ReserveResult[]> => {
+        const { accountId, policy } = asks[0];
+        const rows = await this.counters(c, accountId, policy, unionLimits(asks));
+        const { results, accepted } = decideBatch(asks, rows);
+        if (accepted.length === 0) return results;
+        const res = accepted.flatMap(reservationRows);
+        const adds = summedAdds(accepted);
+        const w = RESERVATION_COLUMNS.length;
+        const values = res.map((_, i) => `(${placeholders(w, i * w + 1)})`).join(', ');
+        const from = res.length * w;
+        const counterValues = adds.map((_, i) => `(${placeholders(8, from + i * 8 + 1)})`).join(', ');
+        await c.query(
+          `WITH ins AS (INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values})
+        INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd)
+        VALUES ${counterValues}
+        ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
+        usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
+        reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`,
+          [...res.flat(), ...adds.flat()],
+        );
+        return results;
+        // BEGIN and the lock in one round trip (a simple query; the key's quotes doubled).
+      },
+      `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${reserveKey(asks[0]).replace(/'/g, "''")}', 0))`,
+    ),
+  );
+
+  async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
+    return usageFromCounters(limits, await this.counters(this.pool, accountId, policy, limits));
+  }
+
+  async dueReservations(now: number, max: number): Promise<DueReservation[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      chain: string | null;
+      actor: string | null;
+      expires_at: string;
+    }>(
+      `SELECT id, MIN(chain) AS chain, MIN(actor) AS actor, MIN(expires_at) AS expires_at
+      FROM reservations WHERE state = 'reserved' AND expires_at <= $1 GROUP BY id ORDER BY MIN(expires_at) LIMIT $2`,
+      [now, max],
+    );
+    return rows.map((r) => ({ id: r.id, chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) }));
+  }
+
+  async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
+    return this.tx(async (c): Promise<boolean> => {
+      const { rows } = await c.query<ReservationRow>(
+        `UPDATE reservations SET state = $1 WHERE id = $2 AND state = 'reserved'
+        RETURNING limit_id, window_key, account_id, policy, bucket, usd`,
+        [state, id],
+      );
+      if (rows.length === 0) return false;
+      for (const row of counterSettles(rows, state))
+        await c.query(
+          COUNTER_UPSERT((i) => `$${i}`),
+          row,
+        );
+      return true;
+    });
+  }
+
+  async pruneCounters(before: number): Promise<number> {
+    return (await this.pool.query('DELETE FROM limit_counters WHERE bucket < $1', [before])).rowCount ?? 0;
+  }
+
+  async takeLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO leases (name, holder, until_ms) VALUES ($1, $2, $3)
+      ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
+      WHERE leases.holder = excluded.holder OR leases.until_ms <= $4 RETURNING holder`,
+      [name, holder, now + ttlMs, now],
+    );
+    return rowCount === 1;
+  }
+
+  /**
+   * Each statement is atomic on its own: the insert either takes the key or finds the row another
+   * attempt holds, which is then read as it stands (a row deleted in between reads as pending, and
+   * the caller asks again).
+   */
+  async claimIdempotencyKey(r: IdempotencyRequest): Promise<IdempotencyClaim> {
+    const now = Date.now();
+    await this.pool.query('DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND expires_at <= $3', [
+      r.accountId,
+      r.key,
+      now,
+    ]);
+    const inserted = await this.pool.query(
+      `INSERT INTO idempotency_keys (account_id, idem_key, fingerprint, owner, expires_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (account_id, idem_key) DO NOTHING`,
+      [r.accountId, r.key, r.fingerprint, r.owner, now + r.leaseMs],
+    );
+    if (inserted.rowCount === 1) return { kind: 'new' };
+    const { rows } = await this.pool.query<IdempotencyRow>(
+      'SELECT fingerprint, status, body FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2',
+      [r.accountId, r.key],
+    );
+    return idempotencyClaim(rows[0], r.fingerprint);
+  }
+
+  async completeIdempotencyKey(
+    accountId: string,
+    key: string,
+    owner: string,
+    a: { status: number; body: string },
+    keepMs: number,
+  ): Promise<boolean> {
+    const res = await this.pool.query(
+      'UPDATE idempotency_keys SET status = $1, body = $2, expires_at = $3 WHERE account_id = $4 AND idem_key = $5 AND owner = $6',
+      [a.status, a.body, Date.now() + keepMs, accountId, key, owner],
+    );
+    return res.rowCount === 1;
+  }
+
+  async releaseIdempotencyKey(accountId: string, key: string, owner: string): Promise<void> {
+    await this.pool.query(
+      'DELETE FROM idempotency_keys WHERE account_id = $1 AND idem_key = $2 AND owner = $3 AND status IS NULL',
+      [accountId, key, owner],
+    );
+  }
+
+  /** One multi-row INSERT per 500 rows (a statement, so all of them or none). */
+  async appendVerdicts(rows: VerdictRecord[]): Promise<void> {
+    const width = VERDICT_COLUMNS.length;
+    for (let from = 0; from < rows.length; from += 500) {
+      const part = rows.slice(from, from + 500);
+      const values = part.map((_, i) => `(${placeholders(width, i * width + 1)})`).join(', ');
+      await this.pool.query(
+        `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES ${values} ON CONFLICT (account_id, at, id) DO NOTHING`,
+        part.flatMap(verdictValues),
+      );
+    }
+  }
+
+  async verdictPage(q: VerdictQuery): Promise<VerdictEntry[]> {
+    const { sql, params } = verdictPageQuery(q, (i) => `$${i}`);
+    return (await this.pool.query<VerdictRow>(sql, params)).rows.map(verdictFromRow);
+  }
+
+  async pruneKept(
+    now: number,
+    verdictsBefore: number,
+    max: number,
+  ): Promise<{ verdicts: number; idempotency: number }> {
+    const v = await this.pool.query(
+      PRUNE_VERDICTS_SQL((i) => `$${i}`),
+      [verdictsBefore, max],
+    );
+    const k = await this.pool.query(
+      PRUNE_IDEMPOTENCY_SQL((i) => `$${i}`),
+      [now, max],
+    );
+    return { verdicts: v.rowCount ?? 0, idempotency: k.rowCount ?? 0 };
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

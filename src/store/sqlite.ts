@@ -8,8 +8,21 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreError } from './errors.js';
+import { decideBatch, KeyedBatcher, reserveKey, summedAdds, unionLimits } from './batch.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
+  ACCOUNT_KEYS_ORDER,
+  COUNTER_UPSERT,
+  RESERVATION_COLUMNS,
+  agentKeyValues,
+  counterSettles,
+  countersQuery,
+  policyFromRow,
+  reservationRows,
+  usageFromCounters,
+  type CounterRow,
+  type PolicyVersionRow,
+  type ReservationRow,
   KEY_COLUMNS,
   PAYMENT_COLUMNS,
   emptyStateCounts,
@@ -24,7 +37,31 @@ import {
   paymentIdClaim,
   type PaymentIdRow,
 } from './rows.js';
+import {
+  PRUNE_IDEMPOTENCY_SQL,
+  PRUNE_VERDICTS_SQL,
+  VERDICT_COLUMNS,
+  idempotencyClaim,
+  verdictFromRow,
+  verdictPageQuery,
+  verdictValues,
+  type IdempotencyRow,
+  type VerdictRow,
+} from './kept.js';
 import type {
+  IdempotencyClaim,
+  IdempotencyRequest,
+  VerdictEntry,
+  VerdictQuery,
+  VerdictRecord,
+  DueReservation,
+  KeyRefusal,
+  LimitUsage,
+  LimitWindow,
+  NewAgentKey,
+  PolicyVersion,
+  ReserveRequest,
+  ReserveResult,
   ApiKeyRecord,
   KeptAnswer,
   PaymentIdClaim,
@@ -52,6 +89,13 @@ interface QuotaAsk {
   reject(err: unknown): void;
 }
 
+/** Values for `?1`, `?2`, ... placeholders: better-sqlite3 binds numbered ones from an object. */
+function numbered(params: unknown[]): Record<number, unknown> {
+  const out: Record<number, unknown> = {};
+  for (let i = 0; i < params.length; i++) out[i + 1] = params[i];
+  return out;
+}
+
 /** `sqlite:./data/x.db`, `sqlite:///abs/x.db` or `sqlite::memory:` → the path better-sqlite3 takes. */
 export function sqlitePath(databaseUrl: string): string {
   const rest = databaseUrl.replace(/^sqlite:/, '');
@@ -64,9 +108,11 @@ export class SqliteStore implements Store {
   private signupCounts = 0;
 
   private readonly countGroup: Database.Transaction<(group: QuotaAsk[]) => UsageResult[]>;
+  private readonly reserveTx: Database.Transaction<(asks: ReserveRequest[]) => ReserveResult[]>;
 
   private constructor(private readonly db: Database.Database) {
     this.countGroup = db.transaction((group: QuotaAsk[]) => this.countAsks(group));
+    this.reserveTx = db.transaction((asks: ReserveRequest[]) => this.reserveIn(asks));
   }
 
   static open(path: string): SqliteStore {
@@ -120,8 +166,15 @@ export class SqliteStore implements Store {
 
   async createApiKey(key: NewApiKey): Promise<boolean> {
     const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${KEY_COLUMNS.map(() => '?').join(', ')})
-      ON CONFLICT (email) WHERE revoked_at IS NULL DO NOTHING`;
-    return this.q(sql).run(...keyValues(key, Date.now())).changes === 1;
+      ON CONFLICT (email) WHERE revoked_at IS NULL AND role = 'owner' DO NOTHING`;
+    const now = Date.now();
+    // The account and its owner key exist together or not at all.
+    return this.db.transaction((): boolean => {
+      this.q('INSERT INTO accounts (id, created_at) VALUES (?, ?)').run(key.id, now);
+      if (this.q(sql).run(...keyValues(key, now)).changes === 1) return true;
+      this.q('DELETE FROM accounts WHERE id = ?').run(key.id);
+      return false;
+    })();
   }
 
   async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | null> {
@@ -328,6 +381,289 @@ export class SqliteStore implements Store {
       pid,
       owner,
     );
+  }
+
+  private liveKey(accountId: string, keyId: string): ApiKeyRecord | null {
+    const row = this.q('SELECT * FROM api_keys WHERE id = ? AND account_id = ? AND revoked_at IS NULL').get(
+      keyId,
+      accountId,
+    ) as KeyRow | undefined;
+    return row ? keyFromRow(row) : null;
+  }
+
+  private hasPolicy(accountId: string, name: string): boolean {
+    return this.q('SELECT 1 FROM policies WHERE account_id = ? AND name = ?').get(accountId, name) !== undefined;
+  }
+
+  async listAccountKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    return (this.q(`SELECT * FROM api_keys WHERE account_id = ? ${ACCOUNT_KEYS_ORDER}`).all(accountId) as KeyRow[]).map(
+      keyFromRow,
+    );
+  }
+
+  async createAgentKey(k: NewAgentKey): Promise<ApiKeyRecord | KeyRefusal> {
+    const sql = `INSERT INTO api_keys (${KEY_COLUMNS.join(', ')}) VALUES (${KEY_COLUMNS.map(() => '?').join(', ')})
+      ON CONFLICT (account_id, name) WHERE revoked_at IS NULL DO NOTHING`;
+    return this.db
+      .transaction((): ApiKeyRecord | KeyRefusal => {
+        const owner = this.liveKey(k.accountId, k.accountId);
+        if (!owner) return 'not_found';
+        if (k.policy !== null && !this.hasPolicy(k.accountId, k.policy)) return 'no_policy';
+        const live = this.q(
+          "SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND role = 'agent' AND revoked_at IS NULL",
+        ).get(k.accountId) as { n: number };
+        if (Number(live.n) >= k.maxAgentKeys) return 'too_many';
+        if (this.q(sql).run(...agentKeyValues(k, owner, Date.now())).changes !== 1) return 'name_taken';
+        return this.liveKey(k.accountId, k.id) as ApiKeyRecord;
+      })
+      .immediate();
+  }
+
+  async setKeyPolicy(accountId: string, keyId: string, policy: string | null): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.db
+      .transaction((): ApiKeyRecord | KeyRefusal => {
+        if (!this.liveKey(accountId, keyId)) return 'not_found';
+        if (policy !== null && !this.hasPolicy(accountId, policy)) return 'no_policy';
+        this.q('UPDATE api_keys SET policy = ? WHERE id = ?').run(policy, keyId);
+        return this.liveKey(accountId, keyId) as ApiKeyRecord;
+      })
+      .immediate();
+  }
+
+  async revokeAccountKey(accountId: string, keyId: string): Promise<ApiKeyRecord | KeyRefusal> {
+    return this.db
+      .transaction((): ApiKeyRecord | KeyRefusal => {
+        const key = this.liveKey(accountId, keyId);
+        if (!key) return 'not_found';
+        if (key.role === 'owner') return 'owner_key';
+        const at = Date.now();
+        this.q('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(at, keyId);
+        return { ...key, revokedAt: new Date(at) };
+      })
+      .immediate();
+  }
+
+  async touchKeys(keyIds: string[], at: Date): Promise<void> {
+    const stmt = this.q('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of keyIds) stmt.run(at.getTime(), id);
+    })();
+  }
+
+  private current(accountId: string, name: string): PolicyVersion | null {
+    const row = this.q(`SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = ? AND p.name = ?`).get(accountId, name) as PolicyVersionRow | undefined;
+    return row ? policyFromRow(row) : null;
+  }
+
+  async putPolicy(
+    accountId: string,
+    name: string,
+    hash: string,
+    document: string,
+  ): Promise<{ version: PolicyVersion; created: boolean }> {
+    return this.db
+      .transaction(() => {
+        const cur = this.current(accountId, name);
+        if (cur && cur.hash === hash) return { version: cur, created: false };
+        const last = this.q('SELECT MAX(version) AS v FROM policy_versions WHERE account_id = ? AND name = ?').get(
+          accountId,
+          name,
+        ) as { v: number | null };
+        const version = Number(last.v ?? 0) + 1;
+        const at = Date.now();
+        this.q(
+          'INSERT INTO policy_versions (account_id, name, version, hash, document, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(accountId, name, version, hash, document, at);
+        this.q(`INSERT INTO policies (account_id, name, version) VALUES (?, ?, ?)
+          ON CONFLICT (account_id, name) DO UPDATE SET version = excluded.version`).run(accountId, name, version);
+        return { version: { name, version, hash, document, createdAt: new Date(at) }, created: true };
+      })
+      .immediate();
+  }
+
+  async getPolicy(accountId: string, name: string): Promise<PolicyVersion | null> {
+    return this.current(accountId, name);
+  }
+
+  async getPolicyVersion(accountId: string, name: string, version: number): Promise<PolicyVersion | null> {
+    const row = this.q('SELECT * FROM policy_versions WHERE account_id = ? AND name = ? AND version = ?').get(
+      accountId,
+      name,
+      version,
+    ) as PolicyVersionRow | undefined;
+    return row ? policyFromRow(row) : null;
+  }
+
+  async listPolicies(accountId: string): Promise<PolicyVersion[]> {
+    return (
+      this.q(`SELECT v.* FROM policies p JOIN policy_versions v
+      ON v.account_id = p.account_id AND v.name = p.name AND v.version = p.version
+      WHERE p.account_id = ? ORDER BY p.name`).all(accountId) as PolicyVersionRow[]
+    ).map(policyFromRow);
+  }
+
+  async deletePolicy(accountId: string, name: string): Promise<'deleted' | 'not_found' | 'bound'> {
+    return this.db
+      .transaction((): 'deleted' | 'not_found' | 'bound' => {
+        if (!this.hasPolicy(accountId, name)) return 'not_found';
+        const bound = this.q(
+          'SELECT 1 FROM api_keys WHERE account_id = ? AND policy = ? AND revoked_at IS NULL LIMIT 1',
+        ).get(accountId, name);
+        if (bound !== undefined) return 'bound';
+        this.q('DELETE FROM policies WHERE account_id = ? AND name = ?').run(accountId, name);
+        this.q('DELETE FROM policy_versions WHERE account_id = ? AND name = ?').run(accountId, name);
+        return 'deleted';
+      })
+      .immediate();
+  }
+
+  private counters(accountId: string, policy: string, limits: LimitWindow[]): CounterRow[] {
+    if (limits.length === 0) return [];
+    const { sql, params } = countersQuery(accountId, policy, limits, (i) => `?${i}`);
+    return this.q(sql).all(numbered(params)) as CounterRow[];
+  }
+
+  /**
+   * Batched per (account, policy) (./batch.ts); each batch is one IMMEDIATE transaction: the write
+   * lock is taken before the counters are read, so no other process counts in between. It reads at
+   * most a window's buckets per limit, whatever the window holds.
+   */
+  async reserve(r: ReserveRequest): Promise<ReserveResult> {
+    return this.reserves.submit(reserveKey(r), r);
+  }
+
+  private readonly reserves = new KeyedBatcher<ReserveRequest, ReserveResult>(async (asks) =>
+    this.reserveTx.immediate(asks),
+  );
+
+  private reserveIn(asks: ReserveRequest[]): ReserveResult[] {
+    const { accountId, policy } = asks[0];
+    const { results, accepted } = decideBatch(asks, this.counters(accountId, policy, unionLimits(asks)));
+    if (accepted.length === 0) return results;
+    const insert = this.q(
+      `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
+    );
+    for (const r of accepted) for (const row of reservationRows(r)) insert.run(...row);
+    const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
+    for (const row of summedAdds(accepted)) add.run(numbered(row));
+    return results;
+  }
+
+  async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
+    return usageFromCounters(limits, this.counters(accountId, policy, limits));
+  }
+
+  async dueReservations(now: number, max: number): Promise<DueReservation[]> {
+    const rows = this.q(`SELECT id, MIN(chain) AS chain, MIN(actor) AS actor, MIN(expires_at) AS expires_at
+      FROM reservations WHERE state = 'reserved' AND expires_at <= ? GROUP BY id ORDER BY MIN(expires_at) LIMIT ?`).all(
+      now,
+      max,
+    ) as Array<{ id: string; chain: string | null; actor: string | null; expires_at: number }>;
+    return rows.map((r) => ({ id: r.id, chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) }));
+  }
+
+  async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
+    return this.db
+      .transaction((): boolean => {
+        const rows = this.q(
+          "SELECT limit_id, window_key, account_id, policy, bucket, usd FROM reservations WHERE id = ? AND state = 'reserved'",
+        ).all(id) as ReservationRow[];
+        if (rows.length === 0) return false;
+        this.q("UPDATE reservations SET state = ? WHERE id = ? AND state = 'reserved'").run(state, id);
+        const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
+        for (const row of counterSettles(rows, state)) add.run(numbered(row));
+        return true;
+      })
+      .immediate();
+  }
+
+  async pruneCounters(before: number): Promise<number> {
+    return this.q('DELETE FROM limit_counters WHERE bucket < ?').run(before).changes;
+  }
+
+  async takeLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const row = this.q(`INSERT INTO leases (name, holder, until_ms) VALUES (?, ?, ?)
+      ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
+      WHERE leases.holder = excluded.holder OR leases.until_ms <= ? RETURNING holder`).get(
+      name,
+      holder,
+      now + ttlMs,
+      now,
+    );
+    return row !== undefined;
+  }
+
+  async claimIdempotencyKey(r: IdempotencyRequest): Promise<IdempotencyClaim> {
+    const now = Date.now();
+    return this.db
+      .transaction((): IdempotencyClaim => {
+        this.q('DELETE FROM idempotency_keys WHERE account_id = ? AND idem_key = ? AND expires_at <= ?').run(
+          r.accountId,
+          r.key,
+          now,
+        );
+        const inserted = this.q(
+          `INSERT INTO idempotency_keys (account_id, idem_key, fingerprint, owner, expires_at) VALUES (?, ?, ?, ?, ?)
+          ON CONFLICT (account_id, idem_key) DO NOTHING`,
+        ).run(r.accountId, r.key, r.fingerprint, r.owner, now + r.leaseMs);
+        if (inserted.changes === 1) return { kind: 'new' };
+        const row = this.q(
+          'SELECT fingerprint, status, body FROM idempotency_keys WHERE account_id = ? AND idem_key = ?',
+        ).get(r.accountId, r.key) as IdempotencyRow | undefined;
+        return idempotencyClaim(row, r.fingerprint);
+      })
+      .immediate();
+  }
+
+  async completeIdempotencyKey(
+    accountId: string,
+    key: string,
+    owner: string,
+    a: { status: number; body: string },
+    keepMs: number,
+  ): Promise<boolean> {
+    return (
+      this.q(
+        'UPDATE idempotency_keys SET status = ?, body = ?, expires_at = ? WHERE account_id = ? AND idem_key = ? AND owner = ?',
+      ).run(a.status, a.body, Date.now() + keepMs, accountId, key, owner).changes === 1
+    );
+  }
+
+  async releaseIdempotencyKey(accountId: string, key: string, owner: string): Promise<void> {
+    this.q('DELETE FROM idempotency_keys WHERE account_id = ? AND idem_key = ? AND owner = ? AND status IS NULL').run(
+      accountId,
+      key,
+      owner,
+    );
+  }
+
+  async appendVerdicts(rows: VerdictRecord[]): Promise<void> {
+    if (rows.length === 0) return;
+    const insert = this.q(
+      `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES (${VERDICT_COLUMNS.map(() => '?').join(', ')})
+      ON CONFLICT (account_id, at, id) DO NOTHING`,
+    );
+    this.db.transaction(() => {
+      for (const v of rows) insert.run(...verdictValues(v));
+    })();
+  }
+
+  async verdictPage(q: VerdictQuery): Promise<VerdictEntry[]> {
+    const { sql, params } = verdictPageQuery(q, (i) => `?${i}`);
+    return (this.q(sql).all(numbered(params)) as VerdictRow[]).map(verdictFromRow);
+  }
+
+  async pruneKept(
+    now: number,
+    verdictsBefore: number,
+    max: number,
+  ): Promise<{ verdicts: number; idempotency: number }> {
+    const verdicts = this.q(PRUNE_VERDICTS_SQL((i) => `?${i}`)).run(numbered([verdictsBefore, max])).changes;
+    const idempotency = this.q(PRUNE_IDEMPOTENCY_SQL((i) => `?${i}`)).run(numbered([now, max])).changes;
+    return { verdicts, idempotency };
   }
 
   async attestationKey(candidate: AttestationKey): Promise<AttestationKey> {

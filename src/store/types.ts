@@ -21,9 +21,115 @@ export interface ApiKeyRecord {
   website: string | null;
   createdAt: Date;
   revokedAt: Date | null;
+  /** The account the key belongs to; an owner key's account id is the key's own id. */
+  accountId: string;
+  role: KeyRole;
+  /** Unique among the account's live keys; `owner` for the owner key. */
+  name: string;
+  /** The policy the key answers under, by name, or null. */
+  policy: string | null;
+  /** When the key was last seen on a call, to the minute (docs/policies.md §1). */
+  lastUsedAt: Date | null;
 }
 
-export type NewApiKey = Omit<ApiKeyRecord, 'createdAt' | 'revokedAt'>;
+/** docs/policies.md §1: an account's owner key manages it; agent keys only call. */
+export type KeyRole = 'owner' | 'agent';
+
+/** A new owner key (a signup): its account is made with it, under the key's id. */
+export type NewApiKey = Omit<
+  ApiKeyRecord,
+  'createdAt' | 'revokedAt' | 'accountId' | 'role' | 'name' | 'policy' | 'lastUsedAt'
+>;
+
+/** A new agent key of an existing account. */
+export interface NewAgentKey {
+  id: string;
+  keyHash: string;
+  prefix: string;
+  accountId: string;
+  name: string;
+  policy: string | null;
+  /** At most this many live agent keys per account (MAX_AGENT_KEYS). */
+  maxAgentKeys: number;
+}
+
+/** Why a key could not be made or changed. */
+export type KeyRefusal = 'not_found' | 'name_taken' | 'too_many' | 'no_policy' | 'owner_key';
+
+/** One immutable, numbered version of a policy document (docs/policies.md §2). */
+export interface PolicyVersion {
+  name: string;
+  version: number;
+  /** `0x` + keccak256 of the document's RFC 8785 canonical JSON. */
+  hash: string;
+  createdAt: Date;
+  /** The stored document as JSON text. */
+  document: string;
+}
+
+/** A limit as the store counts it: its id, its window's key and where the window starts now. */
+export interface LimitWindow {
+  id: string;
+  /** `hour`, `day`, `week`, `month` or `rolling:<seconds>`: counters follow (id, windowKey). */
+  windowKey: string;
+  /** The bucket (unix ms) a reservation made now counts in. */
+  bucket: number;
+  /** The oldest bucket (unix ms) that still counts now. */
+  from: number;
+  /** A bucket's length in ms: a rolling window's hundredth; a calendar window's whole length. */
+  step: number;
+  maxUsd: number | null;
+  maxCount: number | null;
+}
+
+/** What a limit has counted in its current window. */
+export interface LimitUsage {
+  id: string;
+  committedUsd: number;
+  reservedUsd: number;
+  count: number;
+}
+
+export interface ReserveRequest {
+  /** The reservation's id: the answer's attestation id. */
+  id: string;
+  accountId: string;
+  policy: string;
+  limits: LimitWindow[];
+  usd: number;
+  at: number;
+  /** When the verdict expires; null reserves as committed at once (nothing to release). */
+  expiresAt: number | null;
+  chain: string | null;
+  /** The acting account (transaction.from), lower-case, read for `used(bytes32)` on release. */
+  actor: string | null;
+  /** Check only: answer as a reservation would, and insert nothing (a dry run). */
+  dryRun?: boolean;
+}
+
+export type ReserveResult =
+  | { ok: true; usage: LimitUsage[] }
+  | {
+      ok: false;
+      usage: LimitUsage[];
+      /** The limits that would overflow, with what each bucket still counting holds, oldest first. */
+      full: Array<{ id: string; buckets: CounterBucket[] }>;
+    };
+
+/** One counter row of a limit: its bucket's start (unix ms), USD and count. */
+export interface CounterBucket {
+  bucket: number;
+  usd: number;
+  n: number;
+}
+
+/** A reservation awaiting its release check. */
+export interface DueReservation {
+  id: string;
+  chain: string | null;
+  actor: string | null;
+  expiresAt: number;
+}
 
 export interface UsageResult {
   /** True when the call was counted (used before < limit). */
@@ -99,6 +205,70 @@ export interface PaymentIdRequest {
   ttlMs: number;
 }
 
+/** One attempt taking an Idempotency-Key of an account (docs/policies.md §9). */
+export interface IdempotencyRequest {
+  accountId: string;
+  key: string;
+  /** SHA-256 of who asked what: the key id, the endpoint and the canonical JSON body. */
+  fingerprint: string;
+  /** Random per attempt: only the attempt that took the key may keep an answer under it or free it. */
+  owner: string;
+  /** How long the attempt holds the key before another may take it over (a crashed attempt). */
+  leaseMs: number;
+}
+
+/** What an Idempotency-Key is when a request arrives with it. */
+export type IdempotencyClaim =
+  | { kind: 'new' }
+  | { kind: 'conflict' }
+  | { kind: 'pending' }
+  | { kind: 'done'; status: number; body: string };
+
+/** The policy version an answer was judged under, as `decision.policy` names it. */
+export interface PolicyRefRecord {
+  name: string;
+  version: number;
+  hash: string;
+}
+
+/** One answer to a keyed call, as the verdict log keeps it (docs/policies.md §10). */
+export interface VerdictRecord {
+  /** The answer's attestation id (0x + 64 hex): unique per answer, and its reservation's id. */
+  id: string;
+  accountId: string;
+  /** Unix ms. */
+  at: number;
+  keyId: string;
+  keyName: string;
+  endpoint: string;
+  verdict: string;
+  risk: string | null;
+  failureModes: string[];
+  policy: PolicyRefRecord | null;
+  /** What the answer reserved in its policy's limits; null when it reserved nothing. */
+  reservedUsd: number | null;
+}
+
+export type ReservationState = 'reserved' | 'committed' | 'released';
+
+/** A verdict as a page shows it: its reservation's state now (null when it reserved nothing). */
+export interface VerdictEntry extends VerdictRecord {
+  reservation: ReservationState | null;
+}
+
+/** One page of an account's verdicts, newest first (keyset pagination on (at, id)). */
+export interface VerdictQuery {
+  accountId: string;
+  /** Rows to read; a caller asking one more than it shows learns whether a next page exists. */
+  limit: number;
+  /** Rows strictly older than this (at, id): the last row of the previous page. */
+  before: { at: number; id: string } | null;
+  keyId: string | null;
+  verdict: string | null;
+  /** Rows at or after this unix ms. */
+  since: number | null;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Applies pending migrations. Idempotent; safe when several processes start at once. */
@@ -151,6 +321,74 @@ export interface Store {
    * Processes racing on one database all get the same key back.
    */
   attestationKey(candidate: AttestationKey): Promise<AttestationKey>;
+
+  // Accounts, keys and policies (docs/policies.md). Every method is one transaction.
+
+  /** The account's live and revoked keys, owner first, then by creation. */
+  listAccountKeys(accountId: string): Promise<ApiKeyRecord[]>;
+  createAgentKey(k: NewAgentKey): Promise<ApiKeyRecord | KeyRefusal>;
+  /** Binds a live key of the account to a policy (or none). */
+  setKeyPolicy(accountId: string, keyId: string, policy: string | null): Promise<ApiKeyRecord | KeyRefusal>;
+  /** Revokes a live agent key of the account; the owner key cannot be revoked this way. */
+  revokeAccountKey(accountId: string, keyId: string): Promise<ApiKeyRecord | KeyRefusal>;
+  /** Notes that keys were used (at most once a minute per key, by the caller). */
+  touchKeys(keyIds: string[], at: Date): Promise<void>;
+
+  /** Stores `document` as the policy's next version unless its hash is the current one's. */
+  putPolicy(
+    accountId: string,
+    name: string,
+    hash: string,
+    document: string,
+  ): Promise<{ version: PolicyVersion; created: boolean }>;
+  getPolicy(accountId: string, name: string): Promise<PolicyVersion | null>;
+  getPolicyVersion(accountId: string, name: string, version: number): Promise<PolicyVersion | null>;
+  listPolicies(accountId: string): Promise<PolicyVersion[]>;
+  /** Deletes the policy and its versions; refused while a live key is bound to it. */
+  deletePolicy(accountId: string, name: string): Promise<'deleted' | 'not_found' | 'bound'>;
+
+  /**
+   * Checks every limit and reserves `usd` (and a count of 1) in all of them, or in none: one
+   * atomic step for every process on this database.
+   */
+  reserve(r: ReserveRequest): Promise<ReserveResult>;
+  /** What each limit counts in its current window (released reservations excluded). */
+  limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]>;
+  /** Reservations still `reserved` whose verdict expired at or before `now`. */
+  dueReservations(now: number, max: number): Promise<DueReservation[]>;
+  /** Settles a reserved reservation as committed or released; false when it was settled already. */
+  settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean>;
+  /** Deletes counter buckets that started before `before` (unix ms): no window reaches them. */
+  pruneCounters(before: number): Promise<number>;
+  /** Takes or renews the named lease for `holder` until now + ttlMs; false while another holds it. */
+  takeLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
+
+  // Idempotency-Key answers and the verdict log (docs/policies.md §9, §10).
+
+  /**
+   * Takes (account, key) for this attempt when free or expired ('new'); otherwise says whether the
+   * kept request differs ('conflict'), is still being served ('pending') or was answered ('done').
+   */
+  claimIdempotencyKey(r: IdempotencyRequest): Promise<IdempotencyClaim>;
+  /** Keeps the answer under (account, key) for `keepMs`; only the owning attempt can. */
+  completeIdempotencyKey(
+    accountId: string,
+    key: string,
+    owner: string,
+    answer: { status: number; body: string },
+    keepMs: number,
+  ): Promise<boolean>;
+  /** Frees (account, key) when the owning attempt was not answered, so a retry runs again. */
+  releaseIdempotencyKey(accountId: string, key: string, owner: string): Promise<void>;
+  /** Appends verdicts in one transaction; a row already there is left as it is (a retried batch). */
+  appendVerdicts(rows: VerdictRecord[]): Promise<void>;
+  /** One page of an account's verdicts, newest first, each with its reservation's state. */
+  verdictPage(q: VerdictQuery): Promise<VerdictEntry[]>;
+  /**
+   * Deletes at most `max` verdicts older than `verdictsBefore` and at most `max` idempotency rows
+   * expired at `now`; returns how many of each.
+   */
+  pruneKept(now: number, verdictsBefore: number, max: number): Promise<{ verdicts: number; idempotency: number }>;
 }
 
 /** A secp256k1 private key (0x hex) and its address. */

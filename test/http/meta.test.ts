@@ -2,7 +2,7 @@
 import t from 'tap';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { startTestApp, post } from '../helpers/app.js';
-import { POST_ENDPOINTS } from '../../src/http/endpoints.js';
+import { MANAGEMENT_ENDPOINTS, POST_ENDPOINTS } from '../../src/http/endpoints.js';
 
 const app = await startTestApp({ PUBLIC_BASE_URL: 'https://api.example.com' });
 t.teardown(() => app.close());
@@ -79,9 +79,15 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document with every path', asyn
     t.ok(doc.paths[p], `documents ${p}`);
   t.equal(
     Object.keys(doc.paths).filter((p) => doc.paths[p].post).length,
-    14,
-    'all fourteen POST paths, /mcp among them',
+    16,
+    'all sixteen POST paths, /mcp, /v1/keys and the dry run among them',
   );
+  for (const e of MANAGEMENT_ENDPOINTS) {
+    const op = doc.paths[e.path]?.[e.method.toLowerCase()];
+    t.ok(op, `documents ${e.method} ${e.path}`);
+    t.same(op?.security, [{ ApiKey: [] }, { BearerKey: [] }], 'a key, never a payment');
+    t.ok(op?.responses[401] && op?.responses[403] && op?.responses[503], 'with its 401, 403 and 503');
+  }
   await t.resolves(SwaggerParser.validate(structuredClone(doc)), 'swagger-parser validates it with zero errors');
   for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
     for (const [method, op] of Object.entries(ops)) {

@@ -13,7 +13,13 @@ import { buildApp, buildRoutes, type AppDeps } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Engine } from '../../src/engine/runner.js';
 import type { ApiHandler } from '../../src/http/api.js';
-import { GET_ENDPOINTS, type HandlerKey, POST_ENDPOINTS, type SchemaPostEndpoint } from '../../src/http/endpoints.js';
+import {
+  GET_ENDPOINTS,
+  type HandlerKey,
+  MANAGEMENT_ENDPOINTS,
+  POST_ENDPOINTS,
+  type SchemaPostEndpoint,
+} from '../../src/http/endpoints.js';
 import { sendJson } from '../../src/http/errors.js';
 import type { Metrics } from '../../src/metrics.js';
 import { captureLogger } from '../helpers/app.js';
@@ -231,7 +237,13 @@ t.test('/mcp in /v1/capabilities and /openapi.json, from its row', async (t) => 
   t.same(caps.auth.per_tool_endpoints, ['POST /mcp']);
   t.notOk(caps.auth.free_endpoints.includes('POST /mcp'), 'not listed as free');
   const paid = new Set(POST_ENDPOINTS.filter((e) => e.access === 'paid').map((e) => `POST ${e.path}`));
-  for (const tool of caps.mcp.tools) t.ok(paid.has(tool.endpoint), `${tool.name} is answered and billed by a paid row`);
+  // preflight_usage reads a policy's usage: a management row (a key, free; docs/policies.md §4).
+  const managed = new Set(MANAGEMENT_ENDPOINTS.map((e) => `${e.method} ${e.path}`));
+  for (const tool of caps.mcp.tools)
+    t.ok(
+      paid.has(tool.endpoint) || (tool.name === 'preflight_usage' && managed.has(tool.endpoint)),
+      `${tool.name} is answered by a paid row (the usage by its management row)`,
+    );
   const doc = JSON.parse((await call('GET', '/openapi.json')).text);
   const op = doc.paths['/mcp']?.post;
   t.match(op, { operationId: 'mcp', tags: ['mcp'], responses: { 200: {}, 401: {}, 402: {} } });

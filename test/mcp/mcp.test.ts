@@ -21,7 +21,14 @@ import { startStatusPage, type StatusPageEmulator } from '../emulators/statuspag
 const PAIR = '0x88a43bbdf9d098eec7bceda4e2494615dfd9bb9c';
 const QUOTA = 6;
 const EXAMPLE = { action: 'bridge', chain: 'base', amount_usd: 2500, strict_mode: true };
-const TOOLS = ['bridge_risk', 'preflight_decide', 'preflight_guard', 'stablecoin_peg', 'yield_route'];
+const TOOLS = [
+  'bridge_risk',
+  'preflight_decide',
+  'preflight_guard',
+  'preflight_usage',
+  'stablecoin_peg',
+  'yield_route',
+];
 
 let anvil: Anvil;
 let cg: CoinGeckoEmulator;
@@ -82,7 +89,7 @@ for (const [transport, connect] of [
     const client = await connect(key);
     t.teardown(() => client.close());
 
-    t.test('lists the five tools with the schemas of schemas/', async (t) => {
+    t.test('lists the six tools with the schemas of schemas/', async (t) => {
       const { tools } = await client.listTools();
       t.same(tools.map((x) => x.name).sort(), TOOLS);
       const guard = tools.find((x) => x.name === 'preflight_guard')!;
@@ -149,6 +156,51 @@ for (const [transport, connect] of [
       })) as CallToolResult;
       t.equal(peg.isError, true);
       t.match(text(peg), /^Invalid arguments: asset_ids: /);
+      const usage = (await client.callTool({
+        name: 'preflight_usage',
+        arguments: { policy: 'Not A Name' },
+      })) as CallToolResult;
+      t.equal(usage.isError, true);
+      t.match(text(usage), /^Invalid arguments: policy: /);
+    });
+
+    t.test("an agent key's guard answers under its policy; preflight_usage reads its limits", async (t) => {
+      const put = await fetch(`${app.url}/v1/policies/mcp-pay`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', 'x-api-key': key },
+        body: JSON.stringify({
+          default: 'allow',
+          chains: ['ethereum'],
+          limits: [{ id: 'daily', window: 'day', max_usd: 500 }],
+        }),
+      });
+      t.ok(put.status === 201 || put.status === 200);
+      const made = await post(
+        `${app.url}/v1/keys`,
+        { name: `mcp agent ${transport}`, policy: 'mcp-pay' },
+        { 'x-api-key': key },
+      );
+      t.equal(made.status, 201);
+      const agent = await connect(made.body.api_key);
+      t.teardown(() => agent.close());
+      const r = (await agent.callTool({ name: 'preflight_guard', arguments: EXAMPLE })) as CallToolResult;
+      const s = r.structuredContent as Record<string, any>;
+      t.equal(s.decision.policy.name, 'mcp-pay', 'answered under the policy');
+      t.equal(s.verdict, 'block', 'base is not among its chains');
+      t.equal(s.evidence.find((e: any) => e.name === 'policy').reason, 'policy_chain_not_allowed');
+      const u = (await agent.callTool({ name: 'preflight_usage', arguments: { policy: 'mcp-pay' } })) as CallToolResult;
+      t.notOk(u.isError, text(u));
+      const limits = (u.structuredContent as any).limits;
+      t.same(
+        limits.map((l: any) => [l.id, l.max_usd, l.remaining_usd]),
+        [['daily', 500, 500]],
+      );
+      const other = (await agent.callTool({
+        name: 'preflight_usage',
+        arguments: { policy: 'not-mine' },
+      })) as CallToolResult;
+      t.equal(other.isError, true);
+      t.match(text(other), /^HTTP 403: /, "another policy's usage is refused");
     });
   });
 }

@@ -3,6 +3,7 @@ import pg from 'pg';
 import t from 'tap';
 import { openStore, StoreError } from '../../src/store/index.js';
 import { storeSuite } from './suite.js';
+import { accountsSuite } from './accounts-suite.js';
 
 /** An admin connection to the machine's PostgreSQL (user postgres, else root); every run works in schemas of its own
  * (DATABASE_URL's `options=-c search_path=...`), which also proves that deployment style works. */
@@ -45,9 +46,9 @@ if (problem !== null) {
     await admin.end();
   });
 
-  storeSuite({
+  const pgHarness = {
     name: 'postgres',
-    async newUrl() {
+    async newUrl(): Promise<string> {
       const schema = `pf_test_${process.pid}_${randomBytes(4).toString('hex')}`;
       await admin.query(`CREATE SCHEMA ${schema}`);
       created.push(schema);
@@ -55,7 +56,7 @@ if (problem !== null) {
       u.searchParams.set('options', `-c search_path=${schema}`);
       return u.toString();
     },
-    async dump(url) {
+    async dump(url: string): Promise<Record<string, unknown[]>> {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
@@ -65,6 +66,20 @@ if (problem !== null) {
         const out: Record<string, unknown[]> = {};
         for (const { table_name } of rows) out[table_name] = (await c.query(`SELECT * FROM "${table_name}"`)).rows;
         return out;
+      } finally {
+        await c.end();
+      }
+    },
+  };
+  storeSuite(pgHarness);
+  accountsSuite({
+    ...pgHarness,
+    dialect: 'postgres',
+    async exec(url: string, sql: string) {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query(sql);
       } finally {
         await c.end();
       }

@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import { openStore, StoreError } from '../../src/store/index.js';
 import { newKey, storeSuite } from './suite.js';
+import { accountsSuite } from './accounts-suite.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'pf-sqlite-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -20,10 +21,25 @@ function dump(url: string): Record<string, unknown[]> {
   }
 }
 
-storeSuite({
+const sqliteHarness = {
   name: 'sqlite',
   newUrl: async () => `sqlite:${join(dir, `db${++n}`, 'preflight.db')}`,
-  dump: async (url) => dump(url),
+  dump: async (url: string) => dump(url),
+};
+storeSuite(sqliteHarness);
+accountsSuite({
+  ...sqliteHarness,
+  dialect: 'sqlite',
+  async exec(url, sql) {
+    const path = url.replace(/^sqlite:/, '');
+    mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    try {
+      db.exec(sql);
+    } finally {
+      db.close();
+    }
+  },
 });
 
 t.test('sqlite: the file is in WAL mode and its parent folder is created', async (t) => {

@@ -18,8 +18,18 @@ import type {
   DecideRequest,
   DecideResponse,
   GuardRequest,
+  KeyCreated,
+  KeyCreateRequest,
+  KeyInfo,
+  KeyList,
+  PolicyDocument,
+  PolicyList,
+  PolicyUsage,
+  PolicyVersion,
   StablecoinIntelligenceRequest,
   StablecoinIntelligenceResponse,
+  VerdictLogEntry,
+  VerdictPage,
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
@@ -32,8 +42,18 @@ export type {
   DecideRequest,
   DecideResponse,
   GuardRequest,
+  KeyCreated,
+  KeyCreateRequest,
+  KeyInfo,
+  KeyList,
+  PolicyDocument,
+  PolicyList,
+  PolicyUsage,
+  PolicyVersion,
   StablecoinIntelligenceRequest,
   StablecoinIntelligenceResponse,
+  VerdictLogEntry,
+  VerdictPage,
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
@@ -102,8 +122,38 @@ export interface PreflightClient {
   yieldRoute(req: YieldRouteInput): Promise<YieldRoutingResponse>;
   /** `POST /v1/screen`: each address's sanctions and lookalike result (its shape is the service's). */
   screen(req: ScreenInput, call?: CallOptions): Promise<Record<string, unknown>>;
-  /** `GET /v1/policies/{name}/usage`: a policy's limits and what is used of each. */
-  policyUsage(name: string): Promise<Record<string, unknown>>;
+
+  // Account management (docs/policies.md): free, with the account's owner key (an agent key may
+  // read its own policy and usage and dry-run under it). x402 cannot pay for these.
+  /** A new agent key, optionally bound to a policy; `api_key` is shown only in this answer. */
+  createKey(req: KeyCreateRequest): Promise<KeyCreated>;
+  listKeys(): Promise<KeyList>;
+  /** Binds a key to a policy by name, or to none with null. */
+  updateKey(id: string, policy: string | null): Promise<KeyInfo>;
+  /** Revokes an agent key: refused on every instance within 5 s. */
+  revokeKey(id: string): Promise<void>;
+  /** Stores the document as the policy's next version, or answers the current one when equal. */
+  putPolicy(name: string, document: PolicyDocument): Promise<PolicyVersion>;
+  getPolicy(name: string): Promise<PolicyVersion>;
+  getPolicyVersion(name: string, version: number): Promise<PolicyVersion>;
+  listPolicies(): Promise<PolicyList>;
+  deletePolicy(name: string): Promise<void>;
+  policyUsage(name: string): Promise<PolicyUsage>;
+  /** What the guard would answer under the policy: `decision.dry_run`, no reservation, no attestation; one call. */
+  evaluatePolicy(name: string, req: GuardInput): Promise<DecideResponse>;
+  /** One page of the account's verdict log, newest first (owner key only; docs/policies.md §10). */
+  verdicts(query?: VerdictQuery): Promise<VerdictPage>;
+}
+
+/** The filters and page of GET /v1/verdicts; pass a page's `next_cursor` as `cursor` for the next. */
+export interface VerdictQuery {
+  limit?: number;
+  cursor?: string;
+  /** A key id of the account. */
+  key?: string;
+  verdict?: 'proceed' | 'wait' | 'block';
+  /** RFC 3339: answers at or after this time. */
+  since?: string;
 }
 
 const PATHS = {
@@ -154,13 +204,25 @@ export function createClient(opts: ClientOptions): PreflightClient {
     return wrapFetchWithPayment(plain, client) as typeof fetch;
   }
 
-  async function call<T>(path: string, body: unknown, options: CallOptions = {}, method = 'POST'): Promise<T> {
-    const send = paying ? paidFetch(generatePaymentId()) : plain;
+  async function call<T>(
+    path: string,
+    body: unknown,
+    method = 'POST',
+    keyed = false,
+    options: CallOptions = {},
+  ): Promise<T> {
+    if (keyed && opts.apiKey === undefined)
+      throw new PreflightError(401, { detail: `${method} ${path} needs an API key; x402 cannot pay for it` }, null);
+    const send = paying && !keyed ? paidFetch(generatePaymentId()) : plain;
     const headers: Record<string, string> = { accept: 'application/json' };
-    if (method === 'POST') headers['content-type'] = 'application/json';
+    if (body !== undefined) headers['content-type'] = 'application/json';
     if (opts.apiKey !== undefined) headers['x-api-key'] = opts.apiKey;
+    // One Idempotency-Key for every attempt of a keyed POST (the caller's, else a fresh one): a retry
+    // after a dropped connection gets the first answer and is neither counted nor reserved twice
+    // (docs/policies.md §9).
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-    const text = method === 'POST' ? JSON.stringify(body) : undefined;
+    else if (opts.apiKey !== undefined && method === 'POST') headers['idempotency-key'] = generatePaymentId();
+    const text = body === undefined ? undefined : JSON.stringify(body);
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
@@ -172,6 +234,7 @@ export function createClient(opts: ClientOptions): PreflightClient {
         continue;
       }
       const raw = await res.text();
+      if (res.status === 204) return undefined as T;
       let parsed: unknown = raw;
       try {
         parsed = JSON.parse(raw);
@@ -189,15 +252,34 @@ export function createClient(opts: ClientOptions): PreflightClient {
   }
 
   return {
-    guard: (req, options) => call(PATHS.guard, req, options),
+    guard: (req, options) => call(PATHS.guard, req, 'POST', false, options),
     decide: (req) => call(PATHS.decide, req),
     stablecoinPeg: (req) => call(PATHS.stablecoinPeg, req),
     bridgeRisk: (req) => call(PATHS.bridgeRisk, req),
     yieldRoute: (req) => call(PATHS.yieldRoute, req),
-    screen: (req, options) => call(PATHS.screen, req, options),
-    policyUsage: (name) => call(`/v1/policies/${encodeURIComponent(name)}/usage`, undefined, {}, 'GET'),
+    screen: (req, options) => call(PATHS.screen, req, 'POST', false, options),
+    createKey: (req) => call('/v1/keys', req, 'POST', true),
+    listKeys: () => call('/v1/keys', undefined, 'GET', true),
+    updateKey: (id, policy) => call(`/v1/keys/${enc(id)}`, { policy }, 'PATCH', true),
+    revokeKey: (id) => call(`/v1/keys/${enc(id)}`, undefined, 'DELETE', true),
+    putPolicy: (name, document) => call(`/v1/policies/${enc(name)}`, document, 'PUT', true),
+    getPolicy: (name) => call(`/v1/policies/${enc(name)}`, undefined, 'GET', true),
+    getPolicyVersion: (name, version) =>
+      call(`/v1/policies/${enc(name)}/versions/${enc(String(version))}`, undefined, 'GET', true),
+    listPolicies: () => call('/v1/policies', undefined, 'GET', true),
+    deletePolicy: (name) => call(`/v1/policies/${enc(name)}`, undefined, 'DELETE', true),
+    policyUsage: (name) => call(`/v1/policies/${enc(name)}/usage`, undefined, 'GET', true),
+    evaluatePolicy: (name, req) => call(`/v1/policies/${enc(name)}/evaluate`, req, 'POST', true),
+    verdicts: (query = {}) => {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
+      const qs = q.toString();
+      return call(`/v1/verdicts${qs === '' ? '' : `?${qs}`}`, undefined, 'GET', true);
+    },
   };
 }
+
+const enc = encodeURIComponent;
 
 const VERDICT_TYPES = {
   Verdict: [

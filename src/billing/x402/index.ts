@@ -8,6 +8,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { requestPath, type ApiRequest } from '../../http/api.js';
+import { captureBody } from '../../http/capture.js';
 import { sendJson } from '../../http/errors.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
@@ -60,30 +61,6 @@ function fingerprint(req: ApiRequest): string {
   return createHash('sha256')
     .update(`${req.method ?? ''}\n${requestPath(req)}\n${JSON.stringify(req.body ?? null)}`)
     .digest('hex');
-}
-
-/** Collects what the response writes, to keep it under a payment identifier. */
-function captureBody(res: ServerResponse): () => string {
-  const chunks: Buffer[] = [];
-  const take = (chunk: unknown, encoding: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function') return;
-    chunks.push(
-      typeof chunk === 'string'
-        ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
-        : Buffer.from(chunk as Uint8Array),
-    );
-  };
-  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-  (res as { write: unknown }).write = (chunk: unknown, ...rest: unknown[]) => {
-    take(chunk, rest[0]);
-    return write(chunk, ...rest);
-  };
-  (res as { end: unknown }).end = (chunk?: unknown, ...rest: unknown[]) => {
-    take(chunk, rest[0]);
-    return end(chunk, ...rest);
-  };
-  return () => Buffer.concat(chunks).toString('utf8');
 }
 
 export function createX402(deps: X402Deps): X402 {

@@ -8,15 +8,24 @@ import type { Engine } from '../../engine/runner.js';
 import { buildDecideResponse } from '../../engine/decide-response.js';
 import { checkName } from '../../checks/index.js';
 import { attach, DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
+import type { VerdictLog } from '../../verdicts/log.js';
+import type { PolicyService } from '../../policy/service.js';
+import { underPolicy } from '../../guard/handler.js';
 
 export function decideHandler(deps: {
   config: Readonly<Config>;
   engine: Engine;
   metrics: Metrics;
   attester?: Attester | null;
+  verdicts?: VerdictLog | null;
+  policies?: PolicyService | null;
 }): ApiHandler {
   const { engine, attester } = deps;
   return answer<DecideRequest>(deps, async ({ req, res, body, requestId, deadlineMs }) => {
+    // A decide names no action: answered as before, with the key's policy named and its hash
+    // signed (docs/policies.md §3); a policy that cannot be read signs none.
+    const under = underPolicy(res);
+    const policy = under && deps.policies ? deps.policies.current(under).catch(() => null) : null;
     const checks = body.checks ?? [];
     const results = await engine.run(
       checks.map((check, i) => ({ name: checkName(check, i, checks), check })),
@@ -31,6 +40,8 @@ export function decideHandler(deps: {
         judged: { goal: body.goal, ...(body.constraints ? { constraints: body.constraints } : {}) },
       },
     );
-    return attach(attester, req, res, response, DECIDE_CHAIN_ID);
+    const p = policy ? await policy : null;
+    if (under) response.decision.policy = p ? { name: p.name, version: p.version, hash: p.hash } : null;
+    return attach(attester, req, res, response, DECIDE_CHAIN_ID, null, p?.hash ?? null);
   });
 }

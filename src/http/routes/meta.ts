@@ -1,11 +1,22 @@
 /** The free read-only endpoints' handlers: /, /health, /v1/capabilities, /v1/agents, /openapi.json. */
+import { IDEMPOTENCY_KEEP_MS } from '../idempotency.js';
+import { VERDICT_PAGE_MAX } from './verdicts.js';
 import type { RequestHandler } from 'express';
 import { CHAIN_IDS, type Config } from '../../config.js';
 import { DECIDE_CHAIN_ID, type Attester } from '../../attest/index.js';
 import { DOMAIN_NAME, DOMAIN_VERSION, RISK_CODES, VERDICT_CODES, VERDICT_TYPES } from '../../attest/verdict.js';
 import { VERSION } from '../../version.js';
 import { buildOpenApi } from '../../openapi.js';
-import { agentInfos, GET_ENDPOINTS, type GetHandlerKey, POST_ENDPOINTS } from '../endpoints.js';
+import {
+  agentInfos,
+  GET_ENDPOINTS,
+  type GetHandlerKey,
+  MANAGEMENT_ENDPOINTS,
+  POLICY_BODY_LIMIT,
+  POST_ENDPOINTS,
+} from '../endpoints.js';
+import { KEY_CACHE_MS } from '../../billing/keys.js';
+import type { PolicyReason } from '../../policy/evaluate.js';
 import { MCP_TOOLS } from '../../mcp/tools.js';
 import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } from '../../schema-info.js';
 import { MAX_DEPTH } from '../validation.js';
@@ -59,9 +70,22 @@ function mcpInfo(): Record<string, unknown> | null {
     endpoint: `POST ${door.path}`,
     transport: 'streamable HTTP, stateless, JSON answers',
     billing: 'per tool call, as a call to the endpoint that answers the tool',
-    tools: MCP_TOOLS.map((tool) => ({ name: tool.name, endpoint: `POST ${tool.path}` })),
+    tools: MCP_TOOLS.map((tool) => ({ name: tool.name, endpoint: `${tool.get ? 'GET' : 'POST'} ${tool.path}` })),
   };
 }
+
+/** The policy item's reasons, in the order they are evaluated (docs/policies.md §3). */
+const POLICY_REASONS: readonly PolicyReason[] = [
+  'policy_chain_not_allowed',
+  'policy_rule_blocked',
+  'policy_no_rule_matched',
+  'policy_unlimited_approval',
+  'policy_approval_exceeds_max',
+  'policy_permit_lifetime_exceeds_max',
+  'policy_value_unknown',
+  'policy_limit_exceeded',
+  'policy_unavailable',
+];
 
 export function capabilities(config: Readonly<Config>, attester: Attester | null = null): Record<string, unknown> {
   return {
@@ -117,6 +141,28 @@ export function capabilities(config: Readonly<Config>, attester: Attester | null
       ],
       payment_only_endpoints: POST_ENDPOINTS.filter((e) => e.access === 'payment_only').map((e) => `POST ${e.path}`),
       per_tool_endpoints: POST_ENDPOINTS.filter((e) => e.access === 'per_tool').map((e) => `POST ${e.path}`),
+      // docs/policies.md §1: a key required, free (the dry run counts one call), x402 cannot pay.
+      management_endpoints: MANAGEMENT_ENDPOINTS.map((e) => ({
+        endpoint: `${e.method} ${e.path}`,
+        agent_key: e.agent === 'bound' ? 'bound to the named policy' : 'refused (403)',
+        billed: e.billed === true,
+      })),
+    },
+    policies: {
+      docs: 'docs/policies.md',
+      max_agent_keys: config.maxAgentKeys,
+      max_policy_body_bytes: POLICY_BODY_LIMIT,
+      policy_document: describeFields('PolicyDocument'),
+      reasons: POLICY_REASONS,
+      windows: ['hour', 'day', 'week', 'month', { rolling_s: '60 to 2592000' }],
+      key_cache_s: KEY_CACHE_MS / 1000,
+      // docs/policies.md §9, §10.
+      idempotency_key: {
+        header: 'Idempotency-Key',
+        length: '1 to 255 visible ASCII',
+        kept_h: IDEMPOTENCY_KEEP_MS / 3_600_000,
+      },
+      verdict_log: { endpoint: 'GET /v1/verdicts', page_max: VERDICT_PAGE_MAX, retention_days: config.verdictLogDays },
     },
   };
 }

@@ -1,0 +1,321 @@
+/**
+ * Evaluation of a policy against one action (docs/policies.md §3): the rules, the approvals and
+ * the USD bounds in the contract's order, every violation collected, and the `policy` evidence item
+ * built from them. Pure; the limits' reservation (step 6) is the caller's, with the store
+ * (src/policy/service.ts), since it happens only when everything else would proceed.
+ */
+import type { CheckResult } from '../checks/types.js';
+import { fmtUsd } from '../format.js';
+import type { CheckStatus } from '../wire.js';
+import type { ActionFacts } from './facts.js';
+import { LIST_FIELDS, type ListField, type PolicyDocument, type PolicyLimit, type PolicyRule } from './document.js';
+
+export type PolicyReason =
+  | 'policy_chain_not_allowed'
+  | 'policy_rule_blocked'
+  | 'policy_no_rule_matched'
+  | 'policy_unlimited_approval'
+  | 'policy_approval_exceeds_max'
+  | 'policy_permit_lifetime_exceeds_max'
+  | 'policy_value_unknown'
+  | 'policy_limit_exceeded'
+  | 'policy_unavailable';
+
+export interface Violation {
+  code: PolicyReason;
+  status: Exclude<CheckStatus, 'pass' | 'skipped'>;
+  rule?: string;
+  limit?: string;
+  observed: unknown;
+  bound: unknown;
+  message: string;
+}
+
+/** The version an answer was made under: `decision.policy`. */
+export interface PolicyRef {
+  name: string;
+  version: number;
+  hash: string;
+}
+
+type Tri = true | false | 'unknown';
+
+interface CompiledRule {
+  id: string;
+  effect: 'allow' | 'block';
+  lists: Array<[ListField, ReadonlySet<string>]>;
+  kinds: ReadonlySet<string> | null;
+  actions: ReadonlySet<string> | null;
+  chains: ReadonlySet<string> | null;
+  selectors: ReadonlySet<string> | null;
+  maxUsd: number | null;
+}
+
+/** A stored version, parsed once, with its `$set` names expanded. */
+export interface CompiledPolicy extends PolicyRef {
+  document: PolicyDocument;
+  rules: CompiledRule[];
+  limits: PolicyLimit[];
+  /** The USD bound some limit puts on the outflow, if any. */
+  limitsBoundUsd: boolean;
+}
+
+export function compilePolicy(ref: PolicyRef, document: PolicyDocument): CompiledPolicy {
+  const sets = document.address_sets ?? {};
+  const expand = (values: string[]): Set<string> => {
+    const out = new Set<string>();
+    for (const v of values) {
+      if (v.startsWith('$')) for (const a of sets[v.slice(1)] ?? []) out.add(a.toLowerCase());
+      else out.add(v.toLowerCase());
+    }
+    return out;
+  };
+  const set = (xs: string[] | undefined): Set<string> | null => (xs === undefined ? null : new Set(xs));
+  const rules = (document.rules ?? []).map((r: PolicyRule): CompiledRule => {
+    const m = r.match ?? {};
+    const lists: Array<[ListField, ReadonlySet<string>]> = [];
+    for (const f of LIST_FIELDS) if (m[f] !== undefined) lists.push([f, expand(m[f] as string[])]);
+    return {
+      id: r.id,
+      effect: r.effect,
+      lists,
+      kinds: set(m.kinds),
+      actions: set(m.actions),
+      chains: set(m.chains),
+      selectors: m.selectors === undefined ? null : new Set(m.selectors.map((s) => s.toLowerCase())),
+      maxUsd: m.max_usd ?? null,
+    };
+  });
+  const limits = document.limits ?? [];
+  return { ...ref, document, rules, limits, limitsBoundUsd: limits.some((l) => l.max_usd !== undefined) };
+}
+
+/**
+ * A list field of an allow rule matches when the action shows at least one value and all are
+ * listed; of a block rule, when any value shown is listed (docs/policies.md §2).
+ */
+function listMatch(effect: 'allow' | 'block', listed: ReadonlySet<string>, shown: readonly string[] | null): Tri {
+  if (shown === null) return 'unknown';
+  if (effect === 'allow') return shown.length > 0 && shown.every((v) => listed.has(v));
+  return shown.some((v) => listed.has(v));
+}
+
+function ruleMatch(r: CompiledRule, f: ActionFacts): Tri {
+  let unknown = false;
+  const fold = (t: Tri): boolean => {
+    if (t === 'unknown') unknown = true;
+    return t === false;
+  };
+  if (r.kinds && fold(listMatch(r.effect, r.kinds, f.kinds))) return false;
+  if (r.actions && fold(listMatch(r.effect, r.actions, [f.action]))) return false;
+  if (r.chains && fold(listMatch(r.effect, r.chains, [f.chain]))) return false;
+  if (r.selectors && fold(listMatch(r.effect, r.selectors, f.selectors))) return false;
+  for (const [field, listed] of r.lists) {
+    const shown = field === 'to' ? f.to : field === 'delegates' ? f.delegates : f[field];
+    if (fold(listMatch(r.effect, listed, shown))) return false;
+  }
+  if (r.maxUsd !== null && fold(f.outflowUsd === null ? 'unknown' : f.outflowUsd <= r.maxUsd)) return false;
+  return unknown ? 'unknown' : true;
+}
+
+const unreadable = (f: ActionFacts): string =>
+  f.unreadable.length > 0 ? `${f.unreadable.join(' and ')} could not be read` : 'the outflow has no USD value';
+
+export interface RulesOutcome {
+  violations: Violation[];
+  /** The allow rule that covers the action, if one does. */
+  matchedRule: string | null;
+}
+
+/** Steps 1 to 5 of docs/policies.md §3, every violation in order. */
+export function evaluateRules(p: CompiledPolicy, f: ActionFacts, nowS: number): RulesOutcome {
+  const doc = p.document;
+  const v: Violation[] = [];
+  // 1. chains
+  if (doc.chains !== undefined && !doc.chains.includes(f.chain))
+    v.push({
+      code: 'policy_chain_not_allowed',
+      status: 'fail',
+      observed: f.chain,
+      bound: doc.chains,
+      message: `Chain ${f.chain} is not among the policy's chains (${doc.chains.join(', ') || 'none'}).`,
+    });
+  // 2. block rules
+  const unknownRules: string[] = [];
+  for (const r of p.rules) {
+    if (r.effect !== 'block') continue;
+    const m = ruleMatch(r, f);
+    if (m === true)
+      v.push({
+        code: 'policy_rule_blocked',
+        status: 'fail',
+        rule: r.id,
+        observed: r.id,
+        bound: null,
+        message: `Block rule ${r.id} matches this action.`,
+      });
+    else if (m === 'unknown') unknownRules.push(r.id);
+  }
+  // 3. allow rules
+  let matchedRule: string | null = null;
+  const undecided: string[] = [];
+  for (const r of p.rules) {
+    if (r.effect !== 'allow') continue;
+    const m = ruleMatch(r, f);
+    if (m === true) {
+      matchedRule = r.id;
+      break;
+    }
+    if (m === 'unknown') undecided.push(r.id);
+  }
+  if (matchedRule === null && undecided.length === 0 && (doc.default ?? 'block') === 'block')
+    v.push({
+      code: 'policy_no_rule_matched',
+      status: 'fail',
+      observed: describeAction(f),
+      bound: null,
+      message: `No allow rule covers this action (${describeAction(f)}) and the policy's default is block.`,
+    });
+  // 4. approvals and permits
+  const a = doc.approvals ?? {};
+  const grants = f.approvals === null || f.permits === null ? null : [...f.approvals, ...f.permits];
+  if (grants !== null) {
+    for (const g of grants) {
+      if (g.unlimited && a.allow_unlimited !== true)
+        v.push({
+          code: 'policy_unlimited_approval',
+          status: 'fail',
+          observed: { token: g.token, spender: g.spender },
+          bound: { allow_unlimited: false },
+          message: `An unlimited ${'validUntil' in g ? 'permit' : 'approval'} of ${g.token} to ${g.spender ?? 'an unknown spender'}; the policy allows none.`,
+        });
+      else if (!g.unlimited && a.max_usd !== undefined && g.usd !== null && g.usd > a.max_usd)
+        v.push({
+          code: 'policy_approval_exceeds_max',
+          status: 'fail',
+          observed: g.usd,
+          bound: a.max_usd,
+          message: `An approval worth ${fmtUsd(g.usd)}, more than the policy's ${fmtUsd(a.max_usd)}.`,
+        });
+    }
+    if (a.max_permit_lifetime_s !== undefined)
+      for (const pm of f.permits ?? []) {
+        const life = pm.validUntil === null ? null : pm.validUntil - nowS;
+        if (life === null || life > a.max_permit_lifetime_s)
+          v.push({
+            code: 'policy_permit_lifetime_exceeds_max',
+            status: 'fail',
+            observed: life,
+            bound: a.max_permit_lifetime_s,
+            message: `A permit valid for ${life === null ? 'ever' : `${life} s`}, longer than the policy's ${a.max_permit_lifetime_s} s.`,
+          });
+      }
+  }
+  // 5. what could not be valued or read
+  const approvalUnknown =
+    grants === null || (a.max_usd !== undefined && grants.some((g) => !g.unlimited && g.usd === null));
+  const usdBound =
+    p.limitsBoundUsd || (matchedRule !== null && p.rules.find((r) => r.id === matchedRule)?.maxUsd != null);
+  for (const id of [...unknownRules, ...(matchedRule === null ? undecided : [])])
+    v.push({
+      code: 'policy_value_unknown',
+      status: 'error',
+      rule: id,
+      observed: null,
+      bound: null,
+      message: `Rule ${id} cannot be decided: ${unreadable(f)}.`,
+    });
+  if (usdBound && f.outflowUsd === null)
+    v.push({
+      code: 'policy_value_unknown',
+      status: 'error',
+      observed: null,
+      bound: null,
+      message: `A USD bound applies but ${unreadable(f)}.`,
+    });
+  else if (approvalUnknown)
+    v.push({
+      code: 'policy_value_unknown',
+      status: 'error',
+      observed: null,
+      bound: a.max_usd ?? null,
+      message: `The approvals cannot be checked: ${unreadable(f)}.`,
+    });
+  return { violations: v, matchedRule };
+}
+
+function describeAction(f: ActionFacts): string {
+  const who = f.recipients && f.recipients.length > 0 ? ` to ${f.recipients.join(', ')}` : '';
+  return `${f.action} on ${f.chain} as ${f.kinds.join('+')}${who}`;
+}
+
+const SEVERITY: Record<Violation['status'], number> = { fail: 3, warn: 2, error: 1 };
+
+/** How long a policy pass may be reused: the document does not change under a version. */
+export const POLICY_TTL_S = 300;
+
+export interface LimitView {
+  id: string;
+  used_usd: number;
+  count: number;
+  max_usd: number | null;
+  max_count: number | null;
+}
+
+export interface ItemInput {
+  policy: PolicyRef | null;
+  violations: Violation[];
+  matchedRule: string | null;
+  limits: LimitView[];
+  outflowUsd: number | null;
+  reservedUsd: number | null;
+  /** For a full window: seconds until the action would fit. */
+  retryAfterS?: number;
+  latencyMs: number;
+}
+
+/**
+ * The `policy` evidence item: pass with no violation; else the worst violation's status, with the
+ * first violation of that status as the reason, and every violation in `observed.violations`.
+ */
+export function policyItem(i: ItemInput): CheckResult {
+  const worst = i.violations.reduce<Violation | null>(
+    (w, v) => (w === null || SEVERITY[v.status] > SEVERITY[w.status] ? v : w),
+    null,
+  );
+  const observed = {
+    policy: i.policy,
+    matched_rule: i.matchedRule,
+    outflow_usd: i.outflowUsd,
+    reserved_usd: i.reservedUsd,
+    violations: i.violations.map((v) => ({
+      code: v.code,
+      ...(v.rule === undefined ? {} : { rule: v.rule }),
+      ...(v.limit === undefined ? {} : { limit: v.limit }),
+      observed: v.observed,
+      bound: v.bound,
+    })),
+    limits: i.limits,
+  };
+  const ref = i.policy ? `${i.policy.name} v${i.policy.version}` : 'the key';
+  const head = worst === null ? null : i.violations.find((v) => v.status === worst.status);
+  const ttl = worst?.status === 'warn' && i.retryAfterS !== undefined ? i.retryAfterS : POLICY_TTL_S;
+  return {
+    name: 'policy',
+    type: 'policy',
+    status: worst === null ? 'pass' : worst.status,
+    reason: head?.code ?? null,
+    message:
+      head === undefined || head === null
+        ? `Policy ${ref} allows this action${i.matchedRule ? ` (rule ${i.matchedRule})` : ''}${i.reservedUsd !== null ? `; ${fmtUsd(i.reservedUsd)} reserved in its limits` : ''}.`
+        : `Policy ${ref}: ${head.message}${i.violations.length > 1 ? ` (${i.violations.length} violations)` : ''}`,
+    observed,
+    expected: null,
+    source: 'policy',
+    latency_ms: Math.max(0, Math.round(i.latencyMs)),
+    cached: false,
+    age_s: 0,
+    ttl_s: ttl,
+    ...(worst?.status === 'error' ? { retry_after_s: 5 } : {}),
+  };
+}

@@ -1,0 +1,301 @@
+/**
+ * Policies at run time (docs/policies.md §3): the current version of a key's policy, from a short
+ * cache in front of the store; the evaluation of a guard's action under it, with the limits'
+ * atomic check-and-reserve when everything else would proceed; and what the answer becomes.
+ */
+import type { CheckResult } from '../checks/types.js';
+import type { CheckStatus } from '../wire.js';
+import type { GuardRequest } from '../generated/types.js';
+import type { Logger } from '../log.js';
+import type { LimitUsage, PolicyVersion, Store } from '../store/types.js';
+import type { PolicyDocument } from './document.js';
+import {
+  compilePolicy,
+  evaluateRules,
+  policyItem,
+  type CompiledPolicy,
+  type LimitView,
+  type PolicyRef,
+  type Violation,
+} from './evaluate.js';
+import { actionFacts } from './facts.js';
+import { exceedsAlone, limitWindows, secondsUntilFits } from './windows.js';
+
+/** How long this process reuses a policy's current version: a new one is honoured everywhere within this. */
+export const POLICY_CACHE_MS = 4000;
+/** A reservation is released only this long after its verdict's expiry, so no clock skew lets a live verdict lose its budget. */
+export const RELEASE_MARGIN_MS = 2000;
+
+export class PolicyUnavailable extends Error {}
+
+/** The judged answer a policy item is added to (a guard response). */
+export interface JudgedAnswer {
+  verdict: 'proceed' | 'wait' | 'block';
+  risk: 'low' | 'medium' | 'high';
+  confidence: number;
+  expires_in: number;
+  decision: Record<string, unknown>;
+  evidence: CheckResult[];
+  failure_modes: string[];
+  checks?: Record<string, CheckStatus>;
+  reasoning?: string;
+}
+
+export interface Under {
+  accountId: string;
+  policy: string;
+}
+
+export interface DecideInput {
+  under: Under;
+  /** The compiled version, or why there is none. */
+  policy: CompiledPolicy | 'unavailable' | 'missing';
+  body: GuardRequest;
+  results: readonly CheckResult[];
+  base: JudgedAnswer;
+  /** The reservation's id: the answer's attestation id. */
+  reservationId: string;
+  dryRun: boolean;
+}
+
+export interface PolicyServiceOptions {
+  now?: () => number;
+  cacheMs?: number;
+  logger?: Pick<Logger, 'error' | 'warn'>;
+}
+
+const OPENING: Record<string, string> = { proceed: 'Proceed', wait: 'Wait', block: 'Block' };
+const reopen = (text: string, verdict: string): string => text.replace(/^(Proceed|Wait|Block)/, OPENING[verdict]);
+
+export class PolicyService {
+  private readonly cache = new Map<string, { v: CompiledPolicy | null; expires: number }>();
+  private readonly compiled = new Map<string, CompiledPolicy>();
+  private readonly now: () => number;
+  private readonly cacheMs: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: PolicyServiceOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.cacheMs = opts.cacheMs ?? POLICY_CACHE_MS;
+  }
+
+  /** A stored version, parsed and compiled once per (name, version, hash). */
+  compile(v: PolicyVersion): CompiledPolicy {
+    const key = `${v.name}\u0000${v.version}\u0000${v.hash}`;
+    let c = this.compiled.get(key);
+    if (!c) {
+      c = compilePolicy({ name: v.name, version: v.version, hash: v.hash }, JSON.parse(v.document) as PolicyDocument);
+      if (this.compiled.size > 10_000) this.compiled.clear();
+      this.compiled.set(key, c);
+    }
+    return c;
+  }
+
+  /** The policy's current version (null: none of that name); throws PolicyUnavailable when the store cannot answer. */
+  async current(u: Under): Promise<CompiledPolicy | null> {
+    const key = `${u.accountId}\u0000${u.policy}`;
+    const hit = this.cache.get(key);
+    const t = this.now();
+    if (hit && hit.expires > t) return hit.v;
+    let v: PolicyVersion | null;
+    try {
+      v = await this.store.getPolicy(u.accountId, u.policy);
+    } catch (err) {
+      throw new PolicyUnavailable('the policy store cannot be read', { cause: err });
+    }
+    const c = v === null ? null : this.compile(v);
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(key, { v: c, expires: t + this.cacheMs });
+    return c;
+  }
+
+  /** The current version or the reason there is none, for a guard under `u`. */
+  load(u: Under): Promise<CompiledPolicy | 'unavailable' | 'missing'> {
+    return this.current(u).then(
+      (c) => c ?? 'missing',
+      () => 'unavailable' as const,
+    );
+  }
+
+  /**
+   * The address sets of the policy a key answers under (`{}` when it has none or no policy), for
+   * checks that screen counterparties against them. Throws PolicyUnavailable when the store
+   * cannot answer.
+   */
+  async addressSets(u: Under | null): Promise<Readonly<Record<string, readonly string[]>>> {
+    if (u === null) return {};
+    return (await this.current(u))?.document.address_sets ?? {};
+  }
+
+  /** Drops the cached version of a policy: this process honours a new one at once. */
+  forget(u: Under): void {
+    this.cache.delete(`${u.accountId}\u0000${u.policy}`);
+  }
+
+  /** The guard's answer under the policy: the `policy` item added, the verdict it implies, the limits reserved. */
+  async decide(i: DecideInput): Promise<JudgedAnswer> {
+    const started = performance.now();
+    if (i.policy === 'unavailable' || i.policy === 'missing') {
+      const why =
+        i.policy === 'missing'
+          ? `the key's policy ${i.under.policy} does not exist`
+          : `the store holding policy ${i.under.policy} cannot be read`;
+      const item = policyItem({
+        policy: null,
+        violations: [
+          {
+            code: 'policy_unavailable',
+            status: 'error',
+            observed: null,
+            bound: null,
+            message: `${why}; retry shortly.`,
+          },
+        ],
+        matchedRule: null,
+        limits: [],
+        outflowUsd: null,
+        reservedUsd: null,
+        latencyMs: performance.now() - started,
+      });
+      return applyPolicy(i.base, item, null, i.dryRun);
+    }
+    const p = i.policy;
+    const ref: PolicyRef = { name: p.name, version: p.version, hash: p.hash };
+    const now = this.now();
+    const facts = actionFacts(i.body, i.results);
+    const { violations, matchedRule } = evaluateRules(p, facts, Math.floor(now / 1000));
+    let limits: LimitView[] = [];
+    let reservedUsd: number | null = null;
+    let retryAfterS: number | undefined;
+    if (violations.length === 0 && i.base.verdict === 'proceed' && p.limits.length > 0) {
+      const usd = facts.outflowUsd ?? 0;
+      const alone = p.limits.filter((l) => exceedsAlone(l, usd));
+      for (const l of alone)
+        violations.push({
+          code: 'policy_limit_exceeded',
+          status: 'fail',
+          limit: l.id,
+          observed: usd,
+          bound: { max_usd: l.max_usd ?? null, max_count: l.max_count ?? null },
+          message: `Limit ${l.id} allows ${l.max_usd !== undefined ? `at most $${l.max_usd}` : `${l.max_count} actions`} per window; this action alone (${usd} USD) is more.`,
+        });
+      if (alone.length === 0) {
+        const windows = limitWindows(p.limits, now);
+        const tx = i.body.transaction ?? null;
+        try {
+          const r = await this.store.reserve({
+            id: i.reservationId,
+            accountId: i.under.accountId,
+            policy: p.name,
+            limits: windows,
+            usd,
+            at: now,
+            // A transaction may go unexecuted: it is released after expiry when the account did not use it.
+            expiresAt: tx ? now + i.base.expires_in * 1000 + RELEASE_MARGIN_MS : null,
+            chain: i.body.chain ?? 'base',
+            actor: tx ? tx.from.toLowerCase() : null,
+            dryRun: i.dryRun,
+          });
+          if (r.ok && !i.dryRun) reservedUsd = usd;
+          limits = limitViews(p, r.usage, reservedUsd);
+          if (!r.ok) {
+            let wait = 1;
+            for (const f of r.full) {
+              const l = p.limits.find((x) => x.id === f.id);
+              if (!l) continue;
+              wait = Math.max(wait, secondsUntilFits(l, windows[p.limits.indexOf(l)], f.buckets, usd, now));
+              const u = r.usage[p.limits.indexOf(l)];
+              violations.push({
+                code: 'policy_limit_exceeded',
+                status: 'warn',
+                limit: l.id,
+                observed: { used_usd: u.committedUsd + u.reservedUsd, count: u.count, action_usd: usd },
+                bound: { max_usd: l.max_usd ?? null, max_count: l.max_count ?? null },
+                message: `Limit ${l.id} is full for now (${fmt(u.committedUsd + u.reservedUsd)} of ${l.max_usd !== undefined ? fmt(l.max_usd) : 'no USD bound'}, ${u.count} of ${l.max_count ?? 'any number of'} actions); this action fits in ${wait} s.`,
+              });
+            }
+            retryAfterS = wait;
+          }
+        } catch (err) {
+          this.opts.logger?.error({ err }, 'limit reservation failed');
+          violations.push({
+            code: 'policy_unavailable',
+            status: 'error',
+            observed: null,
+            bound: null,
+            message: "the policy's limits cannot be checked (the store does not answer); retry shortly.",
+          });
+        }
+      }
+    }
+    const item = policyItem({
+      policy: ref,
+      violations,
+      matchedRule,
+      limits,
+      outflowUsd: facts.outflowUsd,
+      reservedUsd,
+      retryAfterS,
+      latencyMs: performance.now() - started,
+    });
+    return applyPolicy(i.base, item, ref, i.dryRun);
+  }
+}
+
+const fmt = (n: number): string => `$${Math.round(n * 100) / 100}`;
+
+/** Each limit's use after this answer: with its reservation when it made one. */
+function limitViews(p: CompiledPolicy, usage: LimitUsage[], reserved: number | null): LimitView[] {
+  return p.limits.map((l, k) => ({
+    id: l.id,
+    used_usd: Math.round((usage[k].committedUsd + usage[k].reservedUsd + (reserved ?? 0)) * 1e6) / 1e6,
+    count: usage[k].count + (reserved === null ? 0 : 1),
+    max_usd: l.max_usd ?? null,
+    max_count: l.max_count ?? null,
+  }));
+}
+
+/**
+ * The answer with the policy item: a fail blocks; a warn or an error waits (unless the checks
+ * already block), whatever `strict_mode` says; `decision.policy` names the version.
+ */
+export function applyPolicy(
+  base: JudgedAnswer,
+  item: CheckResult,
+  ref: PolicyRef | null,
+  dryRun: boolean,
+): JudgedAnswer {
+  const decision: Record<string, unknown> = { ...base.decision, policy: ref };
+  if (dryRun) decision.dry_run = true;
+  const out: JudgedAnswer = {
+    ...base,
+    decision,
+    evidence: [...base.evidence, item],
+    failure_modes: item.status === 'pass' ? base.failure_modes : [...base.failure_modes, `policy:${item.reason}`],
+  };
+  if (base.checks) out.checks = { ...base.checks, policy: item.status };
+  const counts = decision.counts as Record<string, number> | undefined;
+  if (counts) decision.counts = { ...counts, [item.status]: (counts[item.status] ?? 0) + 1 };
+  if (item.status === 'fail') {
+    out.verdict = 'block';
+    out.risk = 'high';
+    out.confidence = Math.max(base.confidence, 0.9);
+    out.expires_in = base.verdict === 'block' ? Math.min(base.expires_in, item.ttl_s) : item.ttl_s;
+    delete decision.retry_after_s;
+  } else if ((item.status === 'warn' || item.status === 'error') && base.verdict !== 'block') {
+    const retry = item.status === 'warn' ? item.ttl_s : (item.retry_after_s ?? 5);
+    const before = decision.retry_after_s;
+    out.verdict = 'wait';
+    out.risk = 'medium';
+    decision.retry_after_s = base.verdict === 'wait' && typeof before === 'number' ? Math.max(before, retry) : retry;
+  }
+  decision.verdict = out.verdict;
+  if (typeof decision.summary === 'string') decision.summary = reopen(decision.summary, out.verdict);
+  if (out.reasoning !== undefined)
+    out.reasoning = `${reopen(out.reasoning, out.verdict)} ${item.name} ${item.status}: ${item.message}`;
+  return out;
+}
+
+export type { Violation };

@@ -1,0 +1,131 @@
+/**
+ * Reservations in batches (docs/policies.md §4): the reservations asked for one (account, policy)
+ * while its previous batch is in the database go together into its next transaction, which reads
+ * the counters once, decides each ask in order against them and what the asks before it took, and
+ * writes them all. Each ask gets what deciding it alone, in order, would have given; a busy policy
+ * pays one transaction per batch instead of one per answer, and no batch of a policy overlaps
+ * another of the same policy in this process (across processes the transaction's lock orders them).
+ */
+import { bucketsOf, overflowing, usageFromCounters, type CounterRow } from './rows.js';
+import type { LimitWindow, ReserveRequest, ReserveResult } from './types.js';
+
+/** At most this many asks per transaction (PostgreSQL takes at most 65,535 parameters a statement). */
+export const MAX_BATCH = 200;
+
+interface Ask<I, O> {
+  input: I;
+  resolve(o: O): void;
+  reject(err: unknown): void;
+}
+
+interface Queue<I, O> {
+  pending: Array<Ask<I, O>>;
+  running: boolean;
+  scheduled: boolean;
+}
+
+/** Runs the inputs submitted under one key in batches, one batch of a key at a time. */
+export class KeyedBatcher<I, O> {
+  private readonly queues = new Map<string, Queue<I, O>>();
+
+  constructor(private readonly runBatch: (inputs: I[]) => Promise<O[]>) {}
+
+  submit(key: string, input: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      let q = this.queues.get(key);
+      if (q === undefined) {
+        q = { pending: [], running: false, scheduled: false };
+        this.queues.set(key, q);
+      }
+      q.pending.push({ input, resolve, reject });
+      if (!q.running && !q.scheduled) {
+        q.scheduled = true;
+        const queue = q;
+        setImmediate(() => void this.drain(key, queue));
+      }
+    });
+  }
+
+  private async drain(key: string, q: Queue<I, O>): Promise<void> {
+    q.scheduled = false;
+    if (q.running || q.pending.length === 0) return;
+    q.running = true;
+    const batch = q.pending.splice(0, MAX_BATCH);
+    try {
+      const out = await this.runBatch(batch.map((a) => a.input));
+      for (let i = 0; i < batch.length; i++) batch[i].resolve(out[i]);
+    } catch (err) {
+      for (const a of batch) a.reject(err);
+    } finally {
+      q.running = false;
+      if (q.pending.length > 0) void this.drain(key, q);
+      else this.queues.delete(key);
+    }
+  }
+}
+
+/** The key reservations are batched and locked under. */
+export const reserveKey = (r: Pick<ReserveRequest, 'accountId' | 'policy'>): string =>
+  `limits/${r.accountId}/${r.policy}`;
+
+/** Every limit of the batch's asks once, from the oldest bucket any of them counts. */
+export function unionLimits(asks: ReserveRequest[]): LimitWindow[] {
+  const by = new Map<string, LimitWindow>();
+  for (const r of asks)
+    for (const l of r.limits) {
+      const k = `${l.id}\u0000${l.windowKey}`;
+      const seen = by.get(k);
+      if (seen === undefined || l.from < seen.from) by.set(k, l);
+    }
+  return [...by.values()];
+}
+
+/**
+ * Decides the asks in order against the counter rows read for the batch: an ask that fits takes
+ * its amounts (unless a dry run), so the asks after it see them. The accepted asks are to be written.
+ */
+export function decideBatch(
+  asks: ReserveRequest[],
+  rows: CounterRow[],
+): { results: ReserveResult[]; accepted: ReserveRequest[] } {
+  const taken: CounterRow[] = [];
+  const accepted: ReserveRequest[] = [];
+  const results = asks.map((r): ReserveResult => {
+    const all = taken.length > 0 ? rows.concat(taken) : rows;
+    const usage = usageFromCounters(r.limits, all);
+    const over = overflowing(r.limits, usage, r.usd);
+    if (over.length > 0) return { ok: false, usage, full: over.map((l) => ({ id: l.id, buckets: bucketsOf(l, all) })) };
+    if (!r.dryRun) {
+      accepted.push(r);
+      for (const l of r.limits)
+        taken.push({
+          limit_id: l.id,
+          window_key: l.windowKey,
+          bucket: l.bucket,
+          usd: r.usd,
+          n: 1,
+          reserved_usd: r.expiresAt === null ? 0 : r.usd,
+        });
+    }
+    return { ok: true, usage };
+  });
+  return { results, accepted };
+}
+
+/** The accepted asks' counter additions summed per (limit, window, bucket): one upsert each. */
+export function summedAdds(accepted: ReserveRequest[]): unknown[][] {
+  const by = new Map<string, unknown[]>();
+  for (const r of accepted)
+    for (const l of r.limits) {
+      const k = `${l.id}\u0000${l.windowKey}\u0000${l.bucket}`;
+      const reserved = r.expiresAt === null ? 0 : r.usd;
+      const row = by.get(k);
+      if (row === undefined) by.set(k, [r.accountId, r.policy, l.id, l.windowKey, l.bucket, r.usd, 1, reserved]);
+      else {
+        row[5] = (row[5] as number) + r.usd;
+        row[6] = (row[6] as number) + 1;
+        row[7] = (row[7] as number) + reserved;
+      }
+    }
+  return [...by.values()];
+}
