@@ -9,6 +9,7 @@
  * guard (counted at the service); a wait is retried then given up; the service down or another
  * signer signs nothing.
  */
+import { createClient } from '@preflight/client';
 import t from 'tap';
 import { type Chain, createWalletClient, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -266,12 +267,24 @@ t.test('the preflight tools: preflight_guard, preflight_screen, preflight_usage'
   t.match(await guardTool.invoke({ action: 'teleport' }), /^Error: invalid arguments: action: /);
   t.equal(await world.guardCalls(), before);
   const screen = await screenTool.invoke({ addresses: [randomAddress()] });
-  const usage = await usageTool.invoke({ policy: 'default' });
-  for (const [name, out] of [
-    ['preflight_screen', screen],
-    ['preflight_usage', usage],
-  ] as const) {
-    // Either the service's answer as JSON, or (a service without the endpoint) its error as text.
-    t.ok(out.startsWith('{') || /^Error: preflight answered \d{3}/.test(out), `${name}: ${out.slice(0, 200)}`);
-  }
+  // Either the service's answer as JSON, or (a service without the endpoint) its error as text.
+  t.ok(
+    screen.startsWith('{') || /^Error: preflight answered \d{3}/.test(screen),
+    `preflight_screen: ${screen.slice(0, 200)}`,
+  );
+
+  // preflight_usage reads a policy the account's owner wrote.
+  const owner = createClient({ baseUrl: world.url, apiKey: world.apiKey });
+  await owner.putPolicy('agent-payments', { default: 'allow', limits: [{ id: 'daily', window: 'day', max_usd: 100 }] });
+  const usage = JSON.parse(await usageTool.invoke({ policy: 'agent-payments' }));
+  t.equal(usage.name, 'agent-payments');
+  t.same(
+    usage.limits.map((l: { id: string; max_usd: number; remaining_usd: number }) => [l.id, l.max_usd, l.remaining_usd]),
+    [['daily', 100, 100]],
+  );
+  t.match(
+    await usageTool.invoke({ policy: 'no-such-policy' }),
+    /^Error: preflight answered 404/,
+    'an unknown policy, as text',
+  );
 });
