@@ -98,12 +98,33 @@ const PAIRED = [
   'decide-cached',
   'decide-cached-unsigned',
   'decide-cached-redis',
+  'guard-screened',
+  'guard-screened-1m',
   'guard-swap',
   'guard-swap-unlogged',
   'guard-policy',
   'guard-swap-pg',
   'guard-policy-pg',
 ];
+
+/** The service's resident memory from its /metrics, in MB. */
+async function rssMb(url: string): Promise<number | undefined> {
+  const m = /^process_resident_memory_bytes (\S+)$/m.exec(await scrape(url).catch(() => ''));
+  return m ? Math.round(Number(m[1]) / 1e5) / 10 : undefined;
+}
+
+/** Waits until /health says ok: a configured blocklist is loaded (docs/screening.md §3). */
+async function healthy(url: string, ms = 180_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const h = (await fetch(`${url}/health`)
+      .then((r) => r.json())
+      .catch(() => null)) as { status?: string } | null;
+    if (h?.status === 'ok') return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${url}/health not ok within ${ms} ms`);
+}
 
 interface Server {
   child: Child;
@@ -139,6 +160,7 @@ async function startFor(s: Scenario, opts: Options, upstreams: Upstreams, rig: P
     await db?.drop();
   };
   try {
+    await healthy(child.url);
     let apiKey = opts.billing ? await signup(child.url) : null;
     // Under a policy: the load's key is an agent key bound to it (a policy needs billing on).
     if (s.policy && apiKey !== null) apiKey = await policyKey(child.url, apiKey);
@@ -167,7 +189,9 @@ async function runPaired(
     for (let round = 0; round < opts.rounds; round++) {
       for (const s of paired) runs.get(s)!.push(await servers.get(s)!.run(s, 0));
     }
-    return paired.map((s) => medianRun(runs.get(s)!));
+    const rows = paired.map((s) => medianRun(runs.get(s)!));
+    for (const [i, s] of paired.entries()) rows[i].rssMb = await rssMb(servers.get(s)!.child.url);
+    return rows;
   } finally {
     for (const server of servers.values()) await server.stop();
   }
@@ -264,7 +288,9 @@ async function runTargets(
   for (const s of scenarios.filter((x) => x.server === 'service' && x.env !== undefined)) {
     const own = await startFor(s, opts, upstreams, rig);
     try {
-      rows.push(await own.run(s, 0));
+      const row = await own.run(s, 0);
+      row.rssMb = await rssMb(own.child.url);
+      rows.push(row);
     } finally {
       await own.stop();
     }
@@ -273,7 +299,14 @@ async function runTargets(
   const measured = new Map<string, Measured | null>(
     rows.map((r) => [
       r.name,
-      r.result === null ? null : { name: r.name, ...r.result, ...(r.rounds ? { rounds: r.rounds } : {}) },
+      r.result === null
+        ? null
+        : {
+            name: r.name,
+            ...r.result,
+            ...(r.rounds ? { rounds: r.rounds } : {}),
+            ...(r.rssMb === undefined ? {} : { rssMb: r.rssMb }),
+          },
     ]),
   );
   const checks = [...checkTargets(measured, opts.latencyMs), ...scrapeChecks];

@@ -145,6 +145,19 @@ export const GUARD_ORDER = JSON.stringify({
   },
 });
 
+/**
+ * A cached guard that names addresses, so counterparty_screen runs on each answer: an approval of
+ * a limited amount to a verified, known spender (docs/screening.md §4). Every check is cached after
+ * the first answer; the screen itself is never cached (a lookup per address, in memory).
+ */
+export const GUARD_SCREENED = JSON.stringify({
+  action: 'approve',
+  chain: 'base',
+  spender: CONTRACT,
+  approval_amount: '1000',
+  known_safe_addresses: [CONTRACT],
+});
+
 /** A price check without its asset: a 422 before any billing or engine work. */
 export const INVALID_DECIDE = decideBody([{ type: 'price', min_price: 'cheap' }]);
 
@@ -161,6 +174,8 @@ const SIGNED = '"attestation":{"signer":"0x';
 /** The request rate at which the keyed and the paid decide are compared. */
 export const PAID_RATE = 50;
 export const COLD_RATE = 50;
+/** The rate at which a refreshing million-address list is held to a steady one. */
+export const SCREEN_RATE = 200;
 
 const std = { durationSec: 10, warmupSec: 2 };
 
@@ -350,6 +365,60 @@ export const SCENARIOS: readonly Scenario[] = [
     overallRate: SIMULATION_RATE,
     // The simulation's tokens are priced and their decimals kept by then: start on fresh ones.
     nStart: COLD_KEYS / 2,
+    ...std,
+  },
+  {
+    name: 'guard-screened',
+    about: 'API key, cached guard naming a spender, screened against the embedded sanctions list only',
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SCREENED,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    env: {},
+    ...std,
+  },
+  {
+    name: 'guard-screened-1m',
+    about: 'as guard-screened, with a 1,000,000-address blocklist (BLOCKLIST_URLS) loaded',
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SCREENED,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 50,
+    env: { BLOCKLIST_URLS: '{{BLOCKLIST}}/blocklist-1m.txt', SANCTIONS_REFRESH_S: '86400' },
+    ...std,
+  },
+  {
+    name: 'guard-screened-1m-refresh',
+    about: `as guard-screened-1m at ${SCREEN_RATE} req/s while the list refreshes every 2 s, each fetch a new version`,
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SCREENED,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 4,
+    overallRate: SCREEN_RATE,
+    env: { BLOCKLIST_URLS: '{{BLOCKLIST}}/blocklist-1m-moving.txt', SANCTIONS_REFRESH_S: '2', SCREENING_POLL_S: '1' },
+    ...std,
+  },
+  {
+    name: 'guard-screened-1m-steady',
+    about: `as guard-screened-1m at ${SCREEN_RATE} req/s, no refresh: the p99 guard-screened-1m-refresh is held to`,
+    server: 'service',
+    path: '/v1/guard',
+    body: GUARD_SCREENED,
+    auth: 'key',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 4,
+    overallRate: SCREEN_RATE,
+    env: { BLOCKLIST_URLS: '{{BLOCKLIST}}/blocklist-1m.txt', SANCTIONS_REFRESH_S: '86400' },
     ...std,
   },
   {

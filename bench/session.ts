@@ -26,6 +26,8 @@ export interface Row {
   ledger?: Record<string, number>;
   /** Interleaved scenarios: each round's req/s in round order (0 for a run that failed). */
   rounds?: number[];
+  /** The service's resident memory after the scenario, in MB (its /metrics). */
+  rssMb?: number;
 }
 
 /** The ledger's state counts from the service's /metrics. */
@@ -69,7 +71,9 @@ export function serviceEnv(
     X402_MAX_TIMEOUT_SECONDS: '60',
     ...upstreams.env,
     ...(rig?.env ?? {}),
-    ...overrides,
+    ...Object.fromEntries(
+      Object.entries(overrides).map(([k, v]) => [k, v.replace('{{BLOCKLIST}}', upstreams.blocklistUrl)]),
+    ),
   };
 }
 

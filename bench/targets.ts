@@ -18,6 +18,8 @@ export interface Measured {
   errors: number;
   /** Interleaved scenarios: each round's req/s, in round order. */
   rounds?: number[];
+  /** The service's resident memory after the scenario, in MB. */
+  rssMb?: number;
 }
 
 /**
@@ -65,6 +67,12 @@ export const LIMITS = Object.freeze({
   delegationP50OverUpstreamMs: 15,
   /** A signed order's price call and decimals batch run side by side: one upstream round. */
   orderP50OverUpstreamMs: 15,
+  /** A cached guard with a 1,000,000-address blocklist, as a ratio to the same guard without one (docs/screening.md §8). */
+  blocklistVsNone: 0.95,
+  /** Resident memory the million-address blocklist adds, in MB. */
+  blocklistRssMb: 150,
+  /** How much a refresh of that list may raise the guard's p99, in ms. */
+  blocklistRefreshP99Ms: 5,
   /** A cached guard under a 20-rule, two-limit policy, as a ratio to the same guard with no policy (docs/policies.md). */
   policyVsNone: 0.8,
   /** What a guarded sendTransaction adds over an unguarded one, as a ratio to the bare guard call it makes (p50). */
@@ -162,6 +170,34 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       target: `guard-order p50 <= one upstream round ${upstreamLatencyMs} + ${LIMITS.orderP50OverUpstreamMs} ms`,
       ok: order.p50 <= limit,
       detail: `p50 ${order.p50} ms, p99 ${order.p99} ms: ${Math.round((order.p50 - upstreamLatencyMs) * 10) / 10} ms over the upstream round (limit ${limit})`,
+    });
+  }
+  const screened = get('guard-screened');
+  const screened1m = get('guard-screened-1m');
+  if (screened && screened1m) {
+    const { ratio, detail } = throughputRatio(screened1m, screened);
+    out.push({
+      target: `guard-screened-1m >= ${LIMITS.blocklistVsNone} x guard-screened req/s`,
+      ok: ratio >= LIMITS.blocklistVsNone,
+      detail,
+    });
+    if (screened.rssMb !== undefined && screened1m.rssMb !== undefined) {
+      const added = Math.round((screened1m.rssMb - screened.rssMb) * 10) / 10;
+      out.push({
+        target: `the 1,000,000-address blocklist adds <= ${LIMITS.blocklistRssMb} MB resident`,
+        ok: added <= LIMITS.blocklistRssMb,
+        detail: `${screened1m.rssMb} MB with it, ${screened.rssMb} MB without: ${added} MB`,
+      });
+    }
+  }
+  const steady = get('guard-screened-1m-steady');
+  const refreshing = get('guard-screened-1m-refresh');
+  if (steady && refreshing) {
+    const limit = steady.p99 + LIMITS.blocklistRefreshP99Ms;
+    out.push({
+      target: `guard-screened-1m-refresh p99 <= steady p99 + ${LIMITS.blocklistRefreshP99Ms} ms`,
+      ok: refreshing.p99 <= limit,
+      detail: `p99 ${refreshing.p99} ms refreshing, ${steady.p99} ms steady (limit ${limit})`,
     });
   }
   for (const [withPolicy, without] of [

@@ -3,6 +3,9 @@
  * with enough distinct assets, pairs and contracts that a cold scenario can use a fresh cache key
  * on every request and still get a passing answer. Each answer waits `latencyMs`, like a real API.
  */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startCoinGecko, type CoinGeckoEmulator } from '../test/emulators/coingecko.js';
 import { startDexScreener, type DexScreenerEmulator } from '../test/emulators/dexscreener.js';
 import { startSourcify, type SourcifyEmulator } from '../test/emulators/sourcify.js';
@@ -71,8 +74,38 @@ function tokenCall(params: unknown[]): { result: string } {
   return { result: `0x${pad32('20')}${pad32('5')}${symbol}` };
 }
 
+/** Addresses in the bench's blocklist feed (docs/screening.md §8). */
+export const BLOCKLIST_SIZE = 1_000_000;
+
+/**
+ * The million-address blocklist as a text feed, made once: deterministic addresses none of the
+ * scenarios name. `/blocklist-1m.txt` is the same every fetch; `/blocklist-1m-moving.txt` changes one
+ * line per fetch, so every refresh of it is a new version that replaces the list in use.
+ */
+async function startBlocklist(): Promise<{ url: string; close(): Promise<void> }> {
+  const lines: string[] = [];
+  for (let i = 0; i < BLOCKLIST_SIZE; i++)
+    lines.push(`0x${createHash('sha256').update(`bl${i}`).digest('hex').slice(0, 40)}`);
+  const body = Buffer.from(`${lines.join('\n')}\n`);
+  let fetches = 0;
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    if (req.url === '/blocklist-1m-moving.txt') {
+      res.write(`0x${(fetches++).toString(16).padStart(40, 'f')}\n`);
+      res.end(body);
+    } else res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 export interface Upstreams {
   env: Record<string, string>;
+  /** The blocklist feed server (startBlocklist); scenarios name it as {{BLOCKLIST}} in their env. */
+  blocklistUrl: string;
   /** The configured delay of every upstream answer. */
   latencyMs: number;
   setLatency(ms: number): void;
@@ -121,6 +154,7 @@ export async function startUpstreams(latencyMs: number, coldKeys: number): Promi
     startJsonRpc(),
   ]);
   seed(cg, dex, src, rpc, coldKeys);
+  const blocklist = await startBlocklist();
   const all = { price_provider: cg, dex_provider: dex, sourcify: src, rpc } as const;
   const u: Upstreams = {
     env: {
@@ -128,7 +162,10 @@ export async function startUpstreams(latencyMs: number, coldKeys: number): Promi
       DEX_API_URL: dex.url,
       SOURCIFY_URL: src.url,
       RPC_URLS: `base=${rpc.url}`,
+      // No test or bench reaches OFAC: the embedded sanctions snapshot only.
+      SANCTIONS_LIST_URL: 'off',
     },
+    blocklistUrl: blocklist.url,
     latencyMs,
     setLatency(ms) {
       u.latencyMs = ms;
@@ -142,7 +179,7 @@ export async function startUpstreams(latencyMs: number, coldKeys: number): Promi
       rpc.calls = [];
     },
     async close() {
-      await Promise.all(Object.values(all).map((em) => em.close()));
+      await Promise.all([...Object.values(all).map((em) => em.close()), blocklist.close()]);
     },
   };
   u.setLatency(latencyMs);

@@ -31,6 +31,7 @@ import { metaHandlers } from './http/routes/meta.js';
 import { docsHandlers } from './http/routes/docs.js';
 import { decideHandler } from './http/routes/decide.js';
 import type { Attester } from './attest/index.js';
+import type { Screening } from './screening/service.js';
 import type { VerdictLog } from './verdicts/log.js';
 import type { KeyResolver } from './billing/keys.js';
 import type { PolicyService } from './policy/service.js';
@@ -116,6 +117,8 @@ export interface AppDeps {
   verdicts?: VerdictLog | null;
   /** Signs every DecideResponse; null when signing is off (for measurement only). */
   attester?: Attester | null;
+  /** The screening lists: their state in /health and /v1/capabilities (docs/screening.md). */
+  screening?: Screening | null;
   /** Set while the server drains: answers carry `Connection: close`. */
   isDraining?: () => boolean;
   /** Keys bound to a policy answer under it (docs/policies.md); absent: no policies. */
@@ -204,7 +207,12 @@ export function buildRoutes(deps: AppDeps): Routes {
   // Only rows whose handler exists are mounted; a path with none answers 404 like any unknown one.
   const shared = deps.engine.shared ?? null;
   const getHandlers: Partial<Record<GetHandlerKey, RequestHandler>> = {
-    ...metaHandlers(config, deps.attester ?? null, shared === null ? null : () => shared.state()),
+    ...metaHandlers(
+      config,
+      deps.attester ?? null,
+      shared === null ? null : () => shared.state(),
+      deps.screening ?? null,
+    ),
     ...docsHandlers(),
     metrics: deps.metricsHandler,
   };

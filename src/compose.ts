@@ -25,6 +25,8 @@ import type { AppDeps } from './app.js';
 import { closeDispatchers } from './net/dispatchers.js';
 import { CIRCUIT_LABELS, watchCircuits } from './net/breaker.js';
 import { createAttester, type Attester } from './attest/index.js';
+import { Screening } from './screening/service.js';
+import { screenHandler } from './guard/screen-handler.js';
 import { KeyResolver } from './billing/keys.js';
 import { createIdempotency } from './http/idempotency.js';
 import { verdictsHandler } from './http/routes/verdicts.js';
@@ -111,9 +113,23 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     await store.close();
     throw err;
   }
+  // The screening lists: the fleet's versions from the database at once, then refreshed (docs/screening.md).
+  const screening = new Screening({
+    config: config.screening,
+    store,
+    events: {
+      refresh: (list, outcome) => metrics.screeningRefresh(list, outcome),
+      malformed: (list, n) => metrics.screeningMalformed(list, n),
+      log: (level, fields, msg) => logger[level](fields, msg),
+    },
+  });
+  await screening.start();
+  metrics.setScreeningSource(() =>
+    screening.lists().map((l) => ({ name: l.name, kind: l.kind, size: l.packed.size, ageS: screening.ageS(l) })),
+  );
   // VERDICT_LOG=off (measurement only): answers go unlogged; GET /v1/verdicts still reads the log.
   const agentDeps = { config, engine, logger, metrics, attester, verdicts: config.verdictLog ? verdicts : null };
-  const guardDeps = { ...agentDeps, policies };
+  const guardDeps = { ...agentDeps, policies, screening };
   const deps: AppDeps = {
     config,
     logger,
@@ -121,9 +137,11 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     engine,
     billing,
     attester,
+    screening,
     verdicts: agentDeps.verdicts,
     handlers: {
       guard: guardHandler(guardDeps),
+      screen: screenHandler({ ...agentDeps, screening }),
       stablecoin: stablecoinHandler(agentDeps),
       bridge: bridgeRiskHandler(agentDeps),
       yield: yieldRoutingHandler(agentDeps),
@@ -154,6 +172,7 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     async close() {
       await release.stop();
       await payments.stop();
+      await screening.stop();
       await verdicts.close();
       await engine.close();
       await attester?.close();

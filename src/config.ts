@@ -90,7 +90,33 @@ export interface Config {
   attestations: boolean;
   /** ATTESTATION_KEY: the verdict signer's secp256k1 key; null: made on first start, kept in the store. */
   attestationKey: string | null;
+  /** Counterparty screening (docs/screening.md). */
+  screening: ScreeningConfig;
 }
+
+export interface ScreeningConfig {
+  /** SANCTIONS_LIST_URL: an SDN Advanced or legacy SDN XML; null (`off`): the embedded snapshot only. */
+  sanctionsListUrl: string | null;
+  /** BLOCKLIST_URLS: the operator's feeds. */
+  blocklistUrls: readonly string[];
+  /** SANCTIONS_REFRESH_S: how often each list is fetched again (one instance of a fleet does it). */
+  refreshS: number;
+  /** SANCTIONS_MAX_AGE_S: older than this, the sanctions list warns `screening_data_stale`; null: never. */
+  maxAgeS: number | null;
+  /** SCREENING_MAX_LIST_BYTES: a longer download is cut and refused. */
+  maxListBytes: number;
+  /** SCREENING_FETCH_TIMEOUT_MS: the whole download; SCREENING_STALL_MS: no byte for this long. */
+  fetchTimeoutMs: number;
+  stallMs: number;
+  /** SCREENING_POLL_S: how often an instance reads the fleet's list versions from the database. */
+  pollS: number;
+  /** SANCTIONS_ALLOW_SHRINK: accept a list shrunk by more than half (a deliberate large delisting); off by default. */
+  allowShrink: boolean;
+}
+
+/** OFAC's SDN Advanced XML export: the default SANCTIONS_LIST_URL. */
+export const OFAC_SDN_ADVANCED_URL =
+  'https://sanctionslistservice.ofac.treas.gov/api/PublicationPreview/exports/SDN_ADVANCED.XML';
 
 export class ConfigError extends Error {}
 
@@ -285,6 +311,27 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     x402SettleConcurrency: int(env, 'X402_SETTLE_CONCURRENCY', 2, 1, 64),
     attestations: bool(env, 'ATTESTATIONS', true),
     attestationKey,
+    screening: Object.freeze({
+      sanctionsListUrl:
+        str(env, 'SANCTIONS_LIST_URL', '').trim().toLowerCase() === 'off'
+          ? null
+          : url(env, 'SANCTIONS_LIST_URL', OFAC_SDN_ADVANCED_URL),
+      blocklistUrls: Object.freeze(
+        str(env, 'BLOCKLIST_URLS', '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+          .map((u, i) => url({ [`BLOCKLIST_URLS[${i}]`]: u }, `BLOCKLIST_URLS[${i}]`, '')),
+      ),
+      refreshS: int(env, 'SANCTIONS_REFRESH_S', 3600, 1, 7 * 86400),
+      maxAgeS:
+        optStr(env, 'SANCTIONS_MAX_AGE_S') === null ? null : int(env, 'SANCTIONS_MAX_AGE_S', 0, 1, 10 * 365 * 86400),
+      maxListBytes: int(env, 'SCREENING_MAX_LIST_BYTES', 150 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      fetchTimeoutMs: int(env, 'SCREENING_FETCH_TIMEOUT_MS', 120_000, 100, 3_600_000),
+      stallMs: int(env, 'SCREENING_STALL_MS', 30_000, 100, 600_000),
+      pollS: int(env, 'SCREENING_POLL_S', 15, 1, 60),
+      allowShrink: bool(env, 'SANCTIONS_ALLOW_SHRINK', false),
+    }),
   };
   return Object.freeze(cfg);
 }

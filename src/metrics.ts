@@ -43,6 +43,14 @@ export interface Metrics {
   sharedCache(op: string, outcome: string): void;
   /** The fleet cache's state, read when scraped: 'ok', 'degraded', or null when none is configured. */
   setSharedCacheSource(fn: () => 'ok' | 'degraded' | null): void;
+  /** A screening list's refresh: outcome ok, refused or failed (docs/screening.md §6). */
+  screeningRefresh(list: string, outcome: 'ok' | 'refused' | 'failed'): void;
+  /** Entries of a fetched list that were skipped as malformed. */
+  screeningMalformed(list: string, n: number): void;
+  /** A screening hit: the kind of list or rule (sanctions, blocklist, lookalike, sweeper), never an address. */
+  screeningHit(rule: string): void;
+  /** The lists in use, read when scraped: name, kind, size, age in seconds. */
+  setScreeningSource(fn: () => ReadonlyArray<{ name: string; kind: string; size: number; ageS: number | null }>): void;
   metricsText(): Promise<string>;
   contentType: string;
 }
@@ -293,6 +301,46 @@ export function createMetrics(): Metrics {
     },
   });
 
+  const screeningRefreshChildren = talliedCounter({
+    name: 'preflight_screening_refresh_total',
+    help: 'Screening list refreshes by list (the sanctions list, or a blocklist by its URL) and outcome (ok, refused, failed).',
+    labelNames: ['list', 'outcome'],
+    registers: reg,
+  });
+  const screeningMalformed = new Counter({
+    name: 'preflight_screening_malformed_total',
+    help: 'Entries of a fetched screening list skipped as malformed, by list.',
+    labelNames: ['list'],
+    registers: reg,
+  });
+  const screeningHitChildren = talliedCounter({
+    name: 'preflight_screening_hits_total',
+    help: 'Screened addresses that failed, by rule (sanctions, blocklist, lookalike, sweeper).',
+    labelNames: ['rule'],
+    registers: reg,
+  });
+  let screeningSource: Parameters<Metrics['setScreeningSource']>[0] | null = null;
+  new Gauge({
+    name: 'preflight_screening_list_size',
+    help: 'Distinct addresses of each screening list in use.',
+    labelNames: ['list', 'kind'],
+    registers: reg,
+    collect() {
+      this.reset();
+      for (const l of screeningSource?.() ?? []) this.set({ list: l.name, kind: l.kind }, l.size);
+    },
+  });
+  new Gauge({
+    name: 'preflight_screening_list_age_seconds',
+    help: 'Seconds since each screening list in use was last confirmed current (its last successful fetch, or the snapshot date).',
+    labelNames: ['list', 'kind'],
+    registers: reg,
+    collect() {
+      this.reset();
+      for (const l of screeningSource?.() ?? []) if (l.ageS !== null) this.set({ list: l.name, kind: l.kind }, l.ageS);
+    },
+  });
+
   const httpChildren = new ChildCache((v) => http.leaf(v));
   const checkDurationChildren = new ChildCache((v) => checkDuration.leaf(v));
   // Status codes are few; their label strings are made once.
@@ -347,6 +395,18 @@ export function createMetrics(): Metrics {
     },
     setSharedCacheSource(fn) {
       sharedSource = fn;
+    },
+    screeningRefresh(list, outcome) {
+      screeningRefreshChildren.get(list, outcome).inc();
+    },
+    screeningMalformed(list, n) {
+      if (n > 0) screeningMalformed.inc({ list }, n);
+    },
+    screeningHit(rule) {
+      screeningHitChildren.get(rule).inc();
+    },
+    setScreeningSource(fn) {
+      screeningSource = fn;
     },
     metricsText() {
       return registry.metrics();

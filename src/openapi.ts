@@ -61,6 +61,8 @@ const HANDLER_TEXT: Partial<Record<PostEndpoint['handler'], string>> = {
     "Runs the goal's explicit checks concurrently under the request's deadline, each answered from cache while its `ttl_s` lasts, and judges them: `block` when a check fails, `wait` when one warns or could not be evaluated, `proceed` when they pass.",
   guard:
     'Turns the action description (swap, transfer, bridge, approve, ...) and what it carries (a transaction to simulate, typed data to sign, an EIP-7702 authorization) into a plan of safety checks, runs the plan and judges it as decide does.',
+  screen:
+    "Screens up to 100 addresses by the guard's counterparty_screen rules: the sanctions list and the operator's blocklists, lookalikes of the known counterparties (the request's known_addresses and, for a keyed call, the account's), and recipients delegated to a sweeper when the chain has a node. One result per address, in order, and the lists with their dates and hashes.",
 };
 
 /** What a DecideResponse carries besides the verdict. */

@@ -59,7 +59,7 @@ export function forgetSources(): void {
   sources.clear();
 }
 
-interface ProbeResult {
+export interface ProbeResult {
   /** false when only eth_call answered: it says whether a call reverts, not what it moves. */
   effectsKnown: boolean;
   method: string | null;
@@ -73,7 +73,7 @@ interface ProbeResult {
  * the authority to itself with empty calldata, each with the authority's code set to the
  * designator. What leaves the authority in either is what the delegate does on its own.
  */
-async function probe(url: string, a: Authorization, rpcOpts: RpcOptions): Promise<UpstreamResult<ProbeResult>> {
+export async function probe(url: string, a: Authorization, rpcOpts: RpcOptions): Promise<UpstreamResult<ProbeResult>> {
   const authority = a.authority.toLowerCase();
   const code = { code: designator(a.address) };
   const [pay, self] = await Promise.all([

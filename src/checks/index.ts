@@ -15,6 +15,7 @@ import {
 import { approvalAmount } from './approval_amount.js';
 import { bridgeExploitMonitor } from './bridge_exploit_monitor.js';
 import { contractVerified } from './contract_verified.js';
+import { counterpartyScreen } from './counterparty_screen.js';
 import { delegationScan } from './delegation_scan.js';
 import { dexPrice } from './dex_price.js';
 import { http } from './http.js';
@@ -45,6 +46,8 @@ export const checks = {
   transaction_simulation: transactionSimulation,
   signature_scan: signatureScan,
   delegation_scan: delegationScan,
+  // Runs on the main thread, where the screening lists are (docs/screening.md §4).
+  counterparty_screen: counterpartyScreen,
 } satisfies Record<CheckType, CheckModule<any>>;
 
 /** The module for a check; the registry's keys are exactly the check types. */

@@ -9,6 +9,8 @@ import type { CheckStatus } from '../wire.js';
 import type { Authorization } from '../scan/delegation.js';
 import type { StateOverrides } from '../scan/simulate.js';
 import type { TypedDataInput } from '../scan/typed-data-shape.js';
+import type { Role } from '../screening/rules.js';
+import type { ScreeningView } from '../screening/view.js';
 
 /** The check types a decide request may name: exactly the Check schema's variants. */
 export type PublicCheckType = Check['type'];
@@ -76,6 +78,22 @@ export interface DelegationScanCheck {
 }
 
 /**
+ * counterparty_screen (checks/counterparty_screen.ts): every address the action names, with its
+ * roles, against the screening lists and the known counterparties (docs/screening.md §4).
+ */
+export interface CounterpartyScreenCheck {
+  type: 'counterparty_screen';
+  chain: string;
+  /** The node the sweeper rule reads recipients' code on; null: the rule is skipped. */
+  rpc_url: string | null;
+  addresses: Array<{ address: string; roles: Role[] }>;
+  /** The request's known addresses (known_safe_addresses, or /v1/screen's known_addresses) and the policy's sets. */
+  known_addresses: string[];
+  /** The account whose learned counterparties are known too; null for a call without a key. */
+  account: string | null;
+}
+
+/**
  * Checks only the service plans (the guard builds them from its request); the Check schema
  * does not admit them, so a decide request cannot name them.
  */
@@ -84,7 +102,8 @@ export type GuardOnlyCheck =
   | LiquidityDepthCheck
   | TransactionSimulationCheck
   | SignatureScanCheck
-  | DelegationScanCheck;
+  | DelegationScanCheck
+  | CounterpartyScreenCheck;
 /** Every check object a module runs. */
 export type AnyCheck = Check | GuardOnlyCheck;
 export type CheckType = AnyCheck['type'];
@@ -139,6 +158,8 @@ export interface CheckContext {
   signal: AbortSignal;
   /** Milliseconds left for this check (the signal fires when they run out). */
   timeoutMs: number;
+  /** The screening lists, on the main thread only (counterparty_screen; docs/screening.md §4). */
+  screening?: ScreeningView;
 }
 
 /**

@@ -194,6 +194,185 @@ export const schemas = {
       "latency_ms"
     ]
   },
+  "ScreenResponse": {
+    "$id": "ScreenResponse",
+    "title": "ScreenResponse",
+    "type": "object",
+    "description": "One result per address, in request order, and the lists they were screened against.",
+    "properties": {
+      "results": {
+        "type": "array",
+        "items": {
+          "type": "object",
+          "properties": {
+            "address": {
+              "type": "string",
+              "description": "Lowercased."
+            },
+            "status": {
+              "type": "string",
+              "enum": [
+                "pass",
+                "warn",
+                "fail",
+                "error"
+              ]
+            },
+            "reasons": {
+              "type": "array",
+              "description": "Reason codes: sanctioned_address, blocklisted_address, address_lookalike, recipient_delegated_to_sweeper, screening_data_stale, or the error that kept the address from being cleared.",
+              "items": {
+                "type": "string"
+              }
+            },
+            "lists": {
+              "type": "array",
+              "description": "The names of the lists that name the address.",
+              "items": {
+                "type": "string"
+              }
+            },
+            "message": {
+              "type": "string"
+            },
+            "sanctions": {
+              "type": [
+                "object",
+                "null"
+              ],
+              "description": "The sanctions entry: the list's date, the SDN entry's uid and name where the file gives them, the assets the address is tagged under.",
+              "properties": {
+                "list": {
+                  "type": "string"
+                },
+                "date": {
+                  "type": [
+                    "string",
+                    "null"
+                  ]
+                },
+                "uid": {
+                  "type": [
+                    "string",
+                    "null"
+                  ]
+                },
+                "name": {
+                  "type": [
+                    "string",
+                    "null"
+                  ]
+                },
+                "assets": {
+                  "type": "array",
+                  "items": {
+                    "type": "string"
+                  }
+                }
+              }
+            },
+            "blocklists": {
+              "type": "array",
+              "items": {
+                "type": "object",
+                "properties": {
+                  "list": {
+                    "type": "string"
+                  },
+                  "reason": {
+                    "type": [
+                      "string",
+                      "null"
+                    ]
+                  }
+                }
+              }
+            },
+            "lookalike_of": {
+              "type": "array",
+              "description": "Known counterparties the address looks like, closest first, with the hex digits alike at each end.",
+              "items": {
+                "type": "object",
+                "properties": {
+                  "known": {
+                    "type": "string"
+                  },
+                  "prefix_digits": {
+                    "type": "integer"
+                  },
+                  "suffix_digits": {
+                    "type": "integer"
+                  }
+                }
+              }
+            }
+          },
+          "required": [
+            "address",
+            "status",
+            "reasons",
+            "lists"
+          ]
+        }
+      },
+      "lists": {
+        "type": "array",
+        "description": "Each list screened against: name, kind, date, size, hash and status, as in GET /v1/capabilities.",
+        "items": {
+          "type": "object",
+          "properties": {
+            "name": {
+              "type": "string"
+            },
+            "kind": {
+              "type": "string",
+              "enum": [
+                "sanctions",
+                "blocklist"
+              ]
+            },
+            "date": {
+              "type": [
+                "string",
+                "null"
+              ]
+            },
+            "size": {
+              "type": "integer"
+            },
+            "hash": {
+              "type": [
+                "string",
+                "null"
+              ]
+            },
+            "status": {
+              "type": "string"
+            }
+          }
+        }
+      },
+      "sweeper_rule": {
+        "type": "string",
+        "description": "`run`, or why the EIP-7702 sweeper rule was skipped."
+      },
+      "request_id": {
+        "type": "string"
+      },
+      "evaluated_at": {
+        "type": "string",
+        "format": "date-time"
+      },
+      "latency_ms": {
+        "type": "integer",
+        "minimum": 0
+      }
+    },
+    "required": [
+      "results",
+      "lists"
+    ]
+  },
   "StablecoinIntelligenceResponse": {
     "$id": "StablecoinIntelligenceResponse",
     "title": "StablecoinIntelligenceResponse",
@@ -2714,6 +2893,46 @@ export const schemas = {
       "created_at",
       "document"
     ]
+  },
+  "ScreenRequest": {
+    "$id": "ScreenRequest",
+    "title": "ScreenRequest",
+    "type": "object",
+    "description": "Addresses to screen against the sanctions list, the operator's blocklists, the known counterparties (lookalikes) and, when the chain has a node, EIP-7702 sweepers.",
+    "properties": {
+      "chain": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "maxLength": 64,
+        "default": "base",
+        "description": "The chain whose node the sweeper rule reads (RPC_URLS); without one that rule is skipped."
+      },
+      "addresses": {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 100,
+        "description": "The addresses, answered one result each in this order.",
+        "items": {
+          "type": "string",
+          "pattern": "^0x[0-9a-fA-F]{40}$"
+        }
+      },
+      "known_addresses": {
+        "type": "array",
+        "maxItems": 1000,
+        "description": "Counterparties the caller knows: never lookalikes themselves, and what a lookalike is measured against.",
+        "items": {
+          "type": "string",
+          "pattern": "^0x[0-9a-fA-F]{40}$"
+        }
+      }
+    },
+    "required": [
+      "addresses"
+    ],
+    "additionalProperties": false
   },
   "StablecoinIntelligenceRequest": {
     "$id": "StablecoinIntelligenceRequest",

@@ -39,6 +39,52 @@ export type BridgeRiskResponse = {
   latency_ms: number;
 };
 
+/** One result per address, in request order, and the lists they were screened against. */
+export type ScreenResponse = {
+  results: Array<{
+    /** Lowercased. */
+    address: string;
+    status: "pass" | "warn" | "fail" | "error";
+    /** Reason codes: sanctioned_address, blocklisted_address, address_lookalike, recipient_delegated_to_sweeper, screening_data_stale, or the error that kept the address from being cleared. */
+    reasons: Array<string>;
+    /** The names of the lists that name the address. */
+    lists: Array<string>;
+    message?: string;
+    /** The sanctions entry: the list's date, the SDN entry's uid and name where the file gives them, the assets the address is tagged under. */
+    sanctions?: {
+      list?: string;
+      date?: string | null;
+      uid?: string | null;
+      name?: string | null;
+      assets?: Array<string>;
+    } | null;
+    blocklists?: Array<{
+      list?: string;
+      reason?: string | null;
+    }>;
+    /** Known counterparties the address looks like, closest first, with the hex digits alike at each end. */
+    lookalike_of?: Array<{
+      known?: string;
+      prefix_digits?: number;
+      suffix_digits?: number;
+    }>;
+  }>;
+  /** Each list screened against: name, kind, date, size, hash and status, as in GET /v1/capabilities. */
+  lists: Array<{
+    name?: string;
+    kind?: "sanctions" | "blocklist";
+    date?: string | null;
+    size?: number;
+    hash?: string | null;
+    status?: string;
+  }>;
+  /** `run`, or why the EIP-7702 sweeper rule was skipped. */
+  sweeper_rule?: string;
+  request_id?: string;
+  evaluated_at?: string;
+  latency_ms?: number;
+};
+
 /** Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict. */
 export type StablecoinIntelligenceResponse = {
   verdict: "proceed" | "wait" | "block";
@@ -641,6 +687,16 @@ export type PolicyVersion = {
   hash: string;
   created_at: string;
   document: PolicyDocument;
+};
+
+/** Addresses to screen against the sanctions list, the operator's blocklists, the known counterparties (lookalikes) and, when the chain has a node, EIP-7702 sweepers. */
+export type ScreenRequest = {
+  /** The chain whose node the sweeper rule reads (RPC_URLS); without one that rule is skipped. */
+  chain: string | null;
+  /** The addresses, answered one result each in this order. */
+  addresses: Array<string>;
+  /** Counterparties the caller knows: never lookalikes themselves, and what a lookalike is measured against. */
+  known_addresses?: Array<string>;
 };
 
 export type StablecoinIntelligenceRequest = {

@@ -1156,10 +1156,637 @@ validate11.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinIntelligenceResponse = validate12;
-const schema14 = {"$id":"StablecoinIntelligenceResponse","title":"StablecoinIntelligenceResponse","type":"object","description":"Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"retry_after_s":{"type":"integer","minimum":1,"description":"On wait: seconds until a retry makes sense."},"quote":{"type":"string","description":"The peg currency: each asset is judged against 1 unit of it."},"thresholds":{"type":"object","properties":{"warn_deviation_pct":{"type":"number","description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","description":"Fraction: 0.02 is 2 %."}},"required":["warn_deviation_pct","block_deviation_pct"]},"assets":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"],"description":"abs(price - 1) as a fraction."},"last_updated_at":{"type":["string","null"],"format":"date-time","description":"The provider's last update of this price."},"age_s":{"type":["integer","null"],"minimum":0},"reason":{"type":["string","null"],"description":"Machine code when not pegged: depeg_warning, depegged, unknown_asset, upstream_timeout, ..."},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","last_updated_at","age_s","reason","message"]}},"summary":{"type":"object","properties":{"worst_asset":{"type":["string","null"]},"worst_status":{"type":["string","null"],"enum":["pegged","warning","depegged","unknown",null]},"worst_deviation_pct":{"type":["number","null"]},"counts":{"type":"object","properties":{"pegged":{"type":"integer","minimum":0},"warning":{"type":"integer","minimum":0},"depegged":{"type":"integer","minimum":0},"unknown":{"type":"integer","minimum":0}},"required":["pegged","warning","depegged","unknown"]},"message":{"type":"string"}},"required":["worst_asset","worst_status","worst_deviation_pct","counts","message"]},"failure_modes":{"type":"array","items":{"type":"string"}},"source":{"type":["string","null"]},"cached":{"type":"boolean","description":"The prices came from a snapshot taken within their 30 s lifetime."},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","quote","thresholds","assets","summary","failure_modes","source","cached","request_id","evaluated_at","latency_ms"]};
+export const ScreenResponse = validate12;
+const schema14 = {"$id":"ScreenResponse","title":"ScreenResponse","type":"object","description":"One result per address, in request order, and the lists they were screened against.","properties":{"results":{"type":"array","items":{"type":"object","properties":{"address":{"type":"string","description":"Lowercased."},"status":{"type":"string","enum":["pass","warn","fail","error"]},"reasons":{"type":"array","description":"Reason codes: sanctioned_address, blocklisted_address, address_lookalike, recipient_delegated_to_sweeper, screening_data_stale, or the error that kept the address from being cleared.","items":{"type":"string"}},"lists":{"type":"array","description":"The names of the lists that name the address.","items":{"type":"string"}},"message":{"type":"string"},"sanctions":{"type":["object","null"],"description":"The sanctions entry: the list's date, the SDN entry's uid and name where the file gives them, the assets the address is tagged under.","properties":{"list":{"type":"string"},"date":{"type":["string","null"]},"uid":{"type":["string","null"]},"name":{"type":["string","null"]},"assets":{"type":"array","items":{"type":"string"}}}},"blocklists":{"type":"array","items":{"type":"object","properties":{"list":{"type":"string"},"reason":{"type":["string","null"]}}}},"lookalike_of":{"type":"array","description":"Known counterparties the address looks like, closest first, with the hex digits alike at each end.","items":{"type":"object","properties":{"known":{"type":"string"},"prefix_digits":{"type":"integer"},"suffix_digits":{"type":"integer"}}}}},"required":["address","status","reasons","lists"]}},"lists":{"type":"array","description":"Each list screened against: name, kind, date, size, hash and status, as in GET /v1/capabilities.","items":{"type":"object","properties":{"name":{"type":"string"},"kind":{"type":"string","enum":["sanctions","blocklist"]},"date":{"type":["string","null"]},"size":{"type":"integer"},"hash":{"type":["string","null"]},"status":{"type":"string"}}}},"sweeper_rule":{"type":"string","description":"`run`, or why the EIP-7702 sweeper rule was skipped."},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["results","lists"]};
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="ScreenResponse" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.results === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "results"},message:"must have required property '"+"results"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.lists === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "lists"},message:"must have required property '"+"lists"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.results !== undefined){
+let data0 = data.results;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.address === undefined){
+const err2 = {instancePath:instancePath+"/results/" + i0,schemaPath:"#/properties/results/items/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.status === undefined){
+const err3 = {instancePath:instancePath+"/results/" + i0,schemaPath:"#/properties/results/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.reasons === undefined){
+const err4 = {instancePath:instancePath+"/results/" + i0,schemaPath:"#/properties/results/items/required",keyword:"required",params:{missingProperty: "reasons"},message:"must have required property '"+"reasons"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.lists === undefined){
+const err5 = {instancePath:instancePath+"/results/" + i0,schemaPath:"#/properties/results/items/required",keyword:"required",params:{missingProperty: "lists"},message:"must have required property '"+"lists"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.address !== undefined){
+if(typeof data1.address !== "string"){
+const err6 = {instancePath:instancePath+"/results/" + i0+"/address",schemaPath:"#/properties/results/items/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data1.status !== undefined){
+let data3 = data1.status;
+if(typeof data3 !== "string"){
+const err7 = {instancePath:instancePath+"/results/" + i0+"/status",schemaPath:"#/properties/results/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(!((((data3 === "pass") || (data3 === "warn")) || (data3 === "fail")) || (data3 === "error"))){
+const err8 = {instancePath:instancePath+"/results/" + i0+"/status",schemaPath:"#/properties/results/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema14.properties.results.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data1.reasons !== undefined){
+let data4 = data1.reasons;
+if(Array.isArray(data4)){
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data4[i1] !== "string"){
+const err9 = {instancePath:instancePath+"/results/" + i0+"/reasons/" + i1,schemaPath:"#/properties/results/items/properties/reasons/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/results/" + i0+"/reasons",schemaPath:"#/properties/results/items/properties/reasons/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data1.lists !== undefined){
+let data6 = data1.lists;
+if(Array.isArray(data6)){
+const len2 = data6.length;
+for(let i2=0; i2<len2; i2++){
+if(typeof data6[i2] !== "string"){
+const err11 = {instancePath:instancePath+"/results/" + i0+"/lists/" + i2,schemaPath:"#/properties/results/items/properties/lists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/results/" + i0+"/lists",schemaPath:"#/properties/results/items/properties/lists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.message !== undefined){
+if(typeof data1.message !== "string"){
+const err13 = {instancePath:instancePath+"/results/" + i0+"/message",schemaPath:"#/properties/results/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data1.sanctions !== undefined){
+let data9 = data1.sanctions;
+if((!(data9 && typeof data9 == "object" && !Array.isArray(data9))) && (data9 !== null)){
+const err14 = {instancePath:instancePath+"/results/" + i0+"/sanctions",schemaPath:"#/properties/results/items/properties/sanctions/type",keyword:"type",params:{type: schema14.properties.results.items.properties.sanctions.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.list !== undefined){
+if(typeof data9.list !== "string"){
+const err15 = {instancePath:instancePath+"/results/" + i0+"/sanctions/list",schemaPath:"#/properties/results/items/properties/sanctions/properties/list/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data9.date !== undefined){
+let data11 = data9.date;
+if((typeof data11 !== "string") && (data11 !== null)){
+const err16 = {instancePath:instancePath+"/results/" + i0+"/sanctions/date",schemaPath:"#/properties/results/items/properties/sanctions/properties/date/type",keyword:"type",params:{type: schema14.properties.results.items.properties.sanctions.properties.date.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data9.uid !== undefined){
+let data12 = data9.uid;
+if((typeof data12 !== "string") && (data12 !== null)){
+const err17 = {instancePath:instancePath+"/results/" + i0+"/sanctions/uid",schemaPath:"#/properties/results/items/properties/sanctions/properties/uid/type",keyword:"type",params:{type: schema14.properties.results.items.properties.sanctions.properties.uid.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data9.name !== undefined){
+let data13 = data9.name;
+if((typeof data13 !== "string") && (data13 !== null)){
+const err18 = {instancePath:instancePath+"/results/" + i0+"/sanctions/name",schemaPath:"#/properties/results/items/properties/sanctions/properties/name/type",keyword:"type",params:{type: schema14.properties.results.items.properties.sanctions.properties.name.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data9.assets !== undefined){
+let data14 = data9.assets;
+if(Array.isArray(data14)){
+const len3 = data14.length;
+for(let i3=0; i3<len3; i3++){
+if(typeof data14[i3] !== "string"){
+const err19 = {instancePath:instancePath+"/results/" + i0+"/sanctions/assets/" + i3,schemaPath:"#/properties/results/items/properties/sanctions/properties/assets/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/results/" + i0+"/sanctions/assets",schemaPath:"#/properties/results/items/properties/sanctions/properties/assets/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+}
+if(data1.blocklists !== undefined){
+let data16 = data1.blocklists;
+if(Array.isArray(data16)){
+const len4 = data16.length;
+for(let i4=0; i4<len4; i4++){
+let data17 = data16[i4];
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.list !== undefined){
+if(typeof data17.list !== "string"){
+const err21 = {instancePath:instancePath+"/results/" + i0+"/blocklists/" + i4+"/list",schemaPath:"#/properties/results/items/properties/blocklists/items/properties/list/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data17.reason !== undefined){
+let data19 = data17.reason;
+if((typeof data19 !== "string") && (data19 !== null)){
+const err22 = {instancePath:instancePath+"/results/" + i0+"/blocklists/" + i4+"/reason",schemaPath:"#/properties/results/items/properties/blocklists/items/properties/reason/type",keyword:"type",params:{type: schema14.properties.results.items.properties.blocklists.items.properties.reason.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/results/" + i0+"/blocklists/" + i4,schemaPath:"#/properties/results/items/properties/blocklists/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/results/" + i0+"/blocklists",schemaPath:"#/properties/results/items/properties/blocklists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data1.lookalike_of !== undefined){
+let data20 = data1.lookalike_of;
+if(Array.isArray(data20)){
+const len5 = data20.length;
+for(let i5=0; i5<len5; i5++){
+let data21 = data20[i5];
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+if(data21.known !== undefined){
+if(typeof data21.known !== "string"){
+const err25 = {instancePath:instancePath+"/results/" + i0+"/lookalike_of/" + i5+"/known",schemaPath:"#/properties/results/items/properties/lookalike_of/items/properties/known/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data21.prefix_digits !== undefined){
+let data23 = data21.prefix_digits;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err26 = {instancePath:instancePath+"/results/" + i0+"/lookalike_of/" + i5+"/prefix_digits",schemaPath:"#/properties/results/items/properties/lookalike_of/items/properties/prefix_digits/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data21.suffix_digits !== undefined){
+let data24 = data21.suffix_digits;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err27 = {instancePath:instancePath+"/results/" + i0+"/lookalike_of/" + i5+"/suffix_digits",schemaPath:"#/properties/results/items/properties/lookalike_of/items/properties/suffix_digits/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/results/" + i0+"/lookalike_of/" + i5,schemaPath:"#/properties/results/items/properties/lookalike_of/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/results/" + i0+"/lookalike_of",schemaPath:"#/properties/results/items/properties/lookalike_of/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/results/" + i0,schemaPath:"#/properties/results/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/results",schemaPath:"#/properties/results/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data.lists !== undefined){
+let data25 = data.lists;
+if(Array.isArray(data25)){
+const len6 = data25.length;
+for(let i6=0; i6<len6; i6++){
+let data26 = data25[i6];
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.name !== undefined){
+if(typeof data26.name !== "string"){
+const err32 = {instancePath:instancePath+"/lists/" + i6+"/name",schemaPath:"#/properties/lists/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data26.kind !== undefined){
+let data28 = data26.kind;
+if(typeof data28 !== "string"){
+const err33 = {instancePath:instancePath+"/lists/" + i6+"/kind",schemaPath:"#/properties/lists/items/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(!((data28 === "sanctions") || (data28 === "blocklist"))){
+const err34 = {instancePath:instancePath+"/lists/" + i6+"/kind",schemaPath:"#/properties/lists/items/properties/kind/enum",keyword:"enum",params:{allowedValues: schema14.properties.lists.items.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data26.date !== undefined){
+let data29 = data26.date;
+if((typeof data29 !== "string") && (data29 !== null)){
+const err35 = {instancePath:instancePath+"/lists/" + i6+"/date",schemaPath:"#/properties/lists/items/properties/date/type",keyword:"type",params:{type: schema14.properties.lists.items.properties.date.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data26.size !== undefined){
+let data30 = data26.size;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+const err36 = {instancePath:instancePath+"/lists/" + i6+"/size",schemaPath:"#/properties/lists/items/properties/size/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data26.hash !== undefined){
+let data31 = data26.hash;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err37 = {instancePath:instancePath+"/lists/" + i6+"/hash",schemaPath:"#/properties/lists/items/properties/hash/type",keyword:"type",params:{type: schema14.properties.lists.items.properties.hash.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data26.status !== undefined){
+if(typeof data26.status !== "string"){
+const err38 = {instancePath:instancePath+"/lists/" + i6+"/status",schemaPath:"#/properties/lists/items/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/lists/" + i6,schemaPath:"#/properties/lists/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/lists",schemaPath:"#/properties/lists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data.sweeper_rule !== undefined){
+if(typeof data.sweeper_rule !== "string"){
+const err41 = {instancePath:instancePath+"/sweeper_rule",schemaPath:"#/properties/sweeper_rule/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data.request_id !== undefined){
+if(typeof data.request_id !== "string"){
+const err42 = {instancePath:instancePath+"/request_id",schemaPath:"#/properties/request_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.evaluated_at !== undefined){
+let data35 = data.evaluated_at;
+if(typeof data35 === "string"){
+if(!(formats0.validate(data35))){
+const err43 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/evaluated_at",schemaPath:"#/properties/evaluated_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+if(data.latency_ms !== undefined){
+let data36 = data.latency_ms;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err45 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 < 0 || isNaN(data36)){
+const err46 = {instancePath:instancePath+"/latency_ms",schemaPath:"#/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err47 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+validate12.errors = vErrors;
+return errors === 0;
+}
+
+export const StablecoinIntelligenceResponse = validate13;
+const schema15 = {"$id":"StablecoinIntelligenceResponse","title":"StablecoinIntelligenceResponse","type":"object","description":"Peg status of each stablecoin from one price-provider call, the worst asset and an overall verdict.","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":"string","enum":["low","medium","high"]},"confidence":{"type":"number","minimum":0,"maximum":1},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"retry_after_s":{"type":"integer","minimum":1,"description":"On wait: seconds until a retry makes sense."},"quote":{"type":"string","description":"The peg currency: each asset is judged against 1 unit of it."},"thresholds":{"type":"object","properties":{"warn_deviation_pct":{"type":"number","description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","description":"Fraction: 0.02 is 2 %."}},"required":["warn_deviation_pct","block_deviation_pct"]},"assets":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"],"description":"abs(price - 1) as a fraction."},"last_updated_at":{"type":["string","null"],"format":"date-time","description":"The provider's last update of this price."},"age_s":{"type":["integer","null"],"minimum":0},"reason":{"type":["string","null"],"description":"Machine code when not pegged: depeg_warning, depegged, unknown_asset, upstream_timeout, ..."},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","last_updated_at","age_s","reason","message"]}},"summary":{"type":"object","properties":{"worst_asset":{"type":["string","null"]},"worst_status":{"type":["string","null"],"enum":["pegged","warning","depegged","unknown",null]},"worst_deviation_pct":{"type":["number","null"]},"counts":{"type":"object","properties":{"pegged":{"type":"integer","minimum":0},"warning":{"type":"integer","minimum":0},"depegged":{"type":"integer","minimum":0},"unknown":{"type":"integer","minimum":0}},"required":["pegged","warning","depegged","unknown"]},"message":{"type":"string"}},"required":["worst_asset","worst_status","worst_deviation_pct","counts","message"]},"failure_modes":{"type":"array","items":{"type":"string"}},"source":{"type":["string","null"]},"cached":{"type":"boolean","description":"The prices came from a snapshot taken within their 30 s lifetime."},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["verdict","risk","confidence","expires_in","quote","thresholds","assets","summary","failure_modes","source","cached","request_id","evaluated_at","latency_ms"]};
+
+function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -1317,7 +1944,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!(((data0 === "proceed") || (data0 === "wait")) || (data0 === "block"))){
-const err15 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema14.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err15 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema15.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1340,7 +1967,7 @@ vErrors.push(err16);
 errors++;
 }
 if(!(((data1 === "low") || (data1 === "medium")) || (data1 === "high"))){
-const err17 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema14.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema15.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1620,7 +2247,7 @@ vErrors.push(err40);
 errors++;
 }
 if(!((((data12 === "pegged") || (data12 === "warning")) || (data12 === "depegged")) || (data12 === "unknown"))){
-const err41 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema14.properties.assets.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err41 = {instancePath:instancePath+"/assets/" + i0+"/status",schemaPath:"#/properties/assets/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema15.properties.assets.items.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1633,7 +2260,7 @@ errors++;
 if(data10.price !== undefined){
 let data13 = data10.price;
 if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
-const err42 = {instancePath:instancePath+"/assets/" + i0+"/price",schemaPath:"#/properties/assets/items/properties/price/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.price.type},message:"must be number,null"};
+const err42 = {instancePath:instancePath+"/assets/" + i0+"/price",schemaPath:"#/properties/assets/items/properties/price/type",keyword:"type",params:{type: schema15.properties.assets.items.properties.price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1646,7 +2273,7 @@ errors++;
 if(data10.deviation_pct !== undefined){
 let data14 = data10.deviation_pct;
 if((!((typeof data14 == "number") && (isFinite(data14)))) && (data14 !== null)){
-const err43 = {instancePath:instancePath+"/assets/" + i0+"/deviation_pct",schemaPath:"#/properties/assets/items/properties/deviation_pct/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.deviation_pct.type},message:"must be number,null"};
+const err43 = {instancePath:instancePath+"/assets/" + i0+"/deviation_pct",schemaPath:"#/properties/assets/items/properties/deviation_pct/type",keyword:"type",params:{type: schema15.properties.assets.items.properties.deviation_pct.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1659,7 +2286,7 @@ errors++;
 if(data10.last_updated_at !== undefined){
 let data15 = data10.last_updated_at;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err44 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.last_updated_at.type},message:"must be string,null"};
+const err44 = {instancePath:instancePath+"/assets/" + i0+"/last_updated_at",schemaPath:"#/properties/assets/items/properties/last_updated_at/type",keyword:"type",params:{type: schema15.properties.assets.items.properties.last_updated_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1684,7 +2311,7 @@ errors++;
 if(data10.age_s !== undefined){
 let data16 = data10.age_s;
 if((!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))) && (data16 !== null)){
-const err46 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.age_s.type},message:"must be integer,null"};
+const err46 = {instancePath:instancePath+"/assets/" + i0+"/age_s",schemaPath:"#/properties/assets/items/properties/age_s/type",keyword:"type",params:{type: schema15.properties.assets.items.properties.age_s.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1709,7 +2336,7 @@ errors++;
 if(data10.reason !== undefined){
 let data17 = data10.reason;
 if((typeof data17 !== "string") && (data17 !== null)){
-const err48 = {instancePath:instancePath+"/assets/" + i0+"/reason",schemaPath:"#/properties/assets/items/properties/reason/type",keyword:"type",params:{type: schema14.properties.assets.items.properties.reason.type},message:"must be string,null"};
+const err48 = {instancePath:instancePath+"/assets/" + i0+"/reason",schemaPath:"#/properties/assets/items/properties/reason/type",keyword:"type",params:{type: schema15.properties.assets.items.properties.reason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1811,7 +2438,7 @@ errors++;
 if(data19.worst_asset !== undefined){
 let data20 = data19.worst_asset;
 if((typeof data20 !== "string") && (data20 !== null)){
-const err57 = {instancePath:instancePath+"/summary/worst_asset",schemaPath:"#/properties/summary/properties/worst_asset/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_asset.type},message:"must be string,null"};
+const err57 = {instancePath:instancePath+"/summary/worst_asset",schemaPath:"#/properties/summary/properties/worst_asset/type",keyword:"type",params:{type: schema15.properties.summary.properties.worst_asset.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1824,7 +2451,7 @@ errors++;
 if(data19.worst_status !== undefined){
 let data21 = data19.worst_status;
 if((typeof data21 !== "string") && (data21 !== null)){
-const err58 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_status.type},message:"must be string,null"};
+const err58 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/type",keyword:"type",params:{type: schema15.properties.summary.properties.worst_status.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1834,7 +2461,7 @@ vErrors.push(err58);
 errors++;
 }
 if(!(((((data21 === "pegged") || (data21 === "warning")) || (data21 === "depegged")) || (data21 === "unknown")) || (data21 === null))){
-const err59 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/enum",keyword:"enum",params:{allowedValues: schema14.properties.summary.properties.worst_status.enum},message:"must be equal to one of the allowed values"};
+const err59 = {instancePath:instancePath+"/summary/worst_status",schemaPath:"#/properties/summary/properties/worst_status/enum",keyword:"enum",params:{allowedValues: schema15.properties.summary.properties.worst_status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1847,7 +2474,7 @@ errors++;
 if(data19.worst_deviation_pct !== undefined){
 let data22 = data19.worst_deviation_pct;
 if((!((typeof data22 == "number") && (isFinite(data22)))) && (data22 !== null)){
-const err60 = {instancePath:instancePath+"/summary/worst_deviation_pct",schemaPath:"#/properties/summary/properties/worst_deviation_pct/type",keyword:"type",params:{type: schema14.properties.summary.properties.worst_deviation_pct.type},message:"must be number,null"};
+const err60 = {instancePath:instancePath+"/summary/worst_deviation_pct",schemaPath:"#/properties/summary/properties/worst_deviation_pct/type",keyword:"type",params:{type: schema15.properties.summary.properties.worst_deviation_pct.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -2067,7 +2694,7 @@ errors++;
 if(data.source !== undefined){
 let data31 = data.source;
 if((typeof data31 !== "string") && (data31 !== null)){
-const err78 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: schema14.properties.source.type},message:"must be string,null"};
+const err78 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: schema15.properties.source.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -2162,14 +2789,14 @@ vErrors.push(err85);
 }
 errors++;
 }
-validate12.errors = vErrors;
+validate13.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingResponse = validate13;
-const schema15 = {"$id":"YieldRoutingResponse","title":"YieldRoutingResponse","type":"object","description":"Yield options ranked by apy * (1 - risk_score / 100) after exclusions, with the recommended option.","properties":{"recommended":{"type":["object","null"],"properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"rank":{"type":"integer","minimum":1},"score":{"type":"number"},"preferred_chain":{"type":"boolean"}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","rank","score","preferred_chain"]},"ranked":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"rank":{"type":"integer","minimum":1},"score":{"type":"number","description":"apy * (1 - risk_score / 100)"},"preferred_chain":{"type":"boolean"}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","rank","score","preferred_chain"]}},"excluded":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"reasons":{"type":"array","minItems":1,"items":{"type":"object","properties":{"code":{"type":"string","enum":["liquidity_below_min","liquidity_unknown","risk_above_max","stablecoin_depegged","stablecoin_unknown","stablecoin_unverified"]},"message":{"type":"string"}},"required":["code","message"]}}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","reasons"]}},"criteria":{"type":"object","properties":{"min_liquidity_usd":{"type":"number"},"max_risk_score":{"type":"number"},"prefer_chain":{"type":["string","null"]},"score":{"type":"string"}},"required":["min_liquidity_usd","max_risk_score","prefer_chain","score"]},"stablecoins":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"]},"reason":{"type":["string","null"]},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","reason","message"]}},"summary":{"type":"string"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["recommended","ranked","excluded","criteria","stablecoins","summary","evidence","request_id","evaluated_at","latency_ms"]};
+export const YieldRoutingResponse = validate14;
+const schema16 = {"$id":"YieldRoutingResponse","title":"YieldRoutingResponse","type":"object","description":"Yield options ranked by apy * (1 - risk_score / 100) after exclusions, with the recommended option.","properties":{"recommended":{"type":["object","null"],"properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"rank":{"type":"integer","minimum":1},"score":{"type":"number"},"preferred_chain":{"type":"boolean"}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","rank","score","preferred_chain"]},"ranked":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"rank":{"type":"integer","minimum":1},"score":{"type":"number","description":"apy * (1 - risk_score / 100)"},"preferred_chain":{"type":"boolean"}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","rank","score","preferred_chain"]}},"excluded":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"protocol":{"type":["string","null"]},"chain":{"type":"string"},"apy":{"type":"number"},"risk_score":{"type":"number"},"liquidity_usd":{"type":["number","null"]},"stablecoin_asset_id":{"type":"string"},"stablecoin_status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"reasons":{"type":"array","minItems":1,"items":{"type":"object","properties":{"code":{"type":"string","enum":["liquidity_below_min","liquidity_unknown","risk_above_max","stablecoin_depegged","stablecoin_unknown","stablecoin_unverified"]},"message":{"type":"string"}},"required":["code","message"]}}},"required":["name","protocol","chain","apy","risk_score","liquidity_usd","stablecoin_asset_id","stablecoin_status","reasons"]}},"criteria":{"type":"object","properties":{"min_liquidity_usd":{"type":"number"},"max_risk_score":{"type":"number"},"prefer_chain":{"type":["string","null"]},"score":{"type":"string"}},"required":["min_liquidity_usd","max_risk_score","prefer_chain","score"]},"stablecoins":{"type":"array","items":{"type":"object","properties":{"asset_id":{"type":"string"},"status":{"type":"string","enum":["pegged","warning","depegged","unknown"]},"price":{"type":["number","null"]},"deviation_pct":{"type":["number","null"]},"reason":{"type":["string","null"]},"message":{"type":"string"}},"required":["asset_id","status","price","deviation_pct","reason","message"]}},"summary":{"type":"string"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"request_id":{"type":"string"},"evaluated_at":{"type":"string","format":"date-time"},"latency_ms":{"type":"integer","minimum":0}},"required":["recommended","ranked","excluded","criteria","stablecoins","summary","evidence","request_id","evaluated_at","latency_ms"]};
 
-function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -2277,7 +2904,7 @@ errors++;
 if(data.recommended !== undefined){
 let data0 = data.recommended;
 if((!(data0 && typeof data0 == "object" && !Array.isArray(data0))) && (data0 !== null)){
-const err10 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/type",keyword:"type",params:{type: schema15.properties.recommended.type},message:"must be object,null"};
+const err10 = {instancePath:instancePath+"/recommended",schemaPath:"#/properties/recommended/type",keyword:"type",params:{type: schema16.properties.recommended.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2412,7 +3039,7 @@ errors++;
 if(data0.protocol !== undefined){
 let data2 = data0.protocol;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err23 = {instancePath:instancePath+"/recommended/protocol",schemaPath:"#/properties/recommended/properties/protocol/type",keyword:"type",params:{type: schema15.properties.recommended.properties.protocol.type},message:"must be string,null"};
+const err23 = {instancePath:instancePath+"/recommended/protocol",schemaPath:"#/properties/recommended/properties/protocol/type",keyword:"type",params:{type: schema16.properties.recommended.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2463,7 +3090,7 @@ errors++;
 if(data0.liquidity_usd !== undefined){
 let data6 = data0.liquidity_usd;
 if((!((typeof data6 == "number") && (isFinite(data6)))) && (data6 !== null)){
-const err27 = {instancePath:instancePath+"/recommended/liquidity_usd",schemaPath:"#/properties/recommended/properties/liquidity_usd/type",keyword:"type",params:{type: schema15.properties.recommended.properties.liquidity_usd.type},message:"must be number,null"};
+const err27 = {instancePath:instancePath+"/recommended/liquidity_usd",schemaPath:"#/properties/recommended/properties/liquidity_usd/type",keyword:"type",params:{type: schema16.properties.recommended.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2498,7 +3125,7 @@ vErrors.push(err29);
 errors++;
 }
 if(!((((data8 === "pegged") || (data8 === "warning")) || (data8 === "depegged")) || (data8 === "unknown"))){
-const err30 = {instancePath:instancePath+"/recommended/stablecoin_status",schemaPath:"#/properties/recommended/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema15.properties.recommended.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
+const err30 = {instancePath:instancePath+"/recommended/stablecoin_status",schemaPath:"#/properties/recommended/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema16.properties.recommended.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2692,7 +3319,7 @@ errors++;
 if(data13.protocol !== undefined){
 let data15 = data13.protocol;
 if((typeof data15 !== "string") && (data15 !== null)){
-const err47 = {instancePath:instancePath+"/ranked/" + i0+"/protocol",schemaPath:"#/properties/ranked/items/properties/protocol/type",keyword:"type",params:{type: schema15.properties.ranked.items.properties.protocol.type},message:"must be string,null"};
+const err47 = {instancePath:instancePath+"/ranked/" + i0+"/protocol",schemaPath:"#/properties/ranked/items/properties/protocol/type",keyword:"type",params:{type: schema16.properties.ranked.items.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -2743,7 +3370,7 @@ errors++;
 if(data13.liquidity_usd !== undefined){
 let data19 = data13.liquidity_usd;
 if((!((typeof data19 == "number") && (isFinite(data19)))) && (data19 !== null)){
-const err51 = {instancePath:instancePath+"/ranked/" + i0+"/liquidity_usd",schemaPath:"#/properties/ranked/items/properties/liquidity_usd/type",keyword:"type",params:{type: schema15.properties.ranked.items.properties.liquidity_usd.type},message:"must be number,null"};
+const err51 = {instancePath:instancePath+"/ranked/" + i0+"/liquidity_usd",schemaPath:"#/properties/ranked/items/properties/liquidity_usd/type",keyword:"type",params:{type: schema16.properties.ranked.items.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -2778,7 +3405,7 @@ vErrors.push(err53);
 errors++;
 }
 if(!((((data21 === "pegged") || (data21 === "warning")) || (data21 === "depegged")) || (data21 === "unknown"))){
-const err54 = {instancePath:instancePath+"/ranked/" + i0+"/stablecoin_status",schemaPath:"#/properties/ranked/items/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema15.properties.ranked.items.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
+const err54 = {instancePath:instancePath+"/ranked/" + i0+"/stablecoin_status",schemaPath:"#/properties/ranked/items/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema16.properties.ranked.items.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -2974,7 +3601,7 @@ errors++;
 if(data26.protocol !== undefined){
 let data28 = data26.protocol;
 if((typeof data28 !== "string") && (data28 !== null)){
-const err71 = {instancePath:instancePath+"/excluded/" + i1+"/protocol",schemaPath:"#/properties/excluded/items/properties/protocol/type",keyword:"type",params:{type: schema15.properties.excluded.items.properties.protocol.type},message:"must be string,null"};
+const err71 = {instancePath:instancePath+"/excluded/" + i1+"/protocol",schemaPath:"#/properties/excluded/items/properties/protocol/type",keyword:"type",params:{type: schema16.properties.excluded.items.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -3025,7 +3652,7 @@ errors++;
 if(data26.liquidity_usd !== undefined){
 let data32 = data26.liquidity_usd;
 if((!((typeof data32 == "number") && (isFinite(data32)))) && (data32 !== null)){
-const err75 = {instancePath:instancePath+"/excluded/" + i1+"/liquidity_usd",schemaPath:"#/properties/excluded/items/properties/liquidity_usd/type",keyword:"type",params:{type: schema15.properties.excluded.items.properties.liquidity_usd.type},message:"must be number,null"};
+const err75 = {instancePath:instancePath+"/excluded/" + i1+"/liquidity_usd",schemaPath:"#/properties/excluded/items/properties/liquidity_usd/type",keyword:"type",params:{type: schema16.properties.excluded.items.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -3060,7 +3687,7 @@ vErrors.push(err77);
 errors++;
 }
 if(!((((data34 === "pegged") || (data34 === "warning")) || (data34 === "depegged")) || (data34 === "unknown"))){
-const err78 = {instancePath:instancePath+"/excluded/" + i1+"/stablecoin_status",schemaPath:"#/properties/excluded/items/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema15.properties.excluded.items.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
+const err78 = {instancePath:instancePath+"/excluded/" + i1+"/stablecoin_status",schemaPath:"#/properties/excluded/items/properties/stablecoin_status/enum",keyword:"enum",params:{allowedValues: schema16.properties.excluded.items.properties.stablecoin_status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -3120,7 +3747,7 @@ vErrors.push(err82);
 errors++;
 }
 if(!((((((data37 === "liquidity_below_min") || (data37 === "liquidity_unknown")) || (data37 === "risk_above_max")) || (data37 === "stablecoin_depegged")) || (data37 === "stablecoin_unknown")) || (data37 === "stablecoin_unverified"))){
-const err83 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2+"/code",schemaPath:"#/properties/excluded/items/properties/reasons/items/properties/code/enum",keyword:"enum",params:{allowedValues: schema15.properties.excluded.items.properties.reasons.items.properties.code.enum},message:"must be equal to one of the allowed values"};
+const err83 = {instancePath:instancePath+"/excluded/" + i1+"/reasons/" + i2+"/code",schemaPath:"#/properties/excluded/items/properties/reasons/items/properties/code/enum",keyword:"enum",params:{allowedValues: schema16.properties.excluded.items.properties.reasons.items.properties.code.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -3262,7 +3889,7 @@ errors++;
 if(data39.prefer_chain !== undefined){
 let data42 = data39.prefer_chain;
 if((typeof data42 !== "string") && (data42 !== null)){
-const err95 = {instancePath:instancePath+"/criteria/prefer_chain",schemaPath:"#/properties/criteria/properties/prefer_chain/type",keyword:"type",params:{type: schema15.properties.criteria.properties.prefer_chain.type},message:"must be string,null"};
+const err95 = {instancePath:instancePath+"/criteria/prefer_chain",schemaPath:"#/properties/criteria/properties/prefer_chain/type",keyword:"type",params:{type: schema16.properties.criteria.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -3388,7 +4015,7 @@ vErrors.push(err105);
 errors++;
 }
 if(!((((data47 === "pegged") || (data47 === "warning")) || (data47 === "depegged")) || (data47 === "unknown"))){
-const err106 = {instancePath:instancePath+"/stablecoins/" + i3+"/status",schemaPath:"#/properties/stablecoins/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema15.properties.stablecoins.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err106 = {instancePath:instancePath+"/stablecoins/" + i3+"/status",schemaPath:"#/properties/stablecoins/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema16.properties.stablecoins.items.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -3401,7 +4028,7 @@ errors++;
 if(data45.price !== undefined){
 let data48 = data45.price;
 if((!((typeof data48 == "number") && (isFinite(data48)))) && (data48 !== null)){
-const err107 = {instancePath:instancePath+"/stablecoins/" + i3+"/price",schemaPath:"#/properties/stablecoins/items/properties/price/type",keyword:"type",params:{type: schema15.properties.stablecoins.items.properties.price.type},message:"must be number,null"};
+const err107 = {instancePath:instancePath+"/stablecoins/" + i3+"/price",schemaPath:"#/properties/stablecoins/items/properties/price/type",keyword:"type",params:{type: schema16.properties.stablecoins.items.properties.price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -3414,7 +4041,7 @@ errors++;
 if(data45.deviation_pct !== undefined){
 let data49 = data45.deviation_pct;
 if((!((typeof data49 == "number") && (isFinite(data49)))) && (data49 !== null)){
-const err108 = {instancePath:instancePath+"/stablecoins/" + i3+"/deviation_pct",schemaPath:"#/properties/stablecoins/items/properties/deviation_pct/type",keyword:"type",params:{type: schema15.properties.stablecoins.items.properties.deviation_pct.type},message:"must be number,null"};
+const err108 = {instancePath:instancePath+"/stablecoins/" + i3+"/deviation_pct",schemaPath:"#/properties/stablecoins/items/properties/deviation_pct/type",keyword:"type",params:{type: schema16.properties.stablecoins.items.properties.deviation_pct.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -3427,7 +4054,7 @@ errors++;
 if(data45.reason !== undefined){
 let data50 = data45.reason;
 if((typeof data50 !== "string") && (data50 !== null)){
-const err109 = {instancePath:instancePath+"/stablecoins/" + i3+"/reason",schemaPath:"#/properties/stablecoins/items/properties/reason/type",keyword:"type",params:{type: schema15.properties.stablecoins.items.properties.reason.type},message:"must be string,null"};
+const err109 = {instancePath:instancePath+"/stablecoins/" + i3+"/reason",schemaPath:"#/properties/stablecoins/items/properties/reason/type",keyword:"type",params:{type: schema16.properties.stablecoins.items.properties.reason.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -3861,18 +4488,18 @@ vErrors.push(err145);
 }
 errors++;
 }
-validate13.errors = vErrors;
+validate14.errors = vErrors;
 return errors === 0;
 }
 
-export const ApiKeySignupRequest = validate14;
-const schema17 = {"$id":"ApiKeySignupRequest","title":"ApiKeySignupRequest","type":"object","properties":{"email":{"type":"string","format":"email","maxLength":254},"company":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"full_name":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"use_case":{"type":["string","null"],"maxLength":2000,"pattern":"^[^\\u0000]*$"},"website":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"requested_plan":{"type":["string","null"],"enum":["Basic","DeFi","Execution",null]}},"required":["email"]};
-const formats8 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
-const formats10 = require("ajv-formats/dist/formats").fullFormats.uri;
+export const ApiKeySignupRequest = validate15;
+const schema18 = {"$id":"ApiKeySignupRequest","title":"ApiKeySignupRequest","type":"object","properties":{"email":{"type":"string","format":"email","maxLength":254},"company":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"full_name":{"type":["string","null"],"maxLength":256,"pattern":"^[^\\u0000]*$"},"use_case":{"type":["string","null"],"maxLength":2000,"pattern":"^[^\\u0000]*$"},"website":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"requested_plan":{"type":["string","null"],"enum":["Basic","DeFi","Execution",null]}},"required":["email"]};
+const formats10 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+const formats12 = require("ajv-formats/dist/formats").fullFormats.uri;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const pattern0 = new RegExp("^[^\\u0000]*$", "u");
 
-function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApiKeySignupRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -3900,7 +4527,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!(formats8.test(data0))){
+if(!(formats10.test(data0))){
 const err2 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3925,7 +4552,7 @@ errors++;
 if(data.company !== undefined){
 let data1 = data.company;
 if((typeof data1 !== "string") && (data1 !== null)){
-const err4 = {instancePath:instancePath+"/company",schemaPath:"#/properties/company/type",keyword:"type",params:{type: schema17.properties.company.type},message:"must be string,null"};
+const err4 = {instancePath:instancePath+"/company",schemaPath:"#/properties/company/type",keyword:"type",params:{type: schema18.properties.company.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3960,7 +4587,7 @@ errors++;
 if(data.full_name !== undefined){
 let data2 = data.full_name;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err7 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/type",keyword:"type",params:{type: schema17.properties.full_name.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/full_name",schemaPath:"#/properties/full_name/type",keyword:"type",params:{type: schema18.properties.full_name.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3995,7 +4622,7 @@ errors++;
 if(data.use_case !== undefined){
 let data3 = data.use_case;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err10 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/type",keyword:"type",params:{type: schema17.properties.use_case.type},message:"must be string,null"};
+const err10 = {instancePath:instancePath+"/use_case",schemaPath:"#/properties/use_case/type",keyword:"type",params:{type: schema18.properties.use_case.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -4030,7 +4657,7 @@ errors++;
 if(data.website !== undefined){
 let data4 = data.website;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err13 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/type",keyword:"type",params:{type: schema17.properties.website.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/type",keyword:"type",params:{type: schema18.properties.website.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4060,7 +4687,7 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(!(formats10(data4))){
+if(!(formats12(data4))){
 const err16 = {instancePath:instancePath+"/website",schemaPath:"#/properties/website/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -4075,7 +4702,7 @@ errors++;
 if(data.requested_plan !== undefined){
 let data5 = data.requested_plan;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err17 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/type",keyword:"type",params:{type: schema17.properties.requested_plan.type},message:"must be string,null"};
+const err17 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/type",keyword:"type",params:{type: schema18.properties.requested_plan.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -4085,7 +4712,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!((((data5 === "Basic") || (data5 === "DeFi")) || (data5 === "Execution")) || (data5 === null))){
-const err18 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/enum",keyword:"enum",params:{allowedValues: schema17.properties.requested_plan.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/requested_plan",schemaPath:"#/properties/requested_plan/enum",keyword:"enum",params:{allowedValues: schema18.properties.requested_plan.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -4106,14 +4733,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate14.errors = vErrors;
+validate15.errors = vErrors;
 return errors === 0;
 }
 
-export const ApiKeySignupResponse = validate15;
-const schema18 = {"$id":"ApiKeySignupResponse","title":"ApiKeySignupResponse","type":"object","properties":{"ok":{"type":"boolean"},"message":{"type":"string"},"api_key":{"type":["string","null"]},"docs_url":{"type":"string"},"base_url":{"type":"string"}},"required":["ok","message","docs_url","base_url"]};
+export const ApiKeySignupResponse = validate16;
+const schema19 = {"$id":"ApiKeySignupResponse","title":"ApiKeySignupResponse","type":"object","properties":{"ok":{"type":"boolean"},"message":{"type":"string"},"api_key":{"type":["string","null"]},"docs_url":{"type":"string"},"base_url":{"type":"string"}},"required":["ok","message","docs_url","base_url"]};
 
-function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApiKeySignupResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -4185,7 +4812,7 @@ errors++;
 if(data.api_key !== undefined){
 let data2 = data.api_key;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err6 = {instancePath:instancePath+"/api_key",schemaPath:"#/properties/api_key/type",keyword:"type",params:{type: schema18.properties.api_key.type},message:"must be string,null"};
+const err6 = {instancePath:instancePath+"/api_key",schemaPath:"#/properties/api_key/type",keyword:"type",params:{type: schema19.properties.api_key.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4230,19 +4857,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const Attestation = validate16;
-const schema19 = {"$id":"Attestation","title":"Attestation","description":"The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.","type":"object","properties":{"signer":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The signer's address (EIP-55 checksummed)."},"signature":{"type":"string","pattern":"^0x[0-9a-f]{130}$","description":"65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."},"typed_data":{"type":"object","description":"What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.","properties":{"domain":{"type":"object","properties":{"name":{"const":"Preflight"},"version":{"const":"2","description":"2: the Verdict carries policyHash."},"chainId":{"type":"integer","minimum":0,"description":"The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."}},"required":["name","version","chainId"]},"types":{"type":"object","properties":{"Verdict":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"}},"required":["name","type"]}}},"required":["Verdict"]},"primaryType":{"const":"Verdict"},"message":{"type":"object","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."},"verdict":{"type":"string","enum":["0","1","2"],"description":"0 proceed, 1 wait, 2 block."},"risk":{"type":"string","enum":["0","1","2"],"description":"0 low, 1 medium, 2 high."},"confidenceBps":{"type":"string","pattern":"^[0-9]{1,5}$","description":"round(confidence × 10000)."},"requestHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the request body bytes as received."},"actionHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."},"policyHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The hash of the policy version the answer was made under (decision.policy.hash); 32 zero bytes without a policy. A PreflightAccount pinned to a policy refuses any other."},"issuedAt":{"type":"string","pattern":"^[0-9]+$","description":"Unix seconds."},"expiresAt":{"type":"string","pattern":"^[0-9]+$","description":"issuedAt + expires_in."}},"required":["id","verdict","risk","confidenceBps","requestHash","actionHash","policyHash","issuedAt","expiresAt"]}},"required":["domain","types","primaryType","message"]}},"required":["signer","signature","typed_data"]};
+export const Attestation = validate17;
+const schema20 = {"$id":"Attestation","title":"Attestation","description":"The answer signed with EIP-712 by the service's signer (GET /v1/capabilities, `attestation.signer`), so an executor such as PreflightAccount can refuse to act without a fresh proceed for exactly the call it is about to make.","type":"object","properties":{"signer":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The signer's address (EIP-55 checksummed)."},"signature":{"type":"string","pattern":"^0x[0-9a-f]{130}$","description":"65 bytes r ‖ s ‖ v (v 27 or 28), s in the lower half of the curve order."},"typed_data":{"type":"object","description":"What was signed, in the eth_signTypedData_v4 shape: numbers as decimal strings, bytes32 as 0x hex.","properties":{"domain":{"type":"object","properties":{"name":{"const":"Preflight"},"version":{"const":"2","description":"2: the Verdict carries policyHash."},"chainId":{"type":"integer","minimum":0,"description":"The request chain's id for a guard (8453 when omitted; 0 when the chain has no known id), 8453 for a decide."}},"required":["name","version","chainId"]},"types":{"type":"object","properties":{"Verdict":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"}},"required":["name","type"]}}},"required":["Verdict"]},"primaryType":{"const":"Verdict"},"message":{"type":"object","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the answer id (UTF-8); unique per answer, used once by an executor."},"verdict":{"type":"string","enum":["0","1","2"],"description":"0 proceed, 1 wait, 2 block."},"risk":{"type":"string","enum":["0","1","2"],"description":"0 low, 1 medium, 2 high."},"confidenceBps":{"type":"string","pattern":"^[0-9]{1,5}$","description":"round(confidence × 10000)."},"requestHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256 of the request body bytes as received."},"actionHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"keccak256(abi.encode(uint256 chainId, address from, address to, uint256 value, bytes32 keccak256(data))) of the guard request's transaction; 32 zero bytes without one."},"policyHash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The hash of the policy version the answer was made under (decision.policy.hash); 32 zero bytes without a policy. A PreflightAccount pinned to a policy refuses any other."},"issuedAt":{"type":"string","pattern":"^[0-9]+$","description":"Unix seconds."},"expiresAt":{"type":"string","pattern":"^[0-9]+$","description":"issuedAt + expires_in."}},"required":["id","verdict","risk","confidenceBps","requestHash","actionHash","policyHash","issuedAt","expiresAt"]}},"required":["domain","types","primaryType","message"]}},"required":["signer","signature","typed_data"]};
 const pattern3 = new RegExp("^0x[0-9a-fA-F]{40}$", "u");
 const pattern4 = new RegExp("^0x[0-9a-f]{130}$", "u");
 const pattern5 = new RegExp("^0x[0-9a-f]{64}$", "u");
 const pattern6 = new RegExp("^[0-9]{1,5}$", "u");
 const pattern10 = new RegExp("^[0-9]+$", "u");
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Attestation" */;
 let vErrors = null;
 let errors = 0;
@@ -4707,7 +5334,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!(((data15 === "0") || (data15 === "1")) || (data15 === "2"))){
-const err40 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/typed_data/message/verdict",schemaPath:"#/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema20.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4730,7 +5357,7 @@ vErrors.push(err41);
 errors++;
 }
 if(!(((data16 === "0") || (data16 === "1")) || (data16 === "2"))){
-const err42 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err42 = {instancePath:instancePath+"/typed_data/message/risk",schemaPath:"#/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema20.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4925,14 +5552,14 @@ vErrors.push(err57);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const BridgeRiskRequest = validate17;
-const schema20 = {"$id":"BridgeRiskRequest","title":"BridgeRiskRequest","type":"object","properties":{"bridge_status_urls":{"type":"array","minItems":1,"maxItems":20,"items":{"type":"string","format":"uri","minLength":1,"maxLength":2048}},"strict_mode":{"type":"boolean","default":true}},"required":["bridge_status_urls"]};
+export const BridgeRiskRequest = validate18;
+const schema21 = {"$id":"BridgeRiskRequest","title":"BridgeRiskRequest","type":"object","properties":{"bridge_status_urls":{"type":"array","minItems":1,"maxItems":20,"items":{"type":"string","format":"uri","minLength":1,"maxLength":2048}},"strict_mode":{"type":"boolean","default":true}},"required":["bridge_status_urls"]};
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="BridgeRiskRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -4997,7 +5624,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!(formats10(data1))){
+if(!(formats12(data1))){
 const err5 = {instancePath:instancePath+"/bridge_status_urls/" + i0,schemaPath:"#/properties/bridge_status_urls/items/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -5052,13 +5679,13 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const CheckResult = validate18;
+export const CheckResult = validate19;
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="CheckResult" */;
 let vErrors = null;
 let errors = 0;
@@ -5346,26 +5973,26 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const Check = validate19;
-const schema22 = {"$id":"Check","title":"Check","description":"One check, discriminated by `type`.","type":"object","discriminator":{"propertyName":"type"},"required":["type"],"oneOf":[{"$ref":"HttpCheck"},{"$ref":"RpcCheck"},{"$ref":"PriceCheck"},{"$ref":"TxCheck"},{"$ref":"DexPriceCheck"},{"$ref":"StablecoinDepegCheck"},{"$ref":"BridgeExploitMonitorCheck"},{"$ref":"RugPullRiskCheck"},{"$ref":"ApprovalAmountCheck"},{"$ref":"ContractVerifiedCheck"}]};
-const schema23 = {"$id":"HttpCheck","title":"HttpCheck","description":"Fetch a URL and compare its status and body.","type":"object","properties":{"type":{"type":"string","const":"http","default":"http","description":"Check variant discriminator."},"url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Target URL (http or https)."},"method":{"type":"string","enum":["GET","HEAD"],"default":"GET"},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"must_contain":{"type":["string","null"],"maxLength":4096,"description":"Text that must appear in the first 1 MiB of the body."},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","url"]};
-const schema24 = {"$id":"RpcCheck","title":"RpcCheck","description":"Call a JSON-RPC method and check its result.","type":"object","properties":{"type":{"type":"string","const":"rpc","default":"rpc","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"method_name":{"type":"string","minLength":1,"maxLength":128,"description":"JSON-RPC method, e.g. eth_blockNumber."},"params":{"type":"array","maxItems":32,"items":{},"description":"Method params, any JSON values, passed as they are; defaults to []."},"expect_hex_result":{"type":"boolean","default":false},"min_block_number":{"type":["integer","null"],"description":"Fail when the chain head is below this block."}},"required":["type","rpc_url","method_name"]};
-const schema25 = {"$id":"PriceCheck","title":"PriceCheck","description":"Price of an asset within bounds, and fresh.","type":"object","properties":{"type":{"type":"string","const":"price","default":"price","description":"Check variant discriminator."},"source":{"type":"string","const":"price_provider","default":"price_provider"},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id, e.g. ethereum."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"min_price":{"type":["number","null"],"description":"Fail below this price."},"max_price":{"type":["number","null"],"description":"Fail above this price."}},"required":["type","asset_id"]};
-const schema26 = {"$id":"TxCheck","title":"TxCheck","description":"A transaction is mined and succeeded.","type":"object","properties":{"type":{"type":"string","const":"tx","default":"tx","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"tx_hash":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$","description":"32-byte transaction hash, 0x-prefixed."},"require_success":{"type":"boolean","default":true}},"required":["type","rpc_url","tx_hash"]};
-const schema27 = {"$id":"DexPriceCheck","title":"DexPriceCheck","description":"A DEX pair's price, liquidity and volume within bounds.","type":"object","properties":{"type":{"type":"string","const":"dex_price","default":"dex_price","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug (base, ethereum, solana, ...)."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_price_usd":{"type":["number","null"],"description":"Fail below this USD price."},"max_price_usd":{"type":["number","null"],"description":"Fail above this USD price."},"min_liquidity_usd":{"type":["number","null"],"description":"Fail below this pool liquidity."},"min_volume_h24_usd":{"type":["number","null"],"description":"Fail below this 24 h volume."}},"required":["type","chain","pair_address"]};
-const schema28 = {"$id":"StablecoinDepegCheck","title":"StablecoinDepegCheck","description":"A stablecoin holds its peg.","type":"object","properties":{"type":{"type":"string","const":"stablecoin_depeg","default":"stablecoin_depeg","description":"Check variant discriminator."},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id of the stablecoin."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005,"description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02,"description":"Fraction: 0.02 is 2 %."}},"required":["type","asset_id"]};
-const schema29 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonitorCheck","description":"A bridge status page shows no exploit, pause or incident.","type":"object","properties":{"type":{"type":"string","const":"bridge_exploit_monitor","default":"bridge_exploit_monitor","description":"Check variant discriminator."},"status_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Bridge status page or statuspage-style JSON."},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"safe_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"danger_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","status_url"]};
-const schema30 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
-const schema31 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
-const schema32 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
+export const Check = validate20;
+const schema23 = {"$id":"Check","title":"Check","description":"One check, discriminated by `type`.","type":"object","discriminator":{"propertyName":"type"},"required":["type"],"oneOf":[{"$ref":"HttpCheck"},{"$ref":"RpcCheck"},{"$ref":"PriceCheck"},{"$ref":"TxCheck"},{"$ref":"DexPriceCheck"},{"$ref":"StablecoinDepegCheck"},{"$ref":"BridgeExploitMonitorCheck"},{"$ref":"RugPullRiskCheck"},{"$ref":"ApprovalAmountCheck"},{"$ref":"ContractVerifiedCheck"}]};
+const schema24 = {"$id":"HttpCheck","title":"HttpCheck","description":"Fetch a URL and compare its status and body.","type":"object","properties":{"type":{"type":"string","const":"http","default":"http","description":"Check variant discriminator."},"url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Target URL (http or https)."},"method":{"type":"string","enum":["GET","HEAD"],"default":"GET"},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"must_contain":{"type":["string","null"],"maxLength":4096,"description":"Text that must appear in the first 1 MiB of the body."},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","url"]};
+const schema25 = {"$id":"RpcCheck","title":"RpcCheck","description":"Call a JSON-RPC method and check its result.","type":"object","properties":{"type":{"type":"string","const":"rpc","default":"rpc","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"method_name":{"type":"string","minLength":1,"maxLength":128,"description":"JSON-RPC method, e.g. eth_blockNumber."},"params":{"type":"array","maxItems":32,"items":{},"description":"Method params, any JSON values, passed as they are; defaults to []."},"expect_hex_result":{"type":"boolean","default":false},"min_block_number":{"type":["integer","null"],"description":"Fail when the chain head is below this block."}},"required":["type","rpc_url","method_name"]};
+const schema26 = {"$id":"PriceCheck","title":"PriceCheck","description":"Price of an asset within bounds, and fresh.","type":"object","properties":{"type":{"type":"string","const":"price","default":"price","description":"Check variant discriminator."},"source":{"type":"string","const":"price_provider","default":"price_provider"},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id, e.g. ethereum."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"min_price":{"type":["number","null"],"description":"Fail below this price."},"max_price":{"type":["number","null"],"description":"Fail above this price."}},"required":["type","asset_id"]};
+const schema27 = {"$id":"TxCheck","title":"TxCheck","description":"A transaction is mined and succeeded.","type":"object","properties":{"type":{"type":"string","const":"tx","default":"tx","description":"Check variant discriminator."},"rpc_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"JSON-RPC 2.0 endpoint."},"tx_hash":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$","description":"32-byte transaction hash, 0x-prefixed."},"require_success":{"type":"boolean","default":true}},"required":["type","rpc_url","tx_hash"]};
+const schema28 = {"$id":"DexPriceCheck","title":"DexPriceCheck","description":"A DEX pair's price, liquidity and volume within bounds.","type":"object","properties":{"type":{"type":"string","const":"dex_price","default":"dex_price","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug (base, ethereum, solana, ...)."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_price_usd":{"type":["number","null"],"description":"Fail below this USD price."},"max_price_usd":{"type":["number","null"],"description":"Fail above this USD price."},"min_liquidity_usd":{"type":["number","null"],"description":"Fail below this pool liquidity."},"min_volume_h24_usd":{"type":["number","null"],"description":"Fail below this 24 h volume."}},"required":["type","chain","pair_address"]};
+const schema29 = {"$id":"StablecoinDepegCheck","title":"StablecoinDepegCheck","description":"A stablecoin holds its peg.","type":"object","properties":{"type":{"type":"string","const":"stablecoin_depeg","default":"stablecoin_depeg","description":"Check variant discriminator."},"asset_id":{"type":"string","minLength":1,"maxLength":128,"description":"Price provider asset id of the stablecoin."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005,"description":"Fraction: 0.005 is 0.5 %."},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02,"description":"Fraction: 0.02 is 2 %."}},"required":["type","asset_id"]};
+const schema30 = {"$id":"BridgeExploitMonitorCheck","title":"BridgeExploitMonitorCheck","description":"A bridge status page shows no exploit, pause or incident.","type":"object","properties":{"type":{"type":"string","const":"bridge_exploit_monitor","default":"bridge_exploit_monitor","description":"Check variant discriminator."},"status_url":{"type":"string","format":"uri","minLength":1,"maxLength":2048,"description":"Bridge status page or statuspage-style JSON."},"expect_status":{"type":"integer","minimum":100,"maximum":599,"default":200},"safe_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"danger_keywords":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":64},"headers":{"type":"object","description":"Extra request headers sent to the target. Host and hop-by-hop headers are dropped.","additionalProperties":{"type":"string","maxLength":4096},"maxProperties":32}},"required":["type","status_url"]};
+const schema31 = {"$id":"RugPullRiskCheck","title":"RugPullRiskCheck","description":"Heuristic rug-pull signals of a DEX pair.","type":"object","properties":{"type":{"type":"string","const":"rug_pull_risk","default":"rug_pull_risk","description":"Check variant discriminator."},"chain":{"type":"string","minLength":1,"maxLength":64,"description":"DEX provider chain slug."},"pair_address":{"type":"string","minLength":1,"maxLength":128,"description":"Pair (pool) address."},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"min_pair_age_minutes":{"type":"integer","minimum":0,"default":1440},"max_fdv_to_liquidity_ratio":{"type":"number","minimum":0,"default":20},"min_buys_h24":{"type":["integer","null"],"description":"Warn below this many buys in 24 h."},"min_sells_h24":{"type":["integer","null"],"description":"Warn below this many sells in 24 h."}},"required":["type","chain","pair_address"]};
+const schema32 = {"$id":"ApprovalAmountCheck","title":"ApprovalAmountCheck","description":"An ERC-20 approval is not unlimited or to a bad spender.","type":"object","properties":{"type":{"type":"string","const":"approval_amount","default":"approval_amount","description":"Check variant discriminator."},"amount":{"type":"string","pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80,"description":"Decimal or 0x-hex integer allowance."},"spender":{"type":["string","null"],"maxLength":128},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256}},"required":["type","amount"]};
+const schema33 = {"$id":"ContractVerifiedCheck","title":"ContractVerifiedCheck","description":"A contract's source is verified.","type":"object","properties":{"type":{"type":"string","const":"contract_verified","default":"contract_verified","description":"Check variant discriminator."},"chain":{"type":"string","enum":["base","ethereum","optimism","arbitrum","polygon","bsc","avalanche","base-sepolia","sepolia"],"description":"Chain name; mapped to its chain id."},"contract_address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"20-byte address, 0x-prefixed."}},"required":["type","chain","contract_address"]};
 const pattern12 = new RegExp("^0x[0-9a-fA-F]{64}$", "u");
 const pattern13 = new RegExp("^([0-9]+|0x[0-9a-fA-F]+)$", "u");
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="Check" */;
 let vErrors = null;
 let errors = 0;
@@ -5457,7 +6084,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!(formats10(data1))){
+if(!(formats12(data1))){
 const err7 = {instancePath:instancePath+"/url",schemaPath:"HttpCheck/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -5491,7 +6118,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!((data2 === "GET") || (data2 === "HEAD"))){
-const err10 = {instancePath:instancePath+"/method",schemaPath:"HttpCheck/properties/method/enum",keyword:"enum",params:{allowedValues: schema23.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/method",schemaPath:"HttpCheck/properties/method/enum",keyword:"enum",params:{allowedValues: schema24.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5536,7 +6163,7 @@ errors++;
 if(data.must_contain !== undefined){
 let data4 = data.must_contain;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err14 = {instancePath:instancePath+"/must_contain",schemaPath:"HttpCheck/properties/must_contain/type",keyword:"type",params:{type: schema23.properties.must_contain.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/must_contain",schemaPath:"HttpCheck/properties/must_contain/type",keyword:"type",params:{type: schema24.properties.must_contain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5702,7 +6329,7 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(!(formats10(data8))){
+if(!(formats12(data8))){
 const err28 = {instancePath:instancePath+"/rpc_url",schemaPath:"RpcCheck/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err28];
@@ -5797,7 +6424,7 @@ errors++;
 if(data.min_block_number !== undefined){
 let data12 = data.min_block_number;
 if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
-const err36 = {instancePath:instancePath+"/min_block_number",schemaPath:"RpcCheck/properties/min_block_number/type",keyword:"type",params:{type: schema24.properties.min_block_number.type},message:"must be integer,null"};
+const err36 = {instancePath:instancePath+"/min_block_number",schemaPath:"RpcCheck/properties/min_block_number/type",keyword:"type",params:{type: schema25.properties.min_block_number.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -5963,7 +6590,7 @@ errors++;
 if(data.min_price !== undefined){
 let data17 = data.min_price;
 if((!((typeof data17 == "number") && (isFinite(data17)))) && (data17 !== null)){
-const err50 = {instancePath:instancePath+"/min_price",schemaPath:"PriceCheck/properties/min_price/type",keyword:"type",params:{type: schema25.properties.min_price.type},message:"must be number,null"};
+const err50 = {instancePath:instancePath+"/min_price",schemaPath:"PriceCheck/properties/min_price/type",keyword:"type",params:{type: schema26.properties.min_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -5976,7 +6603,7 @@ errors++;
 if(data.max_price !== undefined){
 let data18 = data.max_price;
 if((!((typeof data18 == "number") && (isFinite(data18)))) && (data18 !== null)){
-const err51 = {instancePath:instancePath+"/max_price",schemaPath:"PriceCheck/properties/max_price/type",keyword:"type",params:{type: schema25.properties.max_price.type},message:"must be number,null"};
+const err51 = {instancePath:instancePath+"/max_price",schemaPath:"PriceCheck/properties/max_price/type",keyword:"type",params:{type: schema26.properties.max_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -6080,7 +6707,7 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(!(formats10(data20))){
+if(!(formats12(data20))){
 const err60 = {instancePath:instancePath+"/rpc_url",schemaPath:"TxCheck/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err60];
@@ -6278,7 +6905,7 @@ errors++;
 if(data.min_price_usd !== undefined){
 let data26 = data.min_price_usd;
 if((!((typeof data26 == "number") && (isFinite(data26)))) && (data26 !== null)){
-const err77 = {instancePath:instancePath+"/min_price_usd",schemaPath:"DexPriceCheck/properties/min_price_usd/type",keyword:"type",params:{type: schema27.properties.min_price_usd.type},message:"must be number,null"};
+const err77 = {instancePath:instancePath+"/min_price_usd",schemaPath:"DexPriceCheck/properties/min_price_usd/type",keyword:"type",params:{type: schema28.properties.min_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -6291,7 +6918,7 @@ errors++;
 if(data.max_price_usd !== undefined){
 let data27 = data.max_price_usd;
 if((!((typeof data27 == "number") && (isFinite(data27)))) && (data27 !== null)){
-const err78 = {instancePath:instancePath+"/max_price_usd",schemaPath:"DexPriceCheck/properties/max_price_usd/type",keyword:"type",params:{type: schema27.properties.max_price_usd.type},message:"must be number,null"};
+const err78 = {instancePath:instancePath+"/max_price_usd",schemaPath:"DexPriceCheck/properties/max_price_usd/type",keyword:"type",params:{type: schema28.properties.max_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -6304,7 +6931,7 @@ errors++;
 if(data.min_liquidity_usd !== undefined){
 let data28 = data.min_liquidity_usd;
 if((!((typeof data28 == "number") && (isFinite(data28)))) && (data28 !== null)){
-const err79 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"DexPriceCheck/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema27.properties.min_liquidity_usd.type},message:"must be number,null"};
+const err79 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"DexPriceCheck/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema28.properties.min_liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -6317,7 +6944,7 @@ errors++;
 if(data.min_volume_h24_usd !== undefined){
 let data29 = data.min_volume_h24_usd;
 if((!((typeof data29 == "number") && (isFinite(data29)))) && (data29 !== null)){
-const err80 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"DexPriceCheck/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema27.properties.min_volume_h24_usd.type},message:"must be number,null"};
+const err80 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"DexPriceCheck/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema28.properties.min_volume_h24_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -6612,7 +7239,7 @@ vErrors.push(err104);
 }
 errors++;
 }
-if(!(formats10(data36))){
+if(!(formats12(data36))){
 const err105 = {instancePath:instancePath+"/status_url",schemaPath:"BridgeExploitMonitorCheck/properties/status_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err105];
@@ -7058,7 +7685,7 @@ errors++;
 if(data.min_buys_h24 !== undefined){
 let data50 = data.min_buys_h24;
 if((!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))) && (data50 !== null)){
-const err142 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"RugPullRiskCheck/properties/min_buys_h24/type",keyword:"type",params:{type: schema30.properties.min_buys_h24.type},message:"must be integer,null"};
+const err142 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"RugPullRiskCheck/properties/min_buys_h24/type",keyword:"type",params:{type: schema31.properties.min_buys_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -7071,7 +7698,7 @@ errors++;
 if(data.min_sells_h24 !== undefined){
 let data51 = data.min_sells_h24;
 if((!(((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51))) && (isFinite(data51)))) && (data51 !== null)){
-const err143 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"RugPullRiskCheck/properties/min_sells_h24/type",keyword:"type",params:{type: schema30.properties.min_sells_h24.type},message:"must be integer,null"};
+const err143 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"RugPullRiskCheck/properties/min_sells_h24/type",keyword:"type",params:{type: schema31.properties.min_sells_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -7177,7 +7804,7 @@ errors++;
 if(data.spender !== undefined){
 let data54 = data.spender;
 if((typeof data54 !== "string") && (data54 !== null)){
-const err152 = {instancePath:instancePath+"/spender",schemaPath:"ApprovalAmountCheck/properties/spender/type",keyword:"type",params:{type: schema31.properties.spender.type},message:"must be string,null"};
+const err152 = {instancePath:instancePath+"/spender",schemaPath:"ApprovalAmountCheck/properties/spender/type",keyword:"type",params:{type: schema32.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -7331,7 +7958,7 @@ vErrors.push(err164);
 errors++;
 }
 if(!(((((((((data58 === "base") || (data58 === "ethereum")) || (data58 === "optimism")) || (data58 === "arbitrum")) || (data58 === "polygon")) || (data58 === "bsc")) || (data58 === "avalanche")) || (data58 === "base-sepolia")) || (data58 === "sepolia"))){
-const err165 = {instancePath:instancePath+"/chain",schemaPath:"ContractVerifiedCheck/properties/chain/enum",keyword:"enum",params:{allowedValues: schema32.properties.chain.enum},message:"must be equal to one of the allowed values"};
+const err165 = {instancePath:instancePath+"/chain",schemaPath:"ContractVerifiedCheck/properties/chain/enum",keyword:"enum",params:{allowedValues: schema33.properties.chain.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -7410,13 +8037,13 @@ vErrors.push(err171);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const ApprovalAmountCheck = validate20;
+export const ApprovalAmountCheck = validate21;
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ApprovalAmountCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7503,7 +8130,7 @@ errors++;
 if(data.spender !== undefined){
 let data2 = data.spender;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err7 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema31.properties.spender.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema32.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -7587,13 +8214,13 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const BridgeExploitMonitorCheck = validate21;
+export const BridgeExploitMonitorCheck = validate22;
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="BridgeExploitMonitorCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7668,7 +8295,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!(formats10(data1))){
+if(!(formats12(data1))){
 const err6 = {instancePath:instancePath+"/status_url",schemaPath:"#/properties/status_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -7906,13 +8533,13 @@ vErrors.push(err25);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const ContractVerifiedCheck = validate22;
+export const ContractVerifiedCheck = validate23;
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ContractVerifiedCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -7984,7 +8611,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((((((((data1 === "base") || (data1 === "ethereum")) || (data1 === "optimism")) || (data1 === "arbitrum")) || (data1 === "polygon")) || (data1 === "bsc")) || (data1 === "avalanche")) || (data1 === "base-sepolia")) || (data1 === "sepolia"))){
-const err6 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/enum",keyword:"enum",params:{allowedValues: schema32.properties.chain.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/enum",keyword:"enum",params:{allowedValues: schema33.properties.chain.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8030,13 +8657,13 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const DexPriceCheck = validate23;
+export const DexPriceCheck = validate24;
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DexPriceCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8168,7 +8795,7 @@ errors++;
 if(data.min_price_usd !== undefined){
 let data3 = data.min_price_usd;
 if((!((typeof data3 == "number") && (isFinite(data3)))) && (data3 !== null)){
-const err11 = {instancePath:instancePath+"/min_price_usd",schemaPath:"#/properties/min_price_usd/type",keyword:"type",params:{type: schema27.properties.min_price_usd.type},message:"must be number,null"};
+const err11 = {instancePath:instancePath+"/min_price_usd",schemaPath:"#/properties/min_price_usd/type",keyword:"type",params:{type: schema28.properties.min_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -8181,7 +8808,7 @@ errors++;
 if(data.max_price_usd !== undefined){
 let data4 = data.max_price_usd;
 if((!((typeof data4 == "number") && (isFinite(data4)))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/max_price_usd",schemaPath:"#/properties/max_price_usd/type",keyword:"type",params:{type: schema27.properties.max_price_usd.type},message:"must be number,null"};
+const err12 = {instancePath:instancePath+"/max_price_usd",schemaPath:"#/properties/max_price_usd/type",keyword:"type",params:{type: schema28.properties.max_price_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8194,7 +8821,7 @@ errors++;
 if(data.min_liquidity_usd !== undefined){
 let data5 = data.min_liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"#/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema27.properties.min_liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/min_liquidity_usd",schemaPath:"#/properties/min_liquidity_usd/type",keyword:"type",params:{type: schema28.properties.min_liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8207,7 +8834,7 @@ errors++;
 if(data.min_volume_h24_usd !== undefined){
 let data6 = data.min_volume_h24_usd;
 if((!((typeof data6 == "number") && (isFinite(data6)))) && (data6 !== null)){
-const err14 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"#/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema27.properties.min_volume_h24_usd.type},message:"must be number,null"};
+const err14 = {instancePath:instancePath+"/min_volume_h24_usd",schemaPath:"#/properties/min_volume_h24_usd/type",keyword:"type",params:{type: schema28.properties.min_volume_h24_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -8228,13 +8855,13 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const HttpCheck = validate24;
+export const HttpCheck = validate25;
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="HttpCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8312,7 +8939,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!(formats10(data1))){
+if(!(formats12(data1))){
 const err6 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -8346,7 +8973,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((data2 === "GET") || (data2 === "HEAD"))){
-const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema23.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/method",schemaPath:"#/properties/method/enum",keyword:"enum",params:{allowedValues: schema24.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -8391,7 +9018,7 @@ errors++;
 if(data.must_contain !== undefined){
 let data4 = data.must_contain;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err13 = {instancePath:instancePath+"/must_contain",schemaPath:"#/properties/must_contain/type",keyword:"type",params:{type: schema23.properties.must_contain.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/must_contain",schemaPath:"#/properties/must_contain/type",keyword:"type",params:{type: schema24.properties.must_contain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8474,13 +9101,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const PriceCheck = validate25;
+export const PriceCheck = validate26;
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PriceCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8627,7 +9254,7 @@ errors++;
 if(data.min_price !== undefined){
 let data4 = data.min_price;
 if((!((typeof data4 == "number") && (isFinite(data4)))) && (data4 !== null)){
-const err12 = {instancePath:instancePath+"/min_price",schemaPath:"#/properties/min_price/type",keyword:"type",params:{type: schema25.properties.min_price.type},message:"must be number,null"};
+const err12 = {instancePath:instancePath+"/min_price",schemaPath:"#/properties/min_price/type",keyword:"type",params:{type: schema26.properties.min_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8640,7 +9267,7 @@ errors++;
 if(data.max_price !== undefined){
 let data5 = data.max_price;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/max_price",schemaPath:"#/properties/max_price/type",keyword:"type",params:{type: schema25.properties.max_price.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/max_price",schemaPath:"#/properties/max_price/type",keyword:"type",params:{type: schema26.properties.max_price.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8661,13 +9288,13 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const RpcCheck = validate26;
+export const RpcCheck = validate27;
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="RpcCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -8752,7 +9379,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!(formats10(data1))){
+if(!(formats12(data1))){
 const err7 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -8847,7 +9474,7 @@ errors++;
 if(data.min_block_number !== undefined){
 let data5 = data.min_block_number;
 if((!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))) && (data5 !== null)){
-const err15 = {instancePath:instancePath+"/min_block_number",schemaPath:"#/properties/min_block_number/type",keyword:"type",params:{type: schema24.properties.min_block_number.type},message:"must be integer,null"};
+const err15 = {instancePath:instancePath+"/min_block_number",schemaPath:"#/properties/min_block_number/type",keyword:"type",params:{type: schema25.properties.min_block_number.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -8868,13 +9495,13 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const RugPullRiskCheck = validate27;
+export const RugPullRiskCheck = validate28;
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="RugPullRiskCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -9084,7 +9711,7 @@ errors++;
 if(data.min_buys_h24 !== undefined){
 let data6 = data.min_buys_h24;
 if((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (data6 !== null)){
-const err17 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"#/properties/min_buys_h24/type",keyword:"type",params:{type: schema30.properties.min_buys_h24.type},message:"must be integer,null"};
+const err17 = {instancePath:instancePath+"/min_buys_h24",schemaPath:"#/properties/min_buys_h24/type",keyword:"type",params:{type: schema31.properties.min_buys_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -9097,7 +9724,7 @@ errors++;
 if(data.min_sells_h24 !== undefined){
 let data7 = data.min_sells_h24;
 if((!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))) && (data7 !== null)){
-const err18 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"#/properties/min_sells_h24/type",keyword:"type",params:{type: schema30.properties.min_sells_h24.type},message:"must be integer,null"};
+const err18 = {instancePath:instancePath+"/min_sells_h24",schemaPath:"#/properties/min_sells_h24/type",keyword:"type",params:{type: schema31.properties.min_sells_h24.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -9118,13 +9745,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinDepegCheck = validate28;
+export const StablecoinDepegCheck = validate29;
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinDepegCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -9327,13 +9954,13 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const TxCheck = validate29;
+export const TxCheck = validate30;
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="TxCheck" */;
 let vErrors = null;
 let errors = 0;
@@ -9418,7 +10045,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!(formats10(data1))){
+if(!(formats12(data1))){
 const err7 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -9486,14 +10113,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const DecideRequest = validate30;
-const schema43 = {"$id":"DecideRequest","title":"DecideRequest","type":"object","description":"A goal and the checks to run before acting.","properties":{"goal":{"type":"string","minLength":1,"maxLength":2000,"description":"What decision is needed and why."},"constraints":{"type":"object","description":"Free-form constraints, echoed into the decision."},"checks":{"type":"array","maxItems":20,"items":{"$ref":"Check"}},"allow_decide_on_partial":{"type":"boolean","default":false,"description":"Proceed when some checks error but at least one passed and none failed or warned."},"context":{"type":"object","description":"Free-form. `deadline_ms` (integer, 50 to 10000) raises the request deadline.","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true}},"required":["goal"]};
+export const DecideRequest = validate31;
+const schema44 = {"$id":"DecideRequest","title":"DecideRequest","type":"object","description":"A goal and the checks to run before acting.","properties":{"goal":{"type":"string","minLength":1,"maxLength":2000,"description":"What decision is needed and why."},"constraints":{"type":"object","description":"Free-form constraints, echoed into the decision."},"checks":{"type":"array","maxItems":20,"items":{"$ref":"Check"}},"allow_decide_on_partial":{"type":"boolean","default":false,"description":"Proceed when some checks error but at least one passed and none failed or warned."},"context":{"type":"object","description":"Free-form. `deadline_ms` (integer, 50 to 10000) raises the request deadline.","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true}},"required":["goal"]};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DecideRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -9574,8 +10201,8 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate19(data2[i0], {instancePath:instancePath+"/checks/" + i0,parentData:data2,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate19.errors : vErrors.concat(validate19.errors);
+if(!(validate20(data2[i0], {instancePath:instancePath+"/checks/" + i0,parentData:data2,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate20.errors : vErrors.concat(validate20.errors);
 errors = vErrors.length;
 }
 }
@@ -9662,14 +10289,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const DecideResponse = validate32;
-const schema44 = {"$id":"DecideResponse","title":"DecideResponse","type":"object","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"confidence":{"type":"number","minimum":0,"maximum":1},"risk":{"type":"string","enum":["low","medium","high"]},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"decision":{"type":"object"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"failure_modes":{"type":"array","items":{"type":"string"}},"checks":{"type":"object","additionalProperties":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"description":"Guard only: plan entry to status."},"reasoning":{"type":"string","description":"Guard only."},"latency_ms":{"type":"integer","minimum":0,"description":"Guard only."},"attestation":{"$ref":"Attestation","description":"The answer signed with EIP-712 (docs/attestations.md); on every answer unless the operator turned signing off to measure its cost."}},"required":["verdict","confidence","risk","expires_in","decision","evidence","failure_modes"]};
+export const DecideResponse = validate33;
+const schema45 = {"$id":"DecideResponse","title":"DecideResponse","type":"object","properties":{"verdict":{"type":"string","enum":["proceed","wait","block"]},"confidence":{"type":"number","minimum":0,"maximum":1},"risk":{"type":"string","enum":["low","medium","high"]},"expires_in":{"type":"integer","minimum":0,"description":"Seconds."},"decision":{"type":"object"},"evidence":{"type":"array","items":{"$ref":"CheckResult"}},"failure_modes":{"type":"array","items":{"type":"string"}},"checks":{"type":"object","additionalProperties":{"type":"string","enum":["pass","warn","fail","error","skipped"]},"description":"Guard only: plan entry to status."},"reasoning":{"type":"string","description":"Guard only."},"latency_ms":{"type":"integer","minimum":0,"description":"Guard only."},"attestation":{"$ref":"Attestation","description":"The answer signed with EIP-712 (docs/attestations.md); on every answer unless the operator turned signing off to measure its cost."}},"required":["verdict","confidence","risk","expires_in","decision","evidence","failure_modes"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="DecideResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -9757,7 +10384,7 @@ vErrors.push(err7);
 errors++;
 }
 if(!(((data0 === "proceed") || (data0 === "wait")) || (data0 === "block"))){
-const err8 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema44.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err8 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema45.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -9815,7 +10442,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((data2 === "low") || (data2 === "medium")) || (data2 === "high"))){
-const err13 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema44.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema45.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -10210,7 +10837,7 @@ vErrors.push(err45);
 errors++;
 }
 if(!(((((data20 === "pass") || (data20 === "warn")) || (data20 === "fail")) || (data20 === "error")) || (data20 === "skipped"))){
-const err46 = {instancePath:instancePath+"/checks/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/checks/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema44.properties.checks.additionalProperties.enum},message:"must be equal to one of the allowed values"};
+const err46 = {instancePath:instancePath+"/checks/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/checks/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema45.properties.checks.additionalProperties.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -10732,7 +11359,7 @@ vErrors.push(err90);
 errors++;
 }
 if(!(((data39 === "0") || (data39 === "1")) || (data39 === "2"))){
-const err91 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err91 = {instancePath:instancePath+"/attestation/typed_data/message/verdict",schemaPath:"Attestation/properties/typed_data/properties/message/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema20.properties.typed_data.properties.message.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -10755,7 +11382,7 @@ vErrors.push(err92);
 errors++;
 }
 if(!(((data40 === "0") || (data40 === "1")) || (data40 === "2"))){
-const err93 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema19.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err93 = {instancePath:instancePath+"/attestation/typed_data/message/risk",schemaPath:"Attestation/properties/typed_data/properties/message/properties/risk/enum",keyword:"enum",params:{allowedValues: schema20.properties.typed_data.properties.message.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -10962,14 +11589,14 @@ vErrors.push(err109);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const ErrorResponse = validate33;
-const schema47 = {"$id":"ErrorResponse","title":"ErrorResponse","type":"object","description":"Any non-validation error: 401, 402 note, 404, 405, 413, 429, 500.","properties":{"detail":{"type":"string"}},"required":["detail"]};
+export const ErrorResponse = validate34;
+const schema48 = {"$id":"ErrorResponse","title":"ErrorResponse","type":"object","description":"Any non-validation error: 401, 402 note, 404, 405, 413, 429, 500.","properties":{"detail":{"type":"string"}},"required":["detail"]};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="ErrorResponse" */;
 let vErrors = null;
 let errors = 0;
@@ -11007,16 +11634,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const GuardRequest = validate34;
-const schema48 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."},"authorization_list":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it (the one delegated); defaults to transaction.from."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["address","chain_id"]},"description":"The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated."}},"required":["from"]},"signer":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"Who signs `typed_data`. When absent it is read from the message where the kind names one (owner, from, offerer, maker, swapper); a signed order whose signer is known neither way (a CoW order names none) is answered `error signer_unknown`."},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]},"authorization":{"type":["object","null"],"properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it: the one whose calls will run the delegate's code."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["authority","address","chain_id"],"description":"An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan)."}},"required":["action"]};
+export const GuardRequest = validate35;
+const schema49 = {"$id":"GuardRequest","title":"GuardRequest","type":"object","description":"An action the agent is about to take; the service plans the checks.","properties":{"action":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"chain":{"type":["string","null"],"maxLength":64,"default":"base"},"pair_address":{"type":["string","null"],"maxLength":128},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"},"rpc_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"tx_hash":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{64}$"},"bridge_status_url":{"type":["string","null"],"format":"uri","minLength":1,"maxLength":2048},"amount_usd":{"type":["number","null"],"minimum":0},"strict_mode":{"type":"boolean","default":true},"context":{"type":"object","properties":{"deadline_ms":{"type":"integer","minimum":50,"maximum":10000}},"additionalProperties":true},"spender":{"type":["string","null"],"maxLength":128},"approval_amount":{"type":["string","null"],"pattern":"^([0-9]+|0x[0-9a-fA-F]+)$","maxLength":80},"contract_address":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$"},"known_safe_addresses":{"type":"array","items":{"type":"string","maxLength":128},"maxItems":256},"transaction":{"type":["object","null"],"description":"The transaction the agent is about to send on `chain`; the guard simulates it (plan entry transaction_simulation).","properties":{"from":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The sender: an EOA or a smart account."},"to":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"The target; null deploys a contract."},"value":{"type":"string","pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","default":"0","description":"Native value in wei: a decimal or 0x-prefixed hex integer string."},"data":{"type":"string","pattern":"^0x([0-9a-fA-F]{2})*$","maxLength":262146,"default":"0x","description":"Calldata, 0x-prefixed hex (at most 128 KiB)."},"gas":{"type":["integer","null"],"minimum":21000,"maximum":100000000,"description":"Gas limit to simulate with; null lets the node choose."},"authorization_list":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it (the one delegated); defaults to transaction.from."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["address","chain_id"]},"description":"The authorizations of a type-4 (EIP-7702) transaction, at most 8; each is scanned (delegation_scan) and installed before the transaction is simulated."}},"required":["from"]},"signer":{"type":["string","null"],"pattern":"^0x[0-9a-fA-F]{40}$","description":"Who signs `typed_data`. When absent it is read from the message where the kind names one (owner, from, offerer, maker, swapper); a signed order whose signer is known neither way (a CoW order names none) is answered `error signer_unknown`."},"typed_data":{"type":["object","null"],"description":"An EIP-712 message the agent is about to sign, in the eth_signTypedData_v4 shape; the guard reads what it allows (plan entry signature_scan).","properties":{"domain":{"type":"object","properties":{"name":{"type":"string","maxLength":256},"version":{"type":"string","maxLength":64},"chainId":{"type":["integer","string"],"minimum":0,"pattern":"^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$","description":"An integer, or a decimal or 0x-prefixed hex integer string."},"verifyingContract":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"},"salt":{"type":"string","pattern":"^0x[0-9a-fA-F]{64}$"}}},"types":{"type":"object","maxProperties":64,"additionalProperties":{"type":"array","maxItems":64,"items":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":128},"type":{"type":"string","minLength":1,"maxLength":256}},"required":["name","type"]}}},"primaryType":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"object","additionalProperties":true}},"required":["domain","types","primaryType","message"]},"authorization":{"type":["object","null"],"properties":{"authority":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The account that signs it: the one whose calls will run the delegate's code."},"address":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$","description":"The delegate; the zero address clears a delegation."},"chain_id":{"type":"integer","minimum":0,"maximum":9007199254740991,"description":"The chain it is valid on; 0: valid on every chain."},"nonce":{"type":["integer","null"],"minimum":0,"maximum":18446744073709552000,"description":"The authority's nonce it is signed for."}},"required":["authority","address","chain_id"],"description":"An EIP-7702 authorization (chain_id, address, nonce) the agent is about to sign; the guard scans the delegate (plan entry delegation_scan)."}},"required":["action"]};
 const pattern32 = new RegExp("^([0-9]{1,78}|0x[0-9a-fA-F]{1,64})$", "u");
 const pattern33 = new RegExp("^0x([0-9a-fA-F]{2})*$", "u");
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="GuardRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -11053,7 +11680,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!((((((((((data0 === "swap") || (data0 === "transfer")) || (data0 === "bridge")) || (data0 === "yield_deposit")) || (data0 === "generic")) || (data0 === "approve")) || (data0 === "mint")) || (data0 === "stake")) || (data0 === "add_liquidity")) || (data0 === "contract_call"))){
-const err2 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema48.properties.action.enum},message:"must be equal to one of the allowed values"};
+const err2 = {instancePath:instancePath+"/action",schemaPath:"#/properties/action/enum",keyword:"enum",params:{allowedValues: schema49.properties.action.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11065,7 +11692,7 @@ errors++;
 }
 let data1 = data.chain;
 if((typeof data1 !== "string") && (data1 !== null)){
-const err3 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/type",keyword:"type",params:{type: schema48.properties.chain.type},message:"must be string,null"};
+const err3 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/type",keyword:"type",params:{type: schema49.properties.chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11089,7 +11716,7 @@ errors++;
 if(data.pair_address !== undefined){
 let data2 = data.pair_address;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err5 = {instancePath:instancePath+"/pair_address",schemaPath:"#/properties/pair_address/type",keyword:"type",params:{type: schema48.properties.pair_address.type},message:"must be string,null"};
+const err5 = {instancePath:instancePath+"/pair_address",schemaPath:"#/properties/pair_address/type",keyword:"type",params:{type: schema49.properties.pair_address.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -11113,7 +11740,7 @@ errors++;
 }
 let data3 = data.stablecoin_asset_id;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err7 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema48.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err7 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema49.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -11137,7 +11764,7 @@ errors++;
 if(data.rpc_url !== undefined){
 let data4 = data.rpc_url;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err9 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/type",keyword:"type",params:{type: schema48.properties.rpc_url.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/type",keyword:"type",params:{type: schema49.properties.rpc_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -11167,7 +11794,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(!(formats10(data4))){
+if(!(formats12(data4))){
 const err12 = {instancePath:instancePath+"/rpc_url",schemaPath:"#/properties/rpc_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -11182,7 +11809,7 @@ errors++;
 if(data.tx_hash !== undefined){
 let data5 = data.tx_hash;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/type",keyword:"type",params:{type: schema48.properties.tx_hash.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/tx_hash",schemaPath:"#/properties/tx_hash/type",keyword:"type",params:{type: schema49.properties.tx_hash.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -11207,7 +11834,7 @@ errors++;
 if(data.bridge_status_url !== undefined){
 let data6 = data.bridge_status_url;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/type",keyword:"type",params:{type: schema48.properties.bridge_status_url.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/type",keyword:"type",params:{type: schema49.properties.bridge_status_url.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -11237,7 +11864,7 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(!(formats10(data6))){
+if(!(formats12(data6))){
 const err18 = {instancePath:instancePath+"/bridge_status_url",schemaPath:"#/properties/bridge_status_url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err18];
@@ -11252,7 +11879,7 @@ errors++;
 if(data.amount_usd !== undefined){
 let data7 = data.amount_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err19 = {instancePath:instancePath+"/amount_usd",schemaPath:"#/properties/amount_usd/type",keyword:"type",params:{type: schema48.properties.amount_usd.type},message:"must be number,null"};
+const err19 = {instancePath:instancePath+"/amount_usd",schemaPath:"#/properties/amount_usd/type",keyword:"type",params:{type: schema49.properties.amount_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -11337,7 +11964,7 @@ errors++;
 if(data.spender !== undefined){
 let data11 = data.spender;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err26 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema48.properties.spender.type},message:"must be string,null"};
+const err26 = {instancePath:instancePath+"/spender",schemaPath:"#/properties/spender/type",keyword:"type",params:{type: schema49.properties.spender.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -11362,7 +11989,7 @@ errors++;
 if(data.approval_amount !== undefined){
 let data12 = data.approval_amount;
 if((typeof data12 !== "string") && (data12 !== null)){
-const err28 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/type",keyword:"type",params:{type: schema48.properties.approval_amount.type},message:"must be string,null"};
+const err28 = {instancePath:instancePath+"/approval_amount",schemaPath:"#/properties/approval_amount/type",keyword:"type",params:{type: schema49.properties.approval_amount.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -11397,7 +12024,7 @@ errors++;
 if(data.contract_address !== undefined){
 let data13 = data.contract_address;
 if((typeof data13 !== "string") && (data13 !== null)){
-const err31 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/type",keyword:"type",params:{type: schema48.properties.contract_address.type},message:"must be string,null"};
+const err31 = {instancePath:instancePath+"/contract_address",schemaPath:"#/properties/contract_address/type",keyword:"type",params:{type: schema49.properties.contract_address.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -11473,7 +12100,7 @@ errors++;
 if(data.transaction !== undefined){
 let data16 = data.transaction;
 if((!(data16 && typeof data16 == "object" && !Array.isArray(data16))) && (data16 !== null)){
-const err37 = {instancePath:instancePath+"/transaction",schemaPath:"#/properties/transaction/type",keyword:"type",params:{type: schema48.properties.transaction.type},message:"must be object,null"};
+const err37 = {instancePath:instancePath+"/transaction",schemaPath:"#/properties/transaction/type",keyword:"type",params:{type: schema49.properties.transaction.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -11527,7 +12154,7 @@ errors++;
 if(data16.to !== undefined){
 let data18 = data16.to;
 if((typeof data18 !== "string") && (data18 !== null)){
-const err41 = {instancePath:instancePath+"/transaction/to",schemaPath:"#/properties/transaction/properties/to/type",keyword:"type",params:{type: schema48.properties.transaction.properties.to.type},message:"must be string,null"};
+const err41 = {instancePath:instancePath+"/transaction/to",schemaPath:"#/properties/transaction/properties/to/type",keyword:"type",params:{type: schema49.properties.transaction.properties.to.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -11608,7 +12235,7 @@ errors++;
 if(data16.gas !== undefined){
 let data21 = data16.gas;
 if((!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))) && (data21 !== null)){
-const err48 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/type",keyword:"type",params:{type: schema48.properties.transaction.properties.gas.type},message:"must be integer,null"};
+const err48 = {instancePath:instancePath+"/transaction/gas",schemaPath:"#/properties/transaction/properties/gas/type",keyword:"type",params:{type: schema49.properties.transaction.properties.gas.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -11765,7 +12392,7 @@ errors++;
 if(data23.nonce !== undefined){
 let data27 = data23.nonce;
 if((!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))) && (data27 !== null)){
-const err61 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/nonce",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/nonce/type",keyword:"type",params:{type: schema48.properties.transaction.properties.authorization_list.items.properties.nonce.type},message:"must be integer,null"};
+const err61 = {instancePath:instancePath+"/transaction/authorization_list/" + i1+"/nonce",schemaPath:"#/properties/transaction/properties/authorization_list/items/properties/nonce/type",keyword:"type",params:{type: schema49.properties.transaction.properties.authorization_list.items.properties.nonce.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -11826,7 +12453,7 @@ errors++;
 if(data.signer !== undefined){
 let data28 = data.signer;
 if((typeof data28 !== "string") && (data28 !== null)){
-const err66 = {instancePath:instancePath+"/signer",schemaPath:"#/properties/signer/type",keyword:"type",params:{type: schema48.properties.signer.type},message:"must be string,null"};
+const err66 = {instancePath:instancePath+"/signer",schemaPath:"#/properties/signer/type",keyword:"type",params:{type: schema49.properties.signer.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -11851,7 +12478,7 @@ errors++;
 if(data.typed_data !== undefined){
 let data29 = data.typed_data;
 if((!(data29 && typeof data29 == "object" && !Array.isArray(data29))) && (data29 !== null)){
-const err68 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema48.properties.typed_data.type},message:"must be object,null"};
+const err68 = {instancePath:instancePath+"/typed_data",schemaPath:"#/properties/typed_data/type",keyword:"type",params:{type: schema49.properties.typed_data.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -11957,7 +12584,7 @@ errors++;
 if(data30.chainId !== undefined){
 let data33 = data30.chainId;
 if((!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))) && (typeof data33 !== "string")){
-const err77 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema48.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
+const err77 = {instancePath:instancePath+"/typed_data/domain/chainId",schemaPath:"#/properties/typed_data/properties/domain/properties/chainId/type",keyword:"type",params:{type: schema49.properties.typed_data.properties.domain.properties.chainId.type},message:"must be integer,string"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -12264,7 +12891,7 @@ errors++;
 if(data.authorization !== undefined){
 let data43 = data.authorization;
 if((!(data43 && typeof data43 == "object" && !Array.isArray(data43))) && (data43 !== null)){
-const err102 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: schema48.properties.authorization.type},message:"must be object,null"};
+const err102 = {instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: schema49.properties.authorization.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -12392,7 +13019,7 @@ errors++;
 if(data43.nonce !== undefined){
 let data47 = data43.nonce;
 if((!(((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47))) && (isFinite(data47)))) && (data47 !== null)){
-const err113 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/type",keyword:"type",params:{type: schema48.properties.authorization.properties.nonce.type},message:"must be integer,null"};
+const err113 = {instancePath:instancePath+"/authorization/nonce",schemaPath:"#/properties/authorization/properties/nonce/type",keyword:"type",params:{type: schema49.properties.authorization.properties.nonce.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -12437,14 +13064,14 @@ vErrors.push(err116);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const HTTPValidationError = validate35;
-const schema49 = {"$id":"HTTPValidationError","title":"HTTPValidationError","type":"object","properties":{"detail":{"type":"array","items":{"type":"object","properties":{"loc":{"type":"array","items":{"type":["string","integer"]}},"msg":{"type":"string"},"type":{"type":"string"}},"required":["loc","msg","type"]}}},"required":["detail"]};
+export const HTTPValidationError = validate36;
+const schema50 = {"$id":"HTTPValidationError","title":"HTTPValidationError","type":"object","properties":{"detail":{"type":"array","items":{"type":"object","properties":{"loc":{"type":"array","items":{"type":["string","integer"]}},"msg":{"type":"string"},"type":{"type":"string"}},"required":["loc","msg","type"]}}},"required":["detail"]};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="HTTPValidationError" */;
 let vErrors = null;
 let errors = 0;
@@ -12503,7 +13130,7 @@ const len1 = data2.length;
 for(let i1=0; i1<len1; i1++){
 let data3 = data2[i1];
 if((typeof data3 !== "string") && (!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3))))){
-const err4 = {instancePath:instancePath+"/detail/" + i0+"/loc/" + i1,schemaPath:"#/properties/detail/items/properties/loc/items/type",keyword:"type",params:{type: schema49.properties.detail.items.properties.loc.items.type},message:"must be string,integer"};
+const err4 = {instancePath:instancePath+"/detail/" + i0+"/loc/" + i1,schemaPath:"#/properties/detail/items/properties/loc/items/type",keyword:"type",params:{type: schema50.properties.detail.items.properties.loc.items.type},message:"must be string,integer"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12584,16 +13211,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const KeyCreateRequest = validate36;
-const schema50 = {"$id":"KeyCreateRequest","title":"KeyCreateRequest","type":"object","properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9 _.-]{1,64}$","description":"1 to 64 characters of letters, digits, space, _ . -; unique among the account's live keys."},"policy":{"type":["string","null"],"pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"The policy the key answers under, or null."}},"required":["name"],"additionalProperties":false};
+export const KeyCreateRequest = validate37;
+const schema51 = {"$id":"KeyCreateRequest","title":"KeyCreateRequest","type":"object","properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9 _.-]{1,64}$","description":"1 to 64 characters of letters, digits, space, _ . -; unique among the account's live keys."},"policy":{"type":["string","null"],"pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"The policy the key answers under, or null."}},"required":["name"],"additionalProperties":false};
 const pattern42 = new RegExp("^[A-Za-z0-9 _.-]{1,64}$", "u");
 const pattern43 = new RegExp("^[a-z0-9][a-z0-9_-]{0,63}$", "u");
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="KeyCreateRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -12648,7 +13275,7 @@ errors++;
 if(data.policy !== undefined){
 let data1 = data.policy;
 if((typeof data1 !== "string") && (data1 !== null)){
-const err4 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema50.properties.policy.type},message:"must be string,null"};
+const err4 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema51.properties.policy.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12681,14 +13308,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const KeyCreated = validate37;
-const schema51 = {"$id":"KeyCreated","title":"KeyCreated","type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"role":{"type":"string","enum":["agent"]},"policy":{"type":["string","null"]},"api_key":{"type":"string","description":"The new key, shown only in this answer."},"created_at":{"type":"string","format":"date-time"}},"required":["id","name","role","policy","api_key","created_at"]};
+export const KeyCreated = validate38;
+const schema52 = {"$id":"KeyCreated","title":"KeyCreated","type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"role":{"type":"string","enum":["agent"]},"policy":{"type":["string","null"]},"api_key":{"type":"string","description":"The new key, shown only in this answer."},"created_at":{"type":"string","format":"date-time"}},"required":["id","name","role","policy","api_key","created_at"]};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="KeyCreated" */;
 let vErrors = null;
 let errors = 0;
@@ -12790,7 +13417,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data2 === "agent")){
-const err9 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema51.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema52.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -12803,7 +13430,7 @@ errors++;
 if(data.policy !== undefined){
 let data3 = data.policy;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err10 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema51.properties.policy.type},message:"must be string,null"};
+const err10 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema52.properties.policy.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -12861,14 +13488,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const KeyInfo = validate38;
-const schema52 = {"$id":"KeyInfo","title":"KeyInfo","type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"role":{"type":"string","enum":["owner","agent"]},"policy":{"type":["string","null"]},"created_at":{"type":"string","format":"date-time"},"last_used_at":{"type":["string","null"],"format":"date-time"},"revoked_at":{"type":["string","null"],"format":"date-time"}},"required":["id","name","role","policy","created_at","last_used_at","revoked_at"],"description":"A key of the account, never the key itself."};
+export const KeyInfo = validate39;
+const schema53 = {"$id":"KeyInfo","title":"KeyInfo","type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"role":{"type":"string","enum":["owner","agent"]},"policy":{"type":["string","null"]},"created_at":{"type":"string","format":"date-time"},"last_used_at":{"type":["string","null"],"format":"date-time"},"revoked_at":{"type":["string","null"],"format":"date-time"}},"required":["id","name","role","policy","created_at","last_used_at","revoked_at"],"description":"A key of the account, never the key itself."};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="KeyInfo" */;
 let vErrors = null;
 let errors = 0;
@@ -12980,7 +13607,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!((data2 === "owner") || (data2 === "agent"))){
-const err10 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema52.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/role",schemaPath:"#/properties/role/enum",keyword:"enum",params:{allowedValues: schema53.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -12993,7 +13620,7 @@ errors++;
 if(data.policy !== undefined){
 let data3 = data.policy;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err11 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema52.properties.policy.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema53.properties.policy.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -13031,7 +13658,7 @@ errors++;
 if(data.last_used_at !== undefined){
 let data5 = data.last_used_at;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err14 = {instancePath:instancePath+"/last_used_at",schemaPath:"#/properties/last_used_at/type",keyword:"type",params:{type: schema52.properties.last_used_at.type},message:"must be string,null"};
+const err14 = {instancePath:instancePath+"/last_used_at",schemaPath:"#/properties/last_used_at/type",keyword:"type",params:{type: schema53.properties.last_used_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -13056,7 +13683,7 @@ errors++;
 if(data.revoked_at !== undefined){
 let data6 = data.revoked_at;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err16 = {instancePath:instancePath+"/revoked_at",schemaPath:"#/properties/revoked_at/type",keyword:"type",params:{type: schema52.properties.revoked_at.type},message:"must be string,null"};
+const err16 = {instancePath:instancePath+"/revoked_at",schemaPath:"#/properties/revoked_at/type",keyword:"type",params:{type: schema53.properties.revoked_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -13089,14 +13716,14 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const KeyList = validate39;
-const schema53 = {"$id":"KeyList","title":"KeyList","type":"object","properties":{"keys":{"type":"array","items":{"$ref":"KeyInfo"}}},"required":["keys"]};
+export const KeyList = validate40;
+const schema54 = {"$id":"KeyList","title":"KeyList","type":"object","properties":{"keys":{"type":"array","items":{"$ref":"KeyInfo"}}},"required":["keys"]};
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="KeyList" */;
 let vErrors = null;
 let errors = 0;
@@ -13225,7 +13852,7 @@ vErrors.push(err10);
 errors++;
 }
 if(!((data4 === "owner") || (data4 === "agent"))){
-const err11 = {instancePath:instancePath+"/keys/" + i0+"/role",schemaPath:"KeyInfo/properties/role/enum",keyword:"enum",params:{allowedValues: schema52.properties.role.enum},message:"must be equal to one of the allowed values"};
+const err11 = {instancePath:instancePath+"/keys/" + i0+"/role",schemaPath:"KeyInfo/properties/role/enum",keyword:"enum",params:{allowedValues: schema53.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -13238,7 +13865,7 @@ errors++;
 if(data1.policy !== undefined){
 let data5 = data1.policy;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err12 = {instancePath:instancePath+"/keys/" + i0+"/policy",schemaPath:"KeyInfo/properties/policy/type",keyword:"type",params:{type: schema52.properties.policy.type},message:"must be string,null"};
+const err12 = {instancePath:instancePath+"/keys/" + i0+"/policy",schemaPath:"KeyInfo/properties/policy/type",keyword:"type",params:{type: schema53.properties.policy.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -13276,7 +13903,7 @@ errors++;
 if(data1.last_used_at !== undefined){
 let data7 = data1.last_used_at;
 if((typeof data7 !== "string") && (data7 !== null)){
-const err15 = {instancePath:instancePath+"/keys/" + i0+"/last_used_at",schemaPath:"KeyInfo/properties/last_used_at/type",keyword:"type",params:{type: schema52.properties.last_used_at.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/keys/" + i0+"/last_used_at",schemaPath:"KeyInfo/properties/last_used_at/type",keyword:"type",params:{type: schema53.properties.last_used_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -13301,7 +13928,7 @@ errors++;
 if(data1.revoked_at !== undefined){
 let data8 = data1.revoked_at;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err17 = {instancePath:instancePath+"/keys/" + i0+"/revoked_at",schemaPath:"KeyInfo/properties/revoked_at/type",keyword:"type",params:{type: schema52.properties.revoked_at.type},message:"must be string,null"};
+const err17 = {instancePath:instancePath+"/keys/" + i0+"/revoked_at",schemaPath:"KeyInfo/properties/revoked_at/type",keyword:"type",params:{type: schema53.properties.revoked_at.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -13358,14 +13985,14 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const KeyUpdateRequest = validate40;
-const schema55 = {"$id":"KeyUpdateRequest","title":"KeyUpdateRequest","type":"object","properties":{"policy":{"type":["string","null"],"pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"A policy name, or null to unbind."}},"required":["policy"],"additionalProperties":false};
+export const KeyUpdateRequest = validate41;
+const schema56 = {"$id":"KeyUpdateRequest","title":"KeyUpdateRequest","type":"object","properties":{"policy":{"type":["string","null"],"pattern":"^[a-z0-9][a-z0-9_-]{0,63}$","description":"A policy name, or null to unbind."}},"required":["policy"],"additionalProperties":false};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="KeyUpdateRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -13395,7 +14022,7 @@ errors++;
 if(data.policy !== undefined){
 let data0 = data.policy;
 if((typeof data0 !== "string") && (data0 !== null)){
-const err2 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema55.properties.policy.type},message:"must be string,null"};
+const err2 = {instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema56.properties.policy.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13428,19 +14055,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyDocument = validate41;
-const schema56 = {"$id":"PolicyDocument","title":"PolicyDocument","type":"object","additionalProperties":false,"description":"An operator's policy: what the keys bound to it may do (docs/policies.md). Every field is optional.","properties":{"default":{"type":"string","enum":["block","allow"],"description":"What an action no allow rule covers gets; block when absent."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"Chain names the key may act on; absent: any."},"address_sets":{"type":"object","maxProperties":32,"propertyNames":{"pattern":"^[A-Za-z0-9_.-]{1,64}$"},"additionalProperties":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"}},"description":"Named address lists; rules name one as \"$name\"."},"rules":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["id","effect"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"effect":{"type":"string","enum":["allow","block"]},"match":{"type":"object","additionalProperties":false,"description":"What the rule matches; every field optional, all AND-ed (docs/policies.md §2).","properties":{"kinds":{"type":"array","maxItems":4,"items":{"type":"string","enum":["transaction","typed_data","authorization","declared"]},"description":"What the guard request carries: a transaction, a typed message, an EIP-7702 authorization, or none of them (declared)."},"actions":{"type":"array","maxItems":16,"items":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"description":"The GuardRequest action."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"The request's chain."},"to":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"transaction.to, or a typed message's domain.verifyingContract: addresses or $set names."},"selectors":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x([0-9a-fA-F]{8})?$"},"description":"The first four bytes of transaction.data; \"0x\" for a call without data."},"recipients":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Who receives value from the acting account: addresses or $set names."},"spenders":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Spenders of approvals and permits: addresses or $set names."},"delegates":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"EIP-7702 delegates: addresses or $set names."},"tokens":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},"description":"Assets that leave the acting account: token addresses, $set names or \"native\"."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"The action's outflow in USD is at most this."}}}}}},"approvals":{"type":"object","additionalProperties":false,"properties":{"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"An approval or permit worth more than this fails."},"allow_unlimited":{"type":"boolean","description":"Unlimited approvals and permits pass (false when absent)."},"max_permit_lifetime_s":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"A permit valid longer than this fails."}}},"limits":{"type":"array","maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["id","window"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"window":{"oneOf":[{"type":"string","enum":["hour","day","week","month"]},{"type":"object","additionalProperties":false,"required":["rolling_s"],"properties":{"rolling_s":{"type":"integer","minimum":60,"maximum":2592000}}}],"description":"A UTC calendar window (the week starts on Monday) or the last rolling_s seconds."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"Outflow reserved in the window at most."},"max_count":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"Reservations in the window at most."}}}}}};
+export const PolicyDocument = validate42;
+const schema57 = {"$id":"PolicyDocument","title":"PolicyDocument","type":"object","additionalProperties":false,"description":"An operator's policy: what the keys bound to it may do (docs/policies.md). Every field is optional.","properties":{"default":{"type":"string","enum":["block","allow"],"description":"What an action no allow rule covers gets; block when absent."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"Chain names the key may act on; absent: any."},"address_sets":{"type":"object","maxProperties":32,"propertyNames":{"pattern":"^[A-Za-z0-9_.-]{1,64}$"},"additionalProperties":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"}},"description":"Named address lists; rules name one as \"$name\"."},"rules":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["id","effect"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"effect":{"type":"string","enum":["allow","block"]},"match":{"type":"object","additionalProperties":false,"description":"What the rule matches; every field optional, all AND-ed (docs/policies.md §2).","properties":{"kinds":{"type":"array","maxItems":4,"items":{"type":"string","enum":["transaction","typed_data","authorization","declared"]},"description":"What the guard request carries: a transaction, a typed message, an EIP-7702 authorization, or none of them (declared)."},"actions":{"type":"array","maxItems":16,"items":{"type":"string","enum":["swap","transfer","bridge","yield_deposit","generic","approve","mint","stake","add_liquidity","contract_call"]},"description":"The GuardRequest action."},"chains":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"description":"The request's chain."},"to":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"transaction.to, or a typed message's domain.verifyingContract: addresses or $set names."},"selectors":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^0x([0-9a-fA-F]{8})?$"},"description":"The first four bytes of transaction.data; \"0x\" for a call without data."},"recipients":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Who receives value from the acting account: addresses or $set names."},"spenders":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"Spenders of approvals and permits: addresses or $set names."},"delegates":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$"},"description":"EIP-7702 delegates: addresses or $set names."},"tokens":{"type":"array","maxItems":1000,"items":{"type":"string","pattern":"^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$"},"description":"Assets that leave the acting account: token addresses, $set names or \"native\"."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"The action's outflow in USD is at most this."}}}}}},"approvals":{"type":"object","additionalProperties":false,"properties":{"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"An approval or permit worth more than this fails."},"allow_unlimited":{"type":"boolean","description":"Unlimited approvals and permits pass (false when absent)."},"max_permit_lifetime_s":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"A permit valid longer than this fails."}}},"limits":{"type":"array","maxItems":16,"items":{"type":"object","additionalProperties":false,"required":["id","window"],"properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"window":{"oneOf":[{"type":"string","enum":["hour","day","week","month"]},{"type":"object","additionalProperties":false,"required":["rolling_s"],"properties":{"rolling_s":{"type":"integer","minimum":60,"maximum":2592000}}}],"description":"A UTC calendar window (the week starts on Monday) or the last rolling_s seconds."},"max_usd":{"type":"number","minimum":0,"maximum":1000000000000000,"description":"Outflow reserved in the window at most."},"max_count":{"type":"integer","minimum":0,"maximum":1000000000000000,"description":"Reservations in the window at most."}}}}}};
 const pattern45 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
 const pattern50 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64})$", "u");
 const pattern51 = new RegExp("^0x([0-9a-fA-F]{8})?$", "u");
 const pattern55 = new RegExp("^(0x[0-9a-fA-F]{40}|\\$[A-Za-z0-9_.-]{1,64}|native)$", "u");
 const func103 = Object.prototype.hasOwnProperty;
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyDocument" */;
 let vErrors = null;
 let errors = 0;
@@ -13470,7 +14097,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!((data0 === "block") || (data0 === "allow"))){
-const err2 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/enum",keyword:"enum",params:{allowedValues: schema56.properties.default.enum},message:"must be equal to one of the allowed values"};
+const err2 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/enum",keyword:"enum",params:{allowedValues: schema57.properties.default.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13720,7 +14347,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!((data9 === "allow") || (data9 === "block"))){
-const err22 = {instancePath:instancePath+"/rules/" + i2+"/effect",schemaPath:"#/properties/rules/items/properties/effect/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.effect.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/rules/" + i2+"/effect",schemaPath:"#/properties/rules/items/properties/effect/enum",keyword:"enum",params:{allowedValues: schema57.properties.rules.items.properties.effect.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -13734,7 +14361,7 @@ if(data7.match !== undefined){
 let data10 = data7.match;
 if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
 for(const key4 in data10){
-if(!(func103.call(schema56.properties.rules.items.properties.match.properties, key4))){
+if(!(func103.call(schema57.properties.rules.items.properties.match.properties, key4))){
 const err23 = {instancePath:instancePath+"/rules/" + i2+"/match",schemaPath:"#/properties/rules/items/properties/match/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err23];
@@ -13772,7 +14399,7 @@ vErrors.push(err25);
 errors++;
 }
 if(!((((data12 === "transaction") || (data12 === "typed_data")) || (data12 === "authorization")) || (data12 === "declared"))){
-const err26 = {instancePath:instancePath+"/rules/" + i2+"/match/kinds/" + i3,schemaPath:"#/properties/rules/items/properties/match/properties/kinds/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.kinds.items.enum},message:"must be equal to one of the allowed values"};
+const err26 = {instancePath:instancePath+"/rules/" + i2+"/match/kinds/" + i3,schemaPath:"#/properties/rules/items/properties/match/properties/kinds/items/enum",keyword:"enum",params:{allowedValues: schema57.properties.rules.items.properties.match.properties.kinds.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -13821,7 +14448,7 @@ vErrors.push(err29);
 errors++;
 }
 if(!((((((((((data14 === "swap") || (data14 === "transfer")) || (data14 === "bridge")) || (data14 === "yield_deposit")) || (data14 === "generic")) || (data14 === "approve")) || (data14 === "mint")) || (data14 === "stake")) || (data14 === "add_liquidity")) || (data14 === "contract_call"))){
-const err30 = {instancePath:instancePath+"/rules/" + i2+"/match/actions/" + i4,schemaPath:"#/properties/rules/items/properties/match/properties/actions/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.actions.items.enum},message:"must be equal to one of the allowed values"};
+const err30 = {instancePath:instancePath+"/rules/" + i2+"/match/actions/" + i4,schemaPath:"#/properties/rules/items/properties/match/properties/actions/items/enum",keyword:"enum",params:{allowedValues: schema57.properties.rules.items.properties.match.properties.actions.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -14471,7 +15098,7 @@ vErrors.push(err81);
 errors++;
 }
 if(!((((data37 === "hour") || (data37 === "day")) || (data37 === "week")) || (data37 === "month"))){
-const err82 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf/0/enum",keyword:"enum",params:{allowedValues: schema56.properties.limits.items.properties.window.oneOf[0].enum},message:"must be equal to one of the allowed values"};
+const err82 = {instancePath:instancePath+"/limits/" + i12+"/window",schemaPath:"#/properties/limits/items/properties/window/oneOf/0/enum",keyword:"enum",params:{allowedValues: schema57.properties.limits.items.properties.window.oneOf[0].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -14693,14 +15320,14 @@ vErrors.push(err98);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyList = validate42;
-const schema57 = {"$id":"PolicyList","title":"PolicyList","type":"object","properties":{"policies":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"hash":{"type":"string"},"created_at":{"type":"string","format":"date-time"}},"required":["name","version","hash","created_at"]}}},"required":["policies"]};
+export const PolicyList = validate43;
+const schema58 = {"$id":"PolicyList","title":"PolicyList","type":"object","properties":{"policies":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"hash":{"type":"string"},"created_at":{"type":"string","format":"date-time"}},"required":["name","version","hash","created_at"]}}},"required":["policies"]};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyList" */;
 let vErrors = null;
 let errors = 0;
@@ -14859,14 +15486,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyUsage = validate43;
-const schema58 = {"$id":"PolicyUsage","title":"PolicyUsage","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"limits":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"window":{},"window_start":{"type":"string","format":"date-time"},"window_end":{"type":"string","format":"date-time"},"committed_usd":{"type":"number"},"reserved_usd":{"type":"number","description":"Reserved by proceeds whose release is still to be settled."},"remaining_usd":{"type":["number","null"]},"max_usd":{"type":["number","null"]},"count":{"type":"integer"},"max_count":{"type":["integer","null"]}},"required":["id","window","window_start","window_end","committed_usd","reserved_usd","remaining_usd","max_usd","count","max_count"]}}},"required":["name","version","limits"]};
+export const PolicyUsage = validate44;
+const schema59 = {"$id":"PolicyUsage","title":"PolicyUsage","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer"},"limits":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"window":{},"window_start":{"type":"string","format":"date-time"},"window_end":{"type":"string","format":"date-time"},"committed_usd":{"type":"number"},"reserved_usd":{"type":"number","description":"Reserved by proceeds whose release is still to be settled."},"remaining_usd":{"type":["number","null"]},"max_usd":{"type":["number","null"]},"count":{"type":"integer"},"max_count":{"type":["integer","null"]}},"required":["id","window","window_start","window_end","committed_usd","reserved_usd","remaining_usd","max_usd","count","max_count"]}}},"required":["name","version","limits"]};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyUsage" */;
 let vErrors = null;
 let errors = 0;
@@ -15124,7 +15751,7 @@ errors++;
 if(data3.remaining_usd !== undefined){
 let data9 = data3.remaining_usd;
 if((!((typeof data9 == "number") && (isFinite(data9)))) && (data9 !== null)){
-const err22 = {instancePath:instancePath+"/limits/" + i0+"/remaining_usd",schemaPath:"#/properties/limits/items/properties/remaining_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.remaining_usd.type},message:"must be number,null"};
+const err22 = {instancePath:instancePath+"/limits/" + i0+"/remaining_usd",schemaPath:"#/properties/limits/items/properties/remaining_usd/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.remaining_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -15137,7 +15764,7 @@ errors++;
 if(data3.max_usd !== undefined){
 let data10 = data3.max_usd;
 if((!((typeof data10 == "number") && (isFinite(data10)))) && (data10 !== null)){
-const err23 = {instancePath:instancePath+"/limits/" + i0+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_usd.type},message:"must be number,null"};
+const err23 = {instancePath:instancePath+"/limits/" + i0+"/max_usd",schemaPath:"#/properties/limits/items/properties/max_usd/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.max_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -15163,7 +15790,7 @@ errors++;
 if(data3.max_count !== undefined){
 let data12 = data3.max_count;
 if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (data12 !== null)){
-const err25 = {instancePath:instancePath+"/limits/" + i0+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: schema58.properties.limits.items.properties.max_count.type},message:"must be integer,null"};
+const err25 = {instancePath:instancePath+"/limits/" + i0+"/max_count",schemaPath:"#/properties/limits/items/properties/max_count/type",keyword:"type",params:{type: schema59.properties.limits.items.properties.max_count.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -15208,14 +15835,14 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
 
-export const PolicyVersion = validate44;
-const schema59 = {"$id":"PolicyVersion","title":"PolicyVersion","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."},"created_at":{"type":"string","format":"date-time"},"document":{"$ref":"PolicyDocument"}},"required":["name","version","hash","created_at","document"]};
+export const PolicyVersion = validate45;
+const schema60 = {"$id":"PolicyVersion","title":"PolicyVersion","type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"0x + keccak256 of the document's RFC 8785 canonical JSON (UTF-8)."},"created_at":{"type":"string","format":"date-time"},"document":{"$ref":"PolicyDocument"}},"required":["name","version","hash","created_at","document"]};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="PolicyVersion" */;
 let vErrors = null;
 let errors = 0;
@@ -15385,7 +16012,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!((data5 === "block") || (data5 === "allow"))){
-const err14 = {instancePath:instancePath+"/document/default",schemaPath:"PolicyDocument/properties/default/enum",keyword:"enum",params:{allowedValues: schema56.properties.default.enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/document/default",schemaPath:"PolicyDocument/properties/default/enum",keyword:"enum",params:{allowedValues: schema57.properties.default.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -15635,7 +16262,7 @@ vErrors.push(err33);
 errors++;
 }
 if(!((data14 === "allow") || (data14 === "block"))){
-const err34 = {instancePath:instancePath+"/document/rules/" + i2+"/effect",schemaPath:"PolicyDocument/properties/rules/items/properties/effect/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.effect.enum},message:"must be equal to one of the allowed values"};
+const err34 = {instancePath:instancePath+"/document/rules/" + i2+"/effect",schemaPath:"PolicyDocument/properties/rules/items/properties/effect/enum",keyword:"enum",params:{allowedValues: schema57.properties.rules.items.properties.effect.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -15649,7 +16276,7 @@ if(data12.match !== undefined){
 let data15 = data12.match;
 if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
 for(const key4 in data15){
-if(!(func103.call(schema56.properties.rules.items.properties.match.properties, key4))){
+if(!(func103.call(schema57.properties.rules.items.properties.match.properties, key4))){
 const err35 = {instancePath:instancePath+"/document/rules/" + i2+"/match",schemaPath:"PolicyDocument/properties/rules/items/properties/match/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err35];
@@ -15687,7 +16314,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!((((data17 === "transaction") || (data17 === "typed_data")) || (data17 === "authorization")) || (data17 === "declared"))){
-const err38 = {instancePath:instancePath+"/document/rules/" + i2+"/match/kinds/" + i3,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/kinds/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.kinds.items.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/document/rules/" + i2+"/match/kinds/" + i3,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/kinds/items/enum",keyword:"enum",params:{allowedValues: schema57.properties.rules.items.properties.match.properties.kinds.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -15736,7 +16363,7 @@ vErrors.push(err41);
 errors++;
 }
 if(!((((((((((data19 === "swap") || (data19 === "transfer")) || (data19 === "bridge")) || (data19 === "yield_deposit")) || (data19 === "generic")) || (data19 === "approve")) || (data19 === "mint")) || (data19 === "stake")) || (data19 === "add_liquidity")) || (data19 === "contract_call"))){
-const err42 = {instancePath:instancePath+"/document/rules/" + i2+"/match/actions/" + i4,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/actions/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.rules.items.properties.match.properties.actions.items.enum},message:"must be equal to one of the allowed values"};
+const err42 = {instancePath:instancePath+"/document/rules/" + i2+"/match/actions/" + i4,schemaPath:"PolicyDocument/properties/rules/items/properties/match/properties/actions/items/enum",keyword:"enum",params:{allowedValues: schema57.properties.rules.items.properties.match.properties.actions.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -16386,7 +17013,7 @@ vErrors.push(err93);
 errors++;
 }
 if(!((((data42 === "hour") || (data42 === "day")) || (data42 === "week")) || (data42 === "month"))){
-const err94 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/0/enum",keyword:"enum",params:{allowedValues: schema56.properties.limits.items.properties.window.oneOf[0].enum},message:"must be equal to one of the allowed values"};
+const err94 = {instancePath:instancePath+"/document/limits/" + i12+"/window",schemaPath:"PolicyDocument/properties/limits/items/properties/window/oneOf/0/enum",keyword:"enum",params:{allowedValues: schema57.properties.limits.items.properties.window.oneOf[0].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -16620,14 +17247,197 @@ vErrors.push(err111);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const StablecoinIntelligenceRequest = validate45;
-const schema61 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+export const ScreenRequest = validate46;
+const schema62 = {"$id":"ScreenRequest","title":"ScreenRequest","type":"object","description":"Addresses to screen against the sanctions list, the operator's blocklists, the known counterparties (lookalikes) and, when the chain has a node, EIP-7702 sweepers.","properties":{"chain":{"type":["string","null"],"maxLength":64,"default":"base","description":"The chain whose node the sweeper rule reads (RPC_URLS); without one that rule is skipped."},"addresses":{"type":"array","minItems":1,"maxItems":100,"description":"The addresses, answered one result each in this order.","items":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"}},"known_addresses":{"type":"array","maxItems":1000,"description":"Counterparties the caller knows: never lookalikes themselves, and what a lookalike is measured against.","items":{"type":"string","pattern":"^0x[0-9a-fA-F]{40}$"}}},"required":["addresses"],"additionalProperties":false};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="ScreenRequest" */;
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.chain === undefined){
+data.chain = "base";
+}
+if(data.addresses === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addresses"},message:"must have required property '"+"addresses"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "chain") || (key0 === "addresses")) || (key0 === "known_addresses"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+let data0 = data.chain;
+if((typeof data0 !== "string") && (data0 !== null)){
+const err2 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/type",keyword:"type",params:{type: schema62.properties.chain.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(typeof data0 === "string"){
+if(func2(data0) > 64){
+const err3 = {instancePath:instancePath+"/chain",schemaPath:"#/properties/chain/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.addresses !== undefined){
+let data1 = data.addresses;
+if(Array.isArray(data1)){
+if(data1.length > 100){
+const err4 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.length < 1){
+const err5 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(!pattern3.test(data2)){
+const err6 = {instancePath:instancePath+"/addresses/" + i0,schemaPath:"#/properties/addresses/items/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/addresses/" + i0,schemaPath:"#/properties/addresses/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.known_addresses !== undefined){
+let data3 = data.known_addresses;
+if(Array.isArray(data3)){
+if(data3.length > 1000){
+const err9 = {instancePath:instancePath+"/known_addresses",schemaPath:"#/properties/known_addresses/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+const len1 = data3.length;
+for(let i1=0; i1<len1; i1++){
+let data4 = data3[i1];
+if(typeof data4 === "string"){
+if(!pattern3.test(data4)){
+const err10 = {instancePath:instancePath+"/known_addresses/" + i1,schemaPath:"#/properties/known_addresses/items/pattern",keyword:"pattern",params:{pattern: "^0x[0-9a-fA-F]{40}$"},message:"must match pattern \""+"^0x[0-9a-fA-F]{40}$"+"\""};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/known_addresses/" + i1,schemaPath:"#/properties/known_addresses/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/known_addresses",schemaPath:"#/properties/known_addresses/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+
+export const StablecoinIntelligenceRequest = validate47;
+const schema63 = {"$id":"StablecoinIntelligenceRequest","title":"StablecoinIntelligenceRequest","type":"object","properties":{"asset_ids":{"type":"array","items":{"type":"string","minLength":1,"maxLength":128},"maxItems":50,"description":"Defaults to usd-coin, tether, dai, ethena-usde, paypal-usd."},"quote":{"type":"string","minLength":1,"maxLength":16,"default":"usd"},"warn_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.005},"block_deviation_pct":{"type":"number","minimum":0,"maximum":1,"default":0.02}}};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="StablecoinIntelligenceRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -16812,14 +17622,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
 
-export const VerdictLogEntry = validate46;
-const schema62 = {"$id":"VerdictLogEntry","title":"VerdictLogEntry","type":"object","description":"One answer to a keyed call (decide, guard, the agents, MCP tool calls).","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."},"at":{"type":"string","format":"date-time","description":"When the answer was given."},"key_id":{"type":"string","description":"The key that made the call."},"key_name":{"type":"string","description":"That key's name when it made the call (`owner` for the owner key)."},"endpoint":{"type":"string","description":"The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."},"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":["string","null"],"enum":["low","medium","high",null]},"failure_modes":{"type":"array","items":{"type":"string"}},"policy":{"description":"The policy version the answer was judged under (decision.policy), or null.","anyOf":[{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string"}},"required":["name","version","hash"]},{"type":"null"}]},"reserved_usd":{"type":["number","null"],"minimum":0,"description":"What the answer reserved in its policy's limits; null when it reserved nothing."},"reservation":{"type":["string","null"],"enum":["reserved","committed","released",null],"description":"The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."}},"required":["id","at","key_id","key_name","endpoint","verdict","risk","failure_modes","policy","reserved_usd","reservation"]};
+export const VerdictLogEntry = validate48;
+const schema64 = {"$id":"VerdictLogEntry","title":"VerdictLogEntry","type":"object","description":"One answer to a keyed call (decide, guard, the agents, MCP tool calls).","properties":{"id":{"type":"string","pattern":"^0x[0-9a-f]{64}$","description":"The answer's attestation id (attestation.typed_data.message.id), also its reservation's id."},"at":{"type":"string","format":"date-time","description":"When the answer was given."},"key_id":{"type":"string","description":"The key that made the call."},"key_name":{"type":"string","description":"That key's name when it made the call (`owner` for the owner key)."},"endpoint":{"type":"string","description":"The path that answered, e.g. /v1/guard (an MCP tool call: the path of its tool)."},"verdict":{"type":"string","enum":["proceed","wait","block"]},"risk":{"type":["string","null"],"enum":["low","medium","high",null]},"failure_modes":{"type":"array","items":{"type":"string"}},"policy":{"description":"The policy version the answer was judged under (decision.policy), or null.","anyOf":[{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"integer","minimum":1},"hash":{"type":"string"}},"required":["name","version","hash"]},{"type":"null"}]},"reserved_usd":{"type":["number","null"],"minimum":0,"description":"What the answer reserved in its policy's limits; null when it reserved nothing."},"reservation":{"type":["string","null"],"enum":["reserved","committed","released",null],"description":"The reservation's state now: reserved (awaiting its release check), committed or released; null when nothing was reserved."}},"required":["id","at","key_id","key_name","endpoint","verdict","risk","failure_modes","policy","reserved_usd","reservation"]};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="VerdictLogEntry" */;
 let vErrors = null;
 let errors = 0;
@@ -17033,7 +17843,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data5 === "proceed") || (data5 === "wait")) || (data5 === "block"))){
-const err19 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/verdict",schemaPath:"#/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema64.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -17046,7 +17856,7 @@ errors++;
 if(data.risk !== undefined){
 let data6 = data.risk;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err20 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
+const err20 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/type",keyword:"type",params:{type: schema64.properties.risk.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -17056,7 +17866,7 @@ vErrors.push(err20);
 errors++;
 }
 if(!((((data6 === "low") || (data6 === "medium")) || (data6 === "high")) || (data6 === null))){
-const err21 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err21 = {instancePath:instancePath+"/risk",schemaPath:"#/properties/risk/enum",keyword:"enum",params:{allowedValues: schema64.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -17232,7 +18042,7 @@ vErrors = null;
 if(data.reserved_usd !== undefined){
 let data13 = data.reserved_usd;
 if((!((typeof data13 == "number") && (isFinite(data13)))) && (data13 !== null)){
-const err34 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
+const err34 = {instancePath:instancePath+"/reserved_usd",schemaPath:"#/properties/reserved_usd/type",keyword:"type",params:{type: schema64.properties.reserved_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -17257,7 +18067,7 @@ errors++;
 if(data.reservation !== undefined){
 let data14 = data.reservation;
 if((typeof data14 !== "string") && (data14 !== null)){
-const err36 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
+const err36 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/type",keyword:"type",params:{type: schema64.properties.reservation.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -17267,7 +18077,7 @@ vErrors.push(err36);
 errors++;
 }
 if(!((((data14 === "reserved") || (data14 === "committed")) || (data14 === "released")) || (data14 === null))){
-const err37 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+const err37 = {instancePath:instancePath+"/reservation",schemaPath:"#/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema64.properties.reservation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -17288,14 +18098,14 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
 
-export const VerdictPage = validate47;
-const schema63 = {"$id":"VerdictPage","title":"VerdictPage","type":"object","description":"One page of the account's verdict log, newest first (GET /v1/verdicts).","properties":{"verdicts":{"type":"array","maxItems":500,"items":{"$ref":"VerdictLogEntry"}},"next_cursor":{"type":["string","null"],"description":"Pass as `cursor` (with the same filters) for the next, older page; null on the last page."}},"required":["verdicts","next_cursor"]};
+export const VerdictPage = validate49;
+const schema65 = {"$id":"VerdictPage","title":"VerdictPage","type":"object","description":"One page of the account's verdict log, newest first (GET /v1/verdicts).","properties":{"verdicts":{"type":"array","maxItems":500,"items":{"$ref":"VerdictLogEntry"}},"next_cursor":{"type":["string","null"],"description":"Pass as `cursor` (with the same filters) for the next, older page; null on the last page."}},"required":["verdicts","next_cursor"]};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="VerdictPage" */;
 let vErrors = null;
 let errors = 0;
@@ -17546,7 +18356,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!(((data7 === "proceed") || (data7 === "wait")) || (data7 === "block"))){
-const err22 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema62.properties.verdict.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/verdicts/" + i0+"/verdict",schemaPath:"VerdictLogEntry/properties/verdict/enum",keyword:"enum",params:{allowedValues: schema64.properties.verdict.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -17559,7 +18369,7 @@ errors++;
 if(data1.risk !== undefined){
 let data8 = data1.risk;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err23 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/type",keyword:"type",params:{type: schema62.properties.risk.type},message:"must be string,null"};
+const err23 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/type",keyword:"type",params:{type: schema64.properties.risk.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -17569,7 +18379,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!((((data8 === "low") || (data8 === "medium")) || (data8 === "high")) || (data8 === null))){
-const err24 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/enum",keyword:"enum",params:{allowedValues: schema62.properties.risk.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/verdicts/" + i0+"/risk",schemaPath:"VerdictLogEntry/properties/risk/enum",keyword:"enum",params:{allowedValues: schema64.properties.risk.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -17745,7 +18555,7 @@ vErrors = null;
 if(data1.reserved_usd !== undefined){
 let data15 = data1.reserved_usd;
 if((!((typeof data15 == "number") && (isFinite(data15)))) && (data15 !== null)){
-const err37 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/type",keyword:"type",params:{type: schema62.properties.reserved_usd.type},message:"must be number,null"};
+const err37 = {instancePath:instancePath+"/verdicts/" + i0+"/reserved_usd",schemaPath:"VerdictLogEntry/properties/reserved_usd/type",keyword:"type",params:{type: schema64.properties.reserved_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -17770,7 +18580,7 @@ errors++;
 if(data1.reservation !== undefined){
 let data16 = data1.reservation;
 if((typeof data16 !== "string") && (data16 !== null)){
-const err39 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/type",keyword:"type",params:{type: schema62.properties.reservation.type},message:"must be string,null"};
+const err39 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/type",keyword:"type",params:{type: schema64.properties.reservation.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -17780,7 +18590,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!((((data16 === "reserved") || (data16 === "committed")) || (data16 === "released")) || (data16 === null))){
-const err40 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema62.properties.reservation.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/verdicts/" + i0+"/reservation",schemaPath:"VerdictLogEntry/properties/reservation/enum",keyword:"enum",params:{allowedValues: schema64.properties.reservation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -17817,7 +18627,7 @@ errors++;
 if(data.next_cursor !== undefined){
 let data17 = data.next_cursor;
 if((typeof data17 !== "string") && (data17 !== null)){
-const err43 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema63.properties.next_cursor.type},message:"must be string,null"};
+const err43 = {instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: schema65.properties.next_cursor.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -17838,14 +18648,14 @@ vErrors.push(err44);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRouteOption = validate48;
-const schema65 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
+export const YieldRouteOption = validate50;
+const schema67 = {"$id":"YieldRouteOption","title":"YieldRouteOption","type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":256},"apy":{"type":"number","description":"Annual yield in percent."},"chain":{"type":"string","maxLength":64,"default":"base"},"protocol":{"type":["string","null"],"maxLength":256},"risk_score":{"type":"number","minimum":0,"maximum":100,"default":50},"liquidity_usd":{"type":["number","null"],"minimum":0},"stablecoin_asset_id":{"type":["string","null"],"maxLength":128,"default":"usd-coin"}},"required":["name","apy"]};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRouteOption" */;
 let vErrors = null;
 let errors = 0;
@@ -17953,7 +18763,7 @@ errors++;
 if(data.protocol !== undefined){
 let data3 = data.protocol;
 if((typeof data3 !== "string") && (data3 !== null)){
-const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
+const err8 = {instancePath:instancePath+"/protocol",schemaPath:"#/properties/protocol/type",keyword:"type",params:{type: schema67.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18011,7 +18821,7 @@ errors++;
 if(data.liquidity_usd !== undefined){
 let data5 = data.liquidity_usd;
 if((!((typeof data5 == "number") && (isFinite(data5)))) && (data5 !== null)){
-const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
+const err13 = {instancePath:instancePath+"/liquidity_usd",schemaPath:"#/properties/liquidity_usd/type",keyword:"type",params:{type: schema67.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -18035,7 +18845,7 @@ errors++;
 }
 let data6 = data.stablecoin_asset_id;
 if((typeof data6 !== "string") && (data6 !== null)){
-const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err15 = {instancePath:instancePath+"/stablecoin_asset_id",schemaPath:"#/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema67.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -18067,14 +18877,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
 
-export const YieldRoutingRequest = validate49;
-const schema66 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
+export const YieldRoutingRequest = validate51;
+const schema68 = {"$id":"YieldRoutingRequest","title":"YieldRoutingRequest","type":"object","properties":{"options":{"type":"array","items":{"$ref":"YieldRouteOption"},"minItems":1,"maxItems":100},"min_liquidity_usd":{"type":"number","minimum":0,"default":50000},"max_risk_score":{"type":"number","minimum":0,"maximum":100,"default":70},"prefer_chain":{"type":["string","null"],"maxLength":64}},"required":["options"]};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="YieldRoutingRequest" */;
 let vErrors = null;
 let errors = 0;
@@ -18225,7 +19035,7 @@ errors++;
 if(data1.protocol !== undefined){
 let data5 = data1.protocol;
 if((typeof data5 !== "string") && (data5 !== null)){
-const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema65.properties.protocol.type},message:"must be string,null"};
+const err11 = {instancePath:instancePath+"/options/" + i0+"/protocol",schemaPath:"YieldRouteOption/properties/protocol/type",keyword:"type",params:{type: schema67.properties.protocol.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18283,7 +19093,7 @@ errors++;
 if(data1.liquidity_usd !== undefined){
 let data7 = data1.liquidity_usd;
 if((!((typeof data7 == "number") && (isFinite(data7)))) && (data7 !== null)){
-const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema65.properties.liquidity_usd.type},message:"must be number,null"};
+const err16 = {instancePath:instancePath+"/options/" + i0+"/liquidity_usd",schemaPath:"YieldRouteOption/properties/liquidity_usd/type",keyword:"type",params:{type: schema67.properties.liquidity_usd.type},message:"must be number,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -18307,7 +19117,7 @@ errors++;
 }
 let data8 = data1.stablecoin_asset_id;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema65.properties.stablecoin_asset_id.type},message:"must be string,null"};
+const err18 = {instancePath:instancePath+"/options/" + i0+"/stablecoin_asset_id",schemaPath:"YieldRouteOption/properties/stablecoin_asset_id/type",keyword:"type",params:{type: schema67.properties.stablecoin_asset_id.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -18411,7 +19221,7 @@ errors++;
 if(data.prefer_chain !== undefined){
 let data11 = data.prefer_chain;
 if((typeof data11 !== "string") && (data11 !== null)){
-const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema66.properties.prefer_chain.type},message:"must be string,null"};
+const err27 = {instancePath:instancePath+"/prefer_chain",schemaPath:"#/properties/prefer_chain/type",keyword:"type",params:{type: schema68.properties.prefer_chain.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -18444,7 +19254,7 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate51.errors = vErrors;
 return errors === 0;
 }
 

@@ -12,6 +12,9 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Engine } from '../engine/runner.js';
 import { planGuard } from './plan.js';
+import { screenGuard, learnFromProceed } from './screen.js';
+import type { ScreeningView } from '../screening/view.js';
+import type { Screening } from '../screening/service.js';
 import { guardResponse, type GuardResponse } from './guard-response.js';
 import { attach, guardChainId, type Attester } from '../attest/index.js';
 import type { ActionFields } from '../attest/verdict.js';
@@ -29,6 +32,18 @@ export interface GuardDeps {
   attester?: Attester | null;
   /** Keys bound to a policy answer under it (docs/policies.md §3); absent: no policies. */
   policies?: PolicyService | null;
+  /** The screening lists and known counterparties (docs/screening.md); absent: counterparty_screen is not run. */
+  screening?: (ScreeningView & Pick<Screening, 'learn'>) | null;
+}
+
+/**
+ * The account whose known counterparties a call reads and teaches (docs/screening.md §5): the key's
+ * account (an agent key's is its owner's); a call without a key has none.
+ */
+export function accountOf(billing: { kind: string; keyId?: string; accountId?: string } | undefined): string | null {
+  if (billing?.kind !== 'key') return null;
+  const id = billing.accountId ?? billing.keyId;
+  return id ? `account:${id}` : null;
 }
 
 /** The key's policy, from what the billing gate left: null for a call with no policy. */
@@ -67,8 +82,28 @@ export async function judgeGuard(
   const storeDown = res.locals.billing?.storeDown === true;
   const loading = under && policies && !storeDown ? policies.load(under) : null;
   const plan = planGuard(body, config);
-  const planned = plan.planned.map(({ name, check }) => ({ name, check }));
+  // counterparty_screen runs here, on the main thread, after the checks whose counterparties it reads.
+  const planned = plan.planned
+    .filter((p) => p.entry !== 'counterparty_screen')
+    .map(({ name, check }) => ({ name, check }));
   const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
+  const screen = plan.planned.find((p) => p.entry === 'counterparty_screen');
+  const account = accountOf(res.locals.billing);
+  if (screen) {
+    // The policy's address sets are known counterparties too; a store that cannot answer leaves
+    // the screen an error, never a pass (docs/screening.md §5).
+    const sets = under && policies ? await policies.addressSets(under).then(Object.values, () => null) : [];
+    results.push(
+      await screenGuard(
+        deps,
+        screen,
+        results,
+        account,
+        deadlineMs - (performance.now() - started),
+        sets === null ? null : sets.flat(),
+      ),
+    );
+  }
   let response = guardResponse(body, plan, results, {
     requestId,
     deadlineMs,
@@ -93,6 +128,8 @@ export async function judgeGuard(
     { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },
     'guard judged',
   );
+  if (!dryRun && response.verdict === 'proceed' && account !== null && deps.screening)
+    await learnFromProceed(deps.screening, account, results, logger);
   return response;
 }
 

@@ -8,7 +8,11 @@
  */
 import { CHAIN_IDS, type ChainName, type Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
-import { type Authorization, delegationOverrides } from '../scan/delegation.js';
+import { type Authorization, delegationOverrides, ZERO_ADDRESS } from '../scan/delegation.js';
+import { readTypedData } from '../scan/typed-data.js';
+import { orderParties } from '../scan/orders.js';
+import type { TypedDataInput } from '../scan/typed-data-shape.js';
+import type { Role } from '../screening/rules.js';
 
 export type PlanEntryName =
   | 'rpc_health'
@@ -21,7 +25,8 @@ export type PlanEntryName =
   | 'contract_verified'
   | 'transaction_simulation'
   | 'signature_scan'
-  | 'delegation_scan';
+  | 'delegation_scan'
+  | 'counterparty_screen';
 
 /** One check for the engine; `entry` ties it back to its plan row. */
 export interface GuardPlannedCheck {
@@ -303,7 +308,74 @@ export const PLAN: readonly PlanRow[] = [
       },
     ],
   },
+  {
+    // Every address the request names, with its roles; the guard adds the simulation's
+    // counterparties and runs it on the main thread, where the lists are (docs/screening.md §4).
+    entry: 'counterparty_screen',
+    type: 'counterparty_screen',
+    applies: (r) => namedAddresses(r).length > 0,
+    lacks: () => null,
+    build: (r) => [
+      {
+        type: 'counterparty_screen',
+        chain: r.chain,
+        rpc_url: r.rpc,
+        addresses: namedAddresses(r),
+        known_addresses: (r.req.known_safe_addresses ?? []).filter((a) => ADDRESS.test(a)).map((a) => a.toLowerCase()),
+        account: null,
+      },
+    ],
+  },
 ];
+
+/** Top-level typed-data fields that name who receives or may move value. */
+const TYPED_ROLES: Readonly<Record<string, Role>> = {
+  spender: 'spender',
+  recipient: 'recipient',
+  to: 'recipient',
+  receiver: 'recipient',
+};
+
+/** Adds (address, role) to a role map, lowercased; the zero address and malformed ones are skipped. */
+export function addRole(into: Map<string, Set<Role>>, address: unknown, role: Role): void {
+  if (typeof address !== 'string' || !ADDRESS.test(address)) return;
+  const a = address.toLowerCase();
+  if (a === ZERO_ADDRESS) return;
+  const roles = into.get(a) ?? new Set<Role>();
+  roles.add(role);
+  into.set(a, roles);
+}
+
+/**
+ * The addresses a guard request names (docs/screening.md §4), each once with its roles:
+ * transaction.to (a recipient too when it carries native value), the typed message's
+ * verifyingContract, spender and recipient, a signed order's recipients, EIP-7702 delegates, the request's spender and
+ * contract_address. The simulation's counterparties are added by the guard once it has run.
+ */
+export function namedAddresses(r: ResolvedRequest): Array<{ address: string; roles: Role[] }> {
+  const m = new Map<string, Set<Role>>();
+  const t = r.req.transaction;
+  if (t) {
+    addRole(m, t.to, 'to');
+    if (t.to && !/^(0x0*|0)?$/i.test(String(t.value ?? '0'))) addRole(m, t.to, 'recipient');
+  }
+  const td = r.req.typed_data as TypedDataInput | null | undefined;
+  if (td) {
+    const read = readTypedData(td);
+    addRole(m, read.verifyingContract, 'verifying_contract');
+    addRole(m, read.spender, read.kind?.startsWith('eip3009') ? 'recipient' : 'spender');
+    const fields = td.types[td.primaryType] ?? [];
+    for (const f of fields)
+      if (f.type === 'address' && Object.hasOwn(TYPED_ROLES, f.name))
+        addRole(m, td.message[f.name], TYPED_ROLES[f.name]);
+    // A signed order pays its recipients: the proceeds' and every fee's (docs/action-scan.md §7).
+    for (const a of orderParties(td, r.req.signer ?? null)?.recipients ?? []) addRole(m, a, 'recipient');
+  }
+  for (const a of authorizations(r)) addRole(m, a.address, 'delegate');
+  addRole(m, r.req.spender, 'spender');
+  addRole(m, r.req.contract_address, 'contract');
+  return [...m].map(([address, roles]) => ({ address, roles: [...roles] }));
+}
 
 /** The authorizations of a type-4 transaction, `authority` defaulting to its sender. */
 function authorizationList(r: ResolvedRequest): Authorization[] {

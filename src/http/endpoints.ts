@@ -12,7 +12,7 @@ import type { SchemaId } from './validation.js';
  */
 export type Access = 'free' | 'paid' | 'payment_only' | 'per_tool';
 /** The POST handlers: `decide` is built in src/app.ts, the others come from src/compose.ts. */
-export type HandlerKey = 'decide' | 'guard' | 'stablecoin' | 'bridge' | 'yield' | 'signup' | 'mcp';
+export type HandlerKey = 'decide' | 'guard' | 'screen' | 'stablecoin' | 'bridge' | 'yield' | 'signup' | 'mcp';
 
 export interface AgentMeta {
   name: string;
@@ -110,6 +110,15 @@ export const POST_ENDPOINTS: readonly PostEndpoint[] = [
     response: 'DecideResponse',
     access: 'paid',
     handler: 'guard',
+    tag: 'guard',
+  },
+  {
+    path: '/v1/screen',
+    summary: 'Screen counterparty addresses',
+    request: 'ScreenRequest',
+    response: 'ScreenResponse',
+    access: 'paid',
+    handler: 'screen',
     tag: 'guard',
   },
   {

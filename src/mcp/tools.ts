@@ -57,6 +57,15 @@ export const MCP_TOOLS: readonly McpTool[] = [
     response: 'DecideResponse',
   },
   {
+    name: 'preflight_screen',
+    title: 'Screen counterparties',
+    description:
+      "Before paying, approving or delegating to addresses, screen up to 100 of them: sanctions list, the operator's blocklists, lookalikes of known counterparties (address poisoning), recipients delegated to a sweeper. Same as POST /v1/screen.",
+    path: '/v1/screen',
+    request: 'ScreenRequest',
+    response: 'ScreenResponse',
+  },
+  {
     name: 'stablecoin_peg',
     title: 'Stablecoin peg status',
     description:

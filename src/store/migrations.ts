@@ -242,6 +242,49 @@ CREATE INDEX verdict_log_age ON verdict_log (at);
 `;
 }
 
+/**
+ * Screening (docs/screening.md): each list's current version, kept for the fleet (one head row per
+ * list; its addresses packed as 20-byte keys and their tags in chunks of 256 KiB, so neither a write
+ * nor a read holds the database or the event loop for the whole list), with the refresh lease that lets one instance at a time
+ * refresh it; and each account's counterparties of answered proceeds. Times are unix milliseconds.
+ */
+function screening(big: string, blob: string): string {
+  return `
+CREATE TABLE screening_lists (
+  name TEXT PRIMARY KEY,
+  kind TEXT NOT NULL CHECK (kind IN ('sanctions', 'blocklist')),
+  source TEXT NOT NULL,
+  list_date TEXT,
+  size INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  tag_table TEXT NOT NULL,
+  changed_at ${big} NOT NULL,
+  confirmed_at ${big} NOT NULL,
+  checked_at ${big} NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('ok', 'refused', 'failed')),
+  error TEXT,
+  lease_owner TEXT,
+  lease_until ${big} NOT NULL DEFAULT 0
+);
+
+CREATE TABLE screening_list_chunks (
+  name TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  data ${blob} NOT NULL,
+  PRIMARY KEY (name, hash, seq)
+);
+
+CREATE TABLE screening_counterparties (
+  account TEXT NOT NULL,
+  address TEXT NOT NULL,
+  last_at ${big} NOT NULL,
+  PRIMARY KEY (account, address)
+);
+CREATE INDEX screening_counterparties_last ON screening_counterparties (last_at);
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -272,6 +315,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'idempotency keys, verdict log',
     sqlite: idempotencyAndVerdicts('INTEGER', 'REAL'),
     postgres: idempotencyAndVerdicts('BIGINT', 'DOUBLE PRECISION'),
+  },
+  {
+    version: 6,
+    name: 'screening lists and counterparties',
+    sqlite: screening('INTEGER', 'BLOB'),
+    postgres: screening('BIGINT', 'BYTEA'),
   },
 ]);
 

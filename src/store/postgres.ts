@@ -35,6 +35,12 @@ import {
   type PaymentRow,
   paymentIdClaim,
   type PaymentIdRow,
+  putScreeningList,
+  readScreeningList,
+  type ScreeningDb,
+  screeningHead,
+  type ScreeningHeadRow,
+  screeningSql,
 } from './rows.js';
 import {
   PRUNE_IDEMPOTENCY_SQL,
@@ -48,6 +54,9 @@ import {
   type VerdictRow,
 } from './kept.js';
 import type {
+  ScreeningListHead,
+  ScreeningListRow,
+  ScreeningStatus,
   IdempotencyClaim,
   IdempotencyRequest,
   VerdictEntry,
@@ -86,6 +95,8 @@ export interface PostgresOptions {
 }
 
 const placeholders = (n: number, from = 1): string => Array.from({ length: n }, (_, i) => `$${i + from}`).join(', ');
+
+const SCREENING = screeningSql(true);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
@@ -683,5 +694,69 @@ export class PostgresStore implements Store {
       "SELECT private_key, address FROM attestation_keys WHERE id = 'verdict'",
     );
     return { privateKey: rows[0].private_key, address: rows[0].address };
+  }
+
+  async screeningListHeads(): Promise<ScreeningListHead[]> {
+    const { rows } = await this.pool.query<ScreeningHeadRow>(SCREENING.heads);
+    return rows.map(screeningHead);
+  }
+
+  async screeningList(name: string): Promise<ScreeningListRow | null> {
+    return readScreeningList(this.#screeningDb(), SCREENING, name);
+  }
+
+  /** The chunked list code's view of this database (src/store/rows.ts). */
+  #screeningDb(): ScreeningDb {
+    return {
+      run: async (sql, params) => void (await this.pool.query(sql, params)),
+      all: async <T>(sql: string, params: unknown[]) => (await this.pool.query(sql, params)).rows as T[],
+    };
+  }
+
+  async claimScreeningRefresh(
+    name: string,
+    owner: string,
+    now: number,
+    leaseMs: number,
+    dueBeforeMs: number,
+  ): Promise<boolean> {
+    await this.pool.query(SCREENING.seed, [name]);
+    const r = await this.pool.query(SCREENING.claim, [owner, now + leaseMs, name, now, dueBeforeMs]);
+    return r.rowCount === 1;
+  }
+
+  async putScreeningList(row: ScreeningListRow, _owner: string): Promise<void> {
+    await putScreeningList(this.#screeningDb(), SCREENING, row);
+  }
+
+  async markScreeningRefresh(
+    name: string,
+    owner: string,
+    at: number,
+    status: ScreeningStatus,
+    error: string | null,
+  ): Promise<void> {
+    await this.pool.query(SCREENING.mark, [at, status, error, name, owner]);
+  }
+
+  async recordCounterparties(account: string, addresses: readonly string[], at: number): Promise<void> {
+    if (addresses.length === 0) return;
+    // One statement for all: unnest keeps it atomic and one round trip.
+    await this.pool.query(
+      `INSERT INTO screening_counterparties (account, address, last_at)
+        SELECT $1, a, $3 FROM unnest($2::text[]) AS a
+        ON CONFLICT (account, address) DO UPDATE SET last_at = GREATEST(screening_counterparties.last_at, excluded.last_at)`,
+      [account, [...new Set(addresses)], at],
+    );
+  }
+
+  async counterparties(account: string, since: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ address: string }>(SCREENING.counterparties, [account, since]);
+    return rows.map((r) => r.address);
+  }
+
+  async pruneCounterparties(before: number): Promise<number> {
+    const r = await this.pool.query(SCREENING.prune, [before]);
+    return r.rowCount ?? 0;
   }
 }

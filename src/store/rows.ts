@@ -17,6 +17,9 @@ import type {
   PaymentRecord,
   PaymentState,
   Plan,
+  ScreeningListHead,
+  ScreeningListRow,
+  ScreeningStatus,
 } from './types.js';
 
 type Time = number | string | Date;
@@ -434,5 +437,149 @@ export function paymentIdClaim(row: PaymentIdRow | undefined, fingerprint: strin
   return {
     kind: 'done',
     answer: { status: Number(row.status), body: row.body, receipt: row.receipt ?? '', paymentId: row.payment_id ?? '' },
+  };
+}
+
+/** The columns of a screening list's head, in the order SCREENING_HEAD_COLUMNS names them. */
+export const SCREENING_HEAD_COLUMNS = 'name, hash, size, changed_at, confirmed_at, checked_at, status, error';
+const SCREENING_ROW_COLUMNS = `${SCREENING_HEAD_COLUMNS}, kind, source, list_date, tag_table`;
+/** A list's packed bytes (keys, then tags) are stored in chunks of this size. */
+export const SCREENING_CHUNK_BYTES = 1 << 18;
+
+export interface ScreeningHeadRow {
+  name: string;
+  hash: string;
+  size: number | string;
+  changed_at: number | string;
+  confirmed_at: number | string;
+  checked_at: number | string;
+  status: ScreeningStatus;
+  error: string | null;
+}
+
+interface ScreeningRow extends ScreeningHeadRow {
+  kind: 'sanctions' | 'blocklist';
+  source: string;
+  list_date: string | null;
+  tag_table: string;
+}
+
+export function screeningHead(r: ScreeningHeadRow): ScreeningListHead {
+  return {
+    name: r.name,
+    hash: r.hash,
+    size: Number(r.size),
+    changedAt: Number(r.changed_at),
+    confirmedAt: Number(r.confirmed_at),
+    checkedAt: Number(r.checked_at),
+    status: r.status,
+    error: r.error,
+  };
+}
+
+/** Placeholders $1..$n (PostgreSQL) or ? (SQLite) for `n` values. */
+export function placeholders(n: number, numbered: boolean): string {
+  return Array.from({ length: n }, (_, i) => (numbered ? `$${i + 1}` : '?')).join(', ');
+}
+
+/** The statements both stores run for screening, with ? or $n placeholders. */
+export function screeningSql(numbered: boolean) {
+  const p = (i: number) => (numbered ? `$${i}` : '?');
+  const columns = SCREENING_ROW_COLUMNS.split(',').map((c) => c.trim());
+  const updates = columns
+    .filter((c) => c !== 'name')
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ');
+  return {
+    heads: `SELECT ${SCREENING_HEAD_COLUMNS} FROM screening_lists WHERE changed_at > 0 OR checked_at > 0`,
+    row: `SELECT ${SCREENING_ROW_COLUMNS} FROM screening_lists WHERE name = ${p(1)} AND changed_at > 0`,
+    // A list nobody refreshed yet gets an empty row to hold the lease.
+    seed: `INSERT INTO screening_lists (name, kind, source, size, hash, tag_table, changed_at, confirmed_at, checked_at, status)
+      VALUES (${p(1)}, 'blocklist', '', 0, '', '[]', 0, 0, 0, 'ok') ON CONFLICT (name) DO NOTHING`,
+    claim: `UPDATE screening_lists SET lease_owner = ${p(1)}, lease_until = ${p(2)}
+      WHERE name = ${p(3)} AND lease_until < ${p(4)} AND checked_at < ${p(5)}`,
+    put: `INSERT INTO screening_lists (${SCREENING_ROW_COLUMNS}, lease_owner, lease_until) VALUES (${placeholders(columns.length, numbered)}, NULL, 0)
+      ON CONFLICT (name) DO UPDATE SET ${updates}, lease_owner = NULL, lease_until = 0`,
+    chunk: `INSERT INTO screening_list_chunks (name, hash, seq, data) VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)})
+      ON CONFLICT (name, hash, seq) DO NOTHING`,
+    readChunk: `SELECT data FROM screening_list_chunks WHERE name = ${p(1)} AND hash = ${p(2)} AND seq = ${p(3)}`,
+    dropChunks: `DELETE FROM screening_list_chunks WHERE name = ${p(1)} AND hash <> ${p(2)}`,
+    mark: `UPDATE screening_lists SET checked_at = ${p(1)}, status = ${p(2)}, error = ${p(3)}, lease_owner = NULL, lease_until = 0
+      WHERE name = ${p(4)} AND lease_owner = ${p(5)}`,
+    record: `INSERT INTO screening_counterparties (account, address, last_at) VALUES (${p(1)}, ${p(2)}, ${p(3)})
+      ON CONFLICT (account, address) DO UPDATE SET last_at = excluded.last_at`,
+    counterparties: `SELECT address FROM screening_counterparties WHERE account = ${p(1)} AND last_at >= ${p(2)}`,
+    prune: `DELETE FROM screening_counterparties WHERE last_at < ${p(1)}`,
+  };
+}
+
+/** What the chunked list code needs of a database: one statement at a time, async. */
+export interface ScreeningDb {
+  run(sql: string, params: unknown[]): Promise<void>;
+  all<T>(sql: string, params: unknown[]): Promise<T[]>;
+}
+
+/** Lets the event loop answer between two chunks (SQLite's calls are synchronous). */
+const breathe = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Stores a list: its chunks first (keys, then tags), then the head that names their hash, then the
+ * chunks of older versions go. A reader that sees the new head finds all its chunks.
+ */
+export async function putScreeningList(
+  db: ScreeningDb,
+  sql: ReturnType<typeof screeningSql>,
+  r: ScreeningListRow,
+): Promise<void> {
+  // The keys' chunks, then the tags': views of the buffers as they are, nothing copied.
+  let seq = 0;
+  for (const whole of [r.keys, r.tags])
+    for (let at = 0; at < whole.byteLength; at += SCREENING_CHUNK_BYTES) {
+      const part = whole.subarray(at, Math.min(whole.byteLength, at + SCREENING_CHUNK_BYTES));
+      await db.run(sql.chunk, [r.name, r.hash, seq++, Buffer.from(part.buffer, part.byteOffset, part.byteLength)]);
+      await breathe();
+    }
+  await db.run(sql.put, [
+    r.name,
+    r.hash,
+    r.size,
+    r.changedAt,
+    r.confirmedAt,
+    r.checkedAt,
+    r.status,
+    r.error,
+    r.kind,
+    r.source,
+    r.date,
+    r.table,
+  ]);
+  await db.run(sql.dropChunks, [r.name, r.hash]);
+}
+
+/** Reads a list's current version chunk by chunk; null when none is stored or it was replaced mid-read. */
+export async function readScreeningList(
+  db: ScreeningDb,
+  sql: ReturnType<typeof screeningSql>,
+  name: string,
+): Promise<ScreeningListRow | null> {
+  const [row] = await db.all<ScreeningRow>(sql.row, [name]);
+  if (!row) return null;
+  const head = screeningHead(row);
+  const bytes = new Uint8Array(head.size * 24);
+  for (let seq = 0, at = 0; at < bytes.byteLength; seq++) {
+    const [c] = await db.all<{ data: Uint8Array }>(sql.readChunk, [name, head.hash, seq]);
+    if (!c || at + c.data.byteLength > bytes.byteLength) return null;
+    bytes.set(c.data, at);
+    at += c.data.byteLength;
+    await breathe();
+  }
+  return {
+    ...head,
+    kind: row.kind,
+    source: row.source,
+    date: row.list_date,
+    keys: bytes.subarray(0, head.size * 20),
+    tags: bytes.slice(head.size * 20),
+    table: row.tag_table,
   };
 }

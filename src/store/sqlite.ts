@@ -36,6 +36,12 @@ import {
   type PaymentRow,
   paymentIdClaim,
   type PaymentIdRow,
+  putScreeningList,
+  readScreeningList,
+  type ScreeningDb,
+  screeningHead,
+  type ScreeningHeadRow,
+  screeningSql,
 } from './rows.js';
 import {
   PRUNE_IDEMPOTENCY_SQL,
@@ -49,6 +55,9 @@ import {
   type VerdictRow,
 } from './kept.js';
 import type {
+  ScreeningListHead,
+  ScreeningListRow,
+  ScreeningStatus,
   IdempotencyClaim,
   IdempotencyRequest,
   VerdictEntry,
@@ -101,6 +110,8 @@ export function sqlitePath(databaseUrl: string): string {
   const rest = databaseUrl.replace(/^sqlite:/, '');
   return rest.startsWith('//') ? rest.slice(2) : rest;
 }
+
+const SCREENING = screeningSql(false);
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -674,5 +685,61 @@ export class SqliteStore implements Store {
       address: string;
     };
     return { privateKey: row.private_key, address: row.address };
+  }
+
+  async screeningListHeads(): Promise<ScreeningListHead[]> {
+    return (this.q(SCREENING.heads).all() as ScreeningHeadRow[]).map(screeningHead);
+  }
+
+  async screeningList(name: string): Promise<ScreeningListRow | null> {
+    return readScreeningList(this.#screeningDb(), SCREENING, name);
+  }
+
+  /** The chunked list code's view of this database (src/store/rows.ts). */
+  #screeningDb(): ScreeningDb {
+    return {
+      run: async (sql, params) => void this.q(sql).run(...params),
+      all: async <T>(sql: string, params: unknown[]) => this.q(sql).all(...params) as T[],
+    };
+  }
+
+  async claimScreeningRefresh(
+    name: string,
+    owner: string,
+    now: number,
+    leaseMs: number,
+    dueBeforeMs: number,
+  ): Promise<boolean> {
+    this.q(SCREENING.seed).run(name);
+    return this.q(SCREENING.claim).run(owner, now + leaseMs, name, now, dueBeforeMs).changes === 1;
+  }
+
+  async putScreeningList(row: ScreeningListRow, _owner: string): Promise<void> {
+    await putScreeningList(this.#screeningDb(), SCREENING, row);
+  }
+
+  async markScreeningRefresh(
+    name: string,
+    owner: string,
+    at: number,
+    status: ScreeningStatus,
+    error: string | null,
+  ): Promise<void> {
+    this.q(SCREENING.mark).run(at, status, error, name, owner);
+  }
+
+  async recordCounterparties(account: string, addresses: readonly string[], at: number): Promise<void> {
+    const st = this.q(SCREENING.record);
+    this.db.transaction(() => {
+      for (const a of addresses) st.run(account, a, at);
+    })();
+  }
+
+  async counterparties(account: string, since: number): Promise<string[]> {
+    return (this.q(SCREENING.counterparties).all(account, since) as Array<{ address: string }>).map((r) => r.address);
+  }
+
+  async pruneCounterparties(before: number): Promise<number> {
+    return this.q(SCREENING.prune).run(before).changes;
   }
 }

@@ -389,6 +389,68 @@ export interface Store {
    * expired at `now`; returns how many of each.
    */
   pruneKept(now: number, verdictsBefore: number, max: number): Promise<{ verdicts: number; idempotency: number }>;
+  /** Screening lists (docs/screening.md §3): each list's head (no addresses), for the fleet's poll. */
+  screeningListHeads(): Promise<ScreeningListHead[]>;
+  /** One list with its packed addresses; null when no instance has stored it. */
+  screeningList(name: string): Promise<ScreeningListRow | null>;
+  /**
+   * Takes the refresh of `name` for `owner` until `now + leaseMs` when no other instance holds it
+   * and its last attempt is older than `dueBeforeMs` (unix ms). True: this instance refreshes now.
+   */
+  claimScreeningRefresh(
+    name: string,
+    owner: string,
+    now: number,
+    leaseMs: number,
+    dueBeforeMs: number,
+  ): Promise<boolean>;
+  /** Stores a new version of a list (addresses, head) and ends the owner's lease. */
+  putScreeningList(row: ScreeningListRow, owner: string): Promise<void>;
+  /** Records a refresh that did not replace the list (refused or failed) and ends the owner's lease. */
+  markScreeningRefresh(
+    name: string,
+    owner: string,
+    at: number,
+    status: ScreeningStatus,
+    error: string | null,
+  ): Promise<void>;
+
+  /** Counts addresses as known counterparties of `account` at `at` (unix ms). */
+  recordCounterparties(account: string, addresses: readonly string[], at: number): Promise<void>;
+  /** The account's counterparties seen at or after `since` (unix ms), lowercased. */
+  counterparties(account: string, since: number): Promise<string[]>;
+  /** Forgets counterparties last seen before `before`; returns how many. */
+  pruneCounterparties(before: number): Promise<number>;
+}
+
+export type ScreeningStatus = 'ok' | 'refused' | 'failed';
+
+/** What the fleet's poll reads of a list: enough to tell whether its version changed. */
+export interface ScreeningListHead {
+  name: string;
+  hash: string;
+  size: number;
+  /** When the stored version was written (unix ms); 0: nothing stored yet. */
+  changedAt: number;
+  /** When the list was last confirmed current: its last successful fetch (unix ms). */
+  confirmedAt: number;
+  /** The last refresh attempt (unix ms) and how it ended. */
+  checkedAt: number;
+  status: ScreeningStatus;
+  error: string | null;
+}
+
+export interface ScreeningListRow extends ScreeningListHead {
+  kind: 'sanctions' | 'blocklist';
+  source: string;
+  /** The publish date the list states (YYYY-MM-DD), or null. */
+  date: string | null;
+  /** `size` sorted 20-byte addresses. */
+  keys: Uint8Array;
+  /** One index into `table` per address (uint32, little-endian). */
+  tags: Uint8Array;
+  /** The tags' table, JSON. */
+  table: string;
 }
 
 /** A secp256k1 private key (0x hex) and its address. */

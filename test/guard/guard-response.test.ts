@@ -271,7 +271,7 @@ const scenarios: Scenario[] = [
     outcomes: { approval_amount: 'fail:unlimited_approval' },
     verdict: 'block',
     risk: 'high',
-    checks: { rpc_health: 'skipped', approval_amount: 'fail', contract_verified: 'pass' },
+    checks: { rpc_health: 'skipped', approval_amount: 'fail', contract_verified: 'pass', counterparty_screen: 'pass' },
     failure_modes: ['approval_amount:unlimited_approval'],
   },
   {
@@ -344,7 +344,7 @@ const scenarios: Scenario[] = [
     outcomes: { contract_verified: 'fail:not_verified' },
     verdict: 'block',
     risk: 'high',
-    checks: { rpc_health: 'skipped', contract_verified: 'fail' },
+    checks: { rpc_health: 'skipped', contract_verified: 'fail', counterparty_screen: 'pass' },
     failure_modes: ['contract_verified:not_verified'],
   },
   {
@@ -361,7 +361,7 @@ const scenarios: Scenario[] = [
     config: operator,
     verdict: 'proceed',
     risk: 'low',
-    checks: { rpc_health: 'pass', contract_verified: 'pass' },
+    checks: { rpc_health: 'pass', contract_verified: 'pass', counterparty_screen: 'pass' },
     failure_modes: [],
   },
 ];

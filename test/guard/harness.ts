@@ -17,7 +17,7 @@ export async function startGuardApp(env: Record<string, string>): Promise<TestAp
   };
   const app = await startTestApp(env, {
     handlers: {
-      guard: bind(guardHandler),
+      guard: bind((d) => guardHandler({ ...d, screening: app.screening })),
       stablecoin: bind(stablecoinHandler),
       bridge: bind(bridgeRiskHandler),
       yield: bind(yieldRoutingHandler),

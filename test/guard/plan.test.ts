@@ -87,7 +87,7 @@ const cases: Array<{
   {
     name: 'approve with spender',
     body: { action: 'approve', approval_amount: '1000', spender: ADDR },
-    want: { rpc_health: 'skipped', approval_amount: 'run', contract_verified: 'run' },
+    want: { rpc_health: 'skipped', approval_amount: 'run', contract_verified: 'run', counterparty_screen: 'run' },
   },
   {
     name: 'approve, spender not an address',
@@ -112,12 +112,12 @@ const cases: Array<{
   {
     name: 'contract_call with contract',
     body: { action: 'contract_call', contract_address: ADDR },
-    want: { rpc_health: 'skipped', contract_verified: 'run' },
+    want: { rpc_health: 'skipped', contract_verified: 'run', counterparty_screen: 'run' },
   },
   {
     name: 'contract_call on a chain without id',
     body: { action: 'contract_call', chain: 'solana', contract_address: ADDR },
-    want: { rpc_health: 'skipped', contract_verified: 'invalid' },
+    want: { rpc_health: 'skipped', contract_verified: 'invalid', counterparty_screen: 'run' },
   },
 ];
 

@@ -14,6 +14,7 @@ import type { Metrics } from '../../src/metrics.js';
 import type { Engine } from '../../src/engine/runner.js';
 import type { Store } from '../../src/store/types.js';
 import type { X402 } from '../../src/billing/x402/index.js';
+import type { Screening } from '../../src/screening/service.js';
 import { compose, type ComposeOptions } from '../../src/compose.js';
 import { buildApp, type AppDeps } from '../../src/app.js';
 import { OFFLINE_UPSTREAMS } from './offline.js';
@@ -25,6 +26,8 @@ export interface TestApp {
   metrics: Metrics;
   store: Store;
   payments: X402;
+  /** The screening lists and known counterparties (docs/screening.md). */
+  screening: Screening;
   logger: Logger;
   /** Every log line written so far, parsed. */
   logs: Array<Record<string, unknown>>;
@@ -75,6 +78,7 @@ export async function startTestApp(
     metrics: service.metrics,
     store: service.store,
     payments: service.payments,
+    screening: service.deps.screening!,
     logger,
     logs,
     server,

@@ -7,4 +7,6 @@ export const OFFLINE_UPSTREAMS: Readonly<Record<string, string>> = {
   DEX_API_URL: 'http://127.0.0.1:1',
   SOURCIFY_URL: 'http://127.0.0.1:1/server',
   ETHERSCAN_API_URL: 'http://127.0.0.1:1/v2/api',
+  // The embedded sanctions snapshot only: no test reaches OFAC.
+  SANCTIONS_LIST_URL: 'off',
 };

@@ -153,5 +153,11 @@ export function permit2ToDrainer(spender: string, now = Math.floor(Date.now() / 
   };
 }
 
+/** An address on the sanctions list the service embeds (OFAC SDN, ETH). */
+export const SANCTIONED = '0x01e2919679362dfbc9ee1644ba9c6da6d6245bb1';
+/** The May 2024 address poisoning: the victim meant to pay INTENDED and paid POISON. */
+export const INTENDED = '0xd9A1b0B1e1aE382DbDc898Ea68012FfcB2853a91';
+export const POISON = '0xd9A1C3788D81257612E2581A6ea0aDa244853a91';
+
 export { USDC_BASE };
 export const randomAddress = (): string => Wallet.createRandom().address;

@@ -79,8 +79,8 @@ t.test('GET /openapi.json is a valid OpenAPI 3.1 document with every path', asyn
     t.ok(doc.paths[p], `documents ${p}`);
   t.equal(
     Object.keys(doc.paths).filter((p) => doc.paths[p].post).length,
-    16,
-    'all sixteen POST paths, /mcp, /v1/keys and the dry run among them',
+    17,
+    'all seventeen POST paths, /mcp, /v1/keys, /v1/screen and the dry run among them',
   );
   for (const e of MANAGEMENT_ENDPOINTS) {
     const op = doc.paths[e.path]?.[e.method.toLowerCase()];

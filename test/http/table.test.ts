@@ -33,6 +33,7 @@ const BODIES: Record<string, unknown> = {
   StablecoinIntelligenceRequest: { asset_ids: ['usd-coin'] },
   BridgeRiskRequest: { bridge_status_urls: ['https://status.example.com/'] },
   YieldRoutingRequest: { options: [{ name: 'vault', apy: 4.2 }] },
+  ScreenRequest: { addresses: ['0x1111111111111111111111111111111111111111'] },
 };
 
 /** Which gates the app asked for, and which ones a request went through. */

@@ -4,7 +4,7 @@
  * queries all count as edges (a type-only import still ties two layers together). Only relative
  * specifiers are followed; packages and `node:` builtins are outside the graph. See docs/layers.md.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, posix, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
@@ -81,6 +81,8 @@ export function readGraph(srcDir: string): { files: string[]; edges: Edge[] } {
     const from = toKey(abs);
     for (const { specifier, typeOnly } of importsOf(abs, readFileSync(abs, 'utf8'))) {
       if (!specifier.startsWith('.')) continue;
+      // A JSON data file (the embedded sanctions snapshot) imports nothing: not a node of the graph.
+      if (specifier.endsWith('.json') && existsSync(resolve(dirname(abs), specifier))) continue;
       const target = toKey(resolve(dirname(abs), specifier)).replace(/\.(m?js|cjs)$/, '');
       const to = [`${target}.ts`, `${target}/index.ts`, target].find((c) => known.has(c));
       // A relative import that resolves outside src/ (or to nothing) is still an edge to report.

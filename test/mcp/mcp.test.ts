@@ -25,6 +25,7 @@ const TOOLS = [
   'bridge_risk',
   'preflight_decide',
   'preflight_guard',
+  'preflight_screen',
   'preflight_usage',
   'stablecoin_peg',
   'yield_route',
@@ -89,7 +90,7 @@ for (const [transport, connect] of [
     const client = await connect(key);
     t.teardown(() => client.close());
 
-    t.test('lists the six tools with the schemas of schemas/', async (t) => {
+    t.test('lists the seven tools with the schemas of schemas/', async (t) => {
       const { tools } = await client.listTools();
       t.same(tools.map((x) => x.name).sort(), TOOLS);
       const guard = tools.find((x) => x.name === 'preflight_guard')!;

@@ -40,7 +40,7 @@ t.test('a paid tool call over /mcp: one payment settled, payTo +0.01 USDC, the r
   await client.connect(new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`), { fetch: observed }));
   t.teardown(() => client.close());
   const { tools } = await client.listTools();
-  t.equal(tools.length, 6);
+  t.equal(tools.length, 7);
   t.equal(await srv.served(), servedBefore, 'connecting and listing serve nothing');
 
   const r = (await client.callTool({ name: 'preflight_decide', arguments: DECIDE })) as CallToolResult;

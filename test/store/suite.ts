@@ -406,4 +406,84 @@ export function storeSuite(h: Harness): void {
       return { status: 200, body: '{"verdict":"proceed"}', receipt: 'eyJ9', paymentId: 'p-1' };
     }
   });
+
+  t.test(
+    `${h.name}: a screening list of a million addresses round-trips in chunks; a new version replaces it`,
+    async (t) => {
+      const size = 1_000_000;
+      const keys = new Uint8Array(size * 20);
+      for (let i = 0; i < keys.length; i++) keys[i] = (i * 31 + 7) % 251;
+      const tags = new Uint8Array(new Uint32Array(size).map((_, i) => i % 3).buffer);
+      const row = (hash: string, k: Uint8Array) => ({
+        name: 'feed',
+        kind: 'blocklist' as const,
+        source: 'https://feeds.example/list.txt',
+        date: null,
+        size: k.byteLength / 20,
+        hash,
+        keys: k,
+        tags: tags.subarray(0, (k.byteLength / 20) * 4),
+        table: '[{"reason":null},{"reason":"a"},{"reason":"b"}]',
+        changedAt: 1000,
+        confirmedAt: 2000,
+        checkedAt: 2000,
+        status: 'ok' as const,
+        error: null,
+      });
+      t.equal(await store.screeningList('feed'), null, 'nothing stored yet');
+      await store.putScreeningList(row('h1', keys), 'me');
+      const got = await store.screeningList('feed');
+      t.equal(got?.size, size);
+      t.ok(Buffer.from(got!.keys).equals(Buffer.from(keys)), 'every key byte back');
+      t.ok(Buffer.from(got!.tags).equals(Buffer.from(tags)), 'every tag byte back');
+      t.same(
+        (await store.screeningListHeads()).map((x) => [x.name, x.hash, x.size, x.confirmedAt]),
+        [['feed', 'h1', size, 2000]],
+      );
+      const small = keys.slice(0, 20 * 10);
+      await store.putScreeningList(row('h2', small), 'me');
+      const second = await store.screeningList('feed');
+      t.equal(second?.hash, 'h2');
+      t.ok(Buffer.from(second!.keys).equals(Buffer.from(small)));
+      const chunks = (await h.dump(url)).screening_list_chunks;
+      t.same(
+        [...new Set(chunks.map((c) => (c as { hash: string }).hash))],
+        ['h2'],
+        "the old version's chunks are gone",
+      );
+    },
+  );
+
+  t.test(`${h.name}: one refresh lease per list at a time, due only after the interval`, async (t) => {
+    const stores = [store, await openStore({ databaseUrl: url }), await openStore({ databaseUrl: url })];
+    try {
+      const now = 10_000_000_000;
+      const won = await Promise.all(
+        stores.map((s, i) => s.claimScreeningRefresh('lease', `o${i}`, now, 60_000, now - 3600_000)),
+      );
+      t.equal(won.filter(Boolean).length, 1, 'exactly one instance takes it');
+      const owner = `o${won.indexOf(true)}`;
+      t.notOk(await store.claimScreeningRefresh('lease', 'late', now + 1000, 60_000, now - 3600_000), 'held');
+      await store.markScreeningRefresh('lease', owner, now + 2000, 'failed', 'HTTP 503');
+      const head = (await store.screeningListHeads()).find((x) => x.name === 'lease');
+      t.match(head, { status: 'failed', error: 'HTTP 503', checkedAt: now + 2000 });
+      t.notOk(await store.claimScreeningRefresh('lease', 'soon', now + 3000, 60_000, now + 1000), 'not due yet');
+      t.ok(await store.claimScreeningRefresh('lease', 'later', now + 9000, 60_000, now + 5000), 'due again');
+    } finally {
+      await Promise.all(stores.slice(1).map((s) => s.close()));
+    }
+  });
+
+  t.test(`${h.name}: counterparties per account, since a time, pruned`, async (t) => {
+    const a = '0x1111111111111111111111111111111111111111';
+    const b = '0x2222222222222222222222222222222222222222';
+    await store.recordCounterparties('key:1', [a, b], 1000);
+    await store.recordCounterparties('key:1', [a], 5000);
+    await store.recordCounterparties('key:2', [b], 5000);
+    t.same((await store.counterparties('key:1', 0)).sort(), [a, b]);
+    t.same(await store.counterparties('key:1', 2000), [a], 'b was last seen before');
+    t.same(await store.counterparties('key:2', 0), [b], 'accounts are apart');
+    t.equal(await store.pruneCounterparties(2000), 1);
+    t.same(await store.counterparties('key:1', 0), [a]);
+  });
 }

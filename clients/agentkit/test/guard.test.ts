@@ -16,8 +16,11 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { installLoopbackOnly } from '../../../test/helpers/loopback-only.js';
 import {
+  INTENDED,
   MAX_UINT256,
+  POISON,
   permit2ToDrainer,
+  SANCTIONED,
   randomAddress,
   startWalletWorld,
   USDC_BASE,
@@ -121,6 +124,28 @@ t.test("AgentKit's approve action for an unlimited amount to a drainer is blocke
   t.equal(signed.n, 0);
   t.same(await world.state(address), before);
 });
+
+t.test(
+  "AgentKit's ERC-20 transfer to a sanctioned address, or to a lookalike of a known one, is refused",
+  async (t) => {
+    const { provider, signed, address } = await setup({ request: { known_safe_addresses: [INTENDED] } });
+    const transfer = agentkit
+      .erc20ActionProvider()
+      .getActions(provider)
+      .find((a) => a.name.endsWith('_transfer'));
+    const before = await world.state(address);
+    for (const [to, reason] of [
+      [SANCTIONED, 'sanctioned_address'],
+      [POISON, 'address_lookalike'],
+    ] as const) {
+      const out = await transfer!.invoke({ amount: '1', tokenAddress: USDC_BASE, destinationAddress: to });
+      t.match(out, /PreflightBlockedError/, out);
+      t.match(out, new RegExp(`counterparty_screen:${reason}`));
+    }
+    t.equal(signed.n, 0);
+    t.same(await world.state(address), before);
+  },
+);
 
 t.test('sendTransaction of an unlimited approval throws the blocked error with the reasons', async (t) => {
   const { provider, signed, address } = await setup();
@@ -266,12 +291,14 @@ t.test('the preflight tools: preflight_guard, preflight_screen, preflight_usage'
   const before = await world.guardCalls();
   t.match(await guardTool.invoke({ action: 'teleport' }), /^Error: invalid arguments: action: /);
   t.equal(await world.guardCalls(), before);
-  const screen = await screenTool.invoke({ addresses: [randomAddress()] });
-  // Either the service's answer as JSON, or (a service without the endpoint) its error as text.
-  t.ok(
-    screen.startsWith('{') || /^Error: preflight answered \d{3}/.test(screen),
-    `preflight_screen: ${screen.slice(0, 200)}`,
+  const fresh = randomAddress();
+  const screen = JSON.parse(await screenTool.invoke({ addresses: [fresh, SANCTIONED] }));
+  t.same(
+    screen.results.map((r: { status: string }) => r.status),
+    ['pass', 'fail'],
+    'preflight_screen: a fresh address passes, a sanctioned one fails',
   );
+  t.ok(screen.results[1].reasons.includes('sanctioned_address'), JSON.stringify(screen.results[1]));
 
   // preflight_usage reads a policy the account's owner wrote.
   const owner = createClient({ baseUrl: world.url, apiKey: world.apiKey });

@@ -10,8 +10,11 @@ import { Contract, type JsonRpcProvider, MaxUint256, Wallet } from 'ethers';
 import t from 'tap';
 import { recoverTransactionAddress, verifyTypedData } from 'viem';
 import {
+  INTENDED,
+  POISON,
   permit2ToDrainer,
   randomAddress,
+  SANCTIONED,
   startWalletWorld,
   USDC_BASE,
   type WalletWorld,
@@ -147,6 +150,22 @@ t.test(
     t.same(await world.state(address), before);
   },
 );
+
+t.test('a transfer to a sanctioned address, or to a lookalike of a known one, throws', async (t) => {
+  const { signer, usdc, inner } = await setup({ request: { known_safe_addresses: [INTENDED] } });
+  const address = await signer.getAddress();
+  const before = await world.state(address);
+  for (const [to, reason] of [
+    [SANCTIONED, 'counterparty_screen:sanctioned_address'],
+    [POISON, 'counterparty_screen:address_lookalike'],
+  ] as const) {
+    const err = await usdc.transfer(to, 1_000_000n).catch((e: unknown) => e);
+    t.ok(err instanceof PreflightBlockedError, String(err));
+    t.ok((err as PreflightBlockedError).reasons.includes(reason), String((err as PreflightBlockedError).reasons));
+  }
+  t.equal(inner.signed, 0);
+  t.same(await world.state(address), before);
+});
 
 t.test(
   'wait: the retry proceeds once the service can answer; thrown at once by default; given up after maxWaitMs',

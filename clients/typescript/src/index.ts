@@ -33,6 +33,8 @@ import type {
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
+  ScreenRequest,
+  ScreenResponse,
 } from './types.js';
 
 export type {
@@ -57,6 +59,8 @@ export type {
   YieldRouteOption,
   YieldRoutingRequest,
   YieldRoutingResponse,
+  ScreenRequest,
+  ScreenResponse,
 };
 
 /**
@@ -65,6 +69,7 @@ export type {
  */
 export type DecideInput = Pick<DecideRequest, 'goal'> & Partial<DecideRequest>;
 export type GuardInput = Pick<GuardRequest, 'action'> & Partial<GuardRequest>;
+export type ScreenInput = Pick<ScreenRequest, 'addresses'> & Partial<ScreenRequest>;
 export type StablecoinPegInput = Partial<StablecoinIntelligenceRequest>;
 export type BridgeRiskInput = Pick<BridgeRiskRequest, 'bridge_status_urls'> & Partial<BridgeRiskRequest>;
 export type YieldRouteInput = Omit<Partial<YieldRoutingRequest>, 'options'> & {
@@ -107,21 +112,14 @@ export interface CallOptions {
   idempotencyKey?: string;
 }
 
-/** `POST /v1/screen`: the addresses to screen and, optionally, the counterparties the agent knows. */
-export interface ScreenInput {
-  chain?: string;
-  addresses: string[];
-  known_addresses?: string[];
-}
-
 export interface PreflightClient {
   guard(req: GuardInput, call?: CallOptions): Promise<DecideResponse>;
   decide(req: DecideInput): Promise<DecideResponse>;
+  /** Screens addresses against the sanctions list, the blocklists and the known counterparties. */
+  screen(req: ScreenInput, call?: CallOptions): Promise<ScreenResponse>;
   stablecoinPeg(req: StablecoinPegInput): Promise<StablecoinIntelligenceResponse>;
   bridgeRisk(req: BridgeRiskInput): Promise<BridgeRiskResponse>;
   yieldRoute(req: YieldRouteInput): Promise<YieldRoutingResponse>;
-  /** `POST /v1/screen`: each address's sanctions and lookalike result (its shape is the service's). */
-  screen(req: ScreenInput, call?: CallOptions): Promise<Record<string, unknown>>;
 
   // Account management (docs/policies.md): free, with the account's owner key (an agent key may
   // read its own policy and usage and dry-run under it). x402 cannot pay for these.
@@ -159,10 +157,10 @@ export interface VerdictQuery {
 const PATHS = {
   guard: '/v1/guard',
   decide: '/v1/decide',
+  screen: '/v1/screen',
   stablecoinPeg: '/v1/agents/stablecoin-intelligence/analyze',
   bridgeRisk: '/v1/agents/bridge-risk/analyze',
   yieldRoute: '/v1/agents/yield-routing/recommend',
-  screen: '/v1/screen',
 } as const;
 
 function detailOf(body: unknown): string {

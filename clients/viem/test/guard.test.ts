@@ -24,8 +24,11 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { compiled } from '../../../contracts/compile.js';
 import {
+  INTENDED,
   MAX_UINT256,
+  POISON,
   permit2ToDrainer,
+  SANCTIONED,
   randomAddress,
   startWalletWorld,
   USDC_BASE,
@@ -149,6 +152,23 @@ t.test('a delegation to a sweeper throws before the authorization is signed', as
   t.equal(signed.n, 0);
   t.same(await world.state(account.address), before);
   t.equal(await world.chain.provider.getCode(account.address), '0x', 'no code was delegated');
+});
+
+t.test('a transfer to a sanctioned address, or to a lookalike of a known one, throws', async (t) => {
+  const { account, wallet, signed } = await setup({ request: { known_safe_addresses: [INTENDED] } });
+  const before = await world.state(account.address);
+  for (const [to, reason] of [
+    [SANCTIONED, 'counterparty_screen:sanctioned_address'],
+    [POISON, 'counterparty_screen:address_lookalike'],
+  ] as const) {
+    const err = await wallet
+      .sendTransaction({ to: USDC_BASE as `0x${string}`, data: transferData(to, 1_000_000n) })
+      .catch((e: unknown) => e);
+    const blocked = findCause(err, PreflightBlockedError);
+    t.ok(blocked?.reasons.includes(reason), `${to}: ${String(blocked?.reasons ?? err)}`);
+  }
+  t.equal(signed.n, 0);
+  t.same(await world.state(account.address), before);
 });
 
 t.test(

@@ -20,6 +20,7 @@ import type { PolicyReason } from '../../policy/evaluate.js';
 import { MCP_TOOLS } from '../../mcp/tools.js';
 import { CHECK_TYPES, GUARD_ACTIONS, checkSchemaId, describeFields, schemaMap } from '../../schema-info.js';
 import { MAX_DEPTH } from '../validation.js';
+import type { Screening } from '../../screening/service.js';
 import {
   MAX_REQUEST_BODY_BYTES,
   NETWORK_V1,
@@ -172,6 +173,7 @@ export function metaHandlers(
   config: Readonly<Config>,
   attester: Attester | null = null,
   sharedState: (() => 'ok' | 'degraded') | null = null,
+  screening: Pick<Screening, 'info' | 'health'> | null = null,
 ): Record<Extract<GetHandlerKey, 'root' | 'health' | 'capabilities' | 'agents' | 'openapi'>, RequestHandler> {
   const started = Date.now();
   const caps = capabilities(config, attester);
@@ -198,15 +200,19 @@ export function metaHandlers(
       res.setHeader('cache-control', 'no-store');
       // A fleet cache that is away degrades, it does not stop, the service: still 200 (docs/fleet.md).
       const fleet = sharedState?.() ?? null;
+      // So does a screening list whose last refresh failed or was refused (docs/screening.md §3).
+      const lists = screening?.health() ?? null;
       res.json({
-        status: fleet === 'degraded' ? 'degraded' : 'ok',
+        status: fleet === 'degraded' || lists?.status === 'degraded' ? 'degraded' : 'ok',
         version: VERSION,
         uptime_s: Math.floor((Date.now() - started) / 1000),
         ...(fleet === null ? {} : { shared_cache: fleet }),
+        ...(lists === null || lists.status === 'ok' ? {} : { screening: lists }),
       });
     },
     capabilities: (_req, res) => {
-      res.json(caps);
+      // The lists change with each refresh; the rest is built once.
+      res.json(screening === null ? caps : { ...caps, screening: { lists: screening.info() } });
     },
     agents: (_req, res) => {
       res.json(agents);
