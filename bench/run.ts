@@ -10,7 +10,8 @@
  *   --only=decide-cold,reference             run only these scenarios (targets mode); `fleet` is the
  *                                            three-instance measurement (PostgreSQL and Redis),
  *                                            `first-answers` a fresh process's first answers,
- *                                            `reservation` the policy limits' check-and-reserve alone
+ *                                            `reservation` the policy limits' check-and-reserve alone,
+ *                                            `wallet-guard` what a guarded sendTransaction adds
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
  *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
@@ -27,6 +28,7 @@ import {
   checkFleet,
   checkSigning,
   checkTargets,
+  checkWalletGuard,
   signingCpuUs,
   signingRatios,
   LIMITS,
@@ -35,6 +37,7 @@ import {
 } from './targets.js';
 import { measureFirstAnswers, rampCapacity, STATUS_PAGE_MS, type FirstAnswers, type Ramp } from './cold.js';
 import { timeBareSignature, type BareSignature } from './signing.js';
+import { measureWalletGuard, type WalletGuardResult } from './wallets.js';
 import { measureFleet, type FleetResult } from './fleet.js';
 import { profileServersInto, startServerChild, type Child } from './child.js';
 import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
@@ -78,7 +81,7 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers'];
+  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers', 'wallet-guard'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -380,6 +383,11 @@ async function main(): Promise<number> {
           );
       }
     }
+    let walletGuard: WalletGuardResult | null = null;
+    if (targets && (opts.only === null || opts.only.includes('wallet-guard'))) {
+      walletGuard = await measureWalletGuard(opts.quick ? 15 : 300);
+      targets.checks.push(...checkWalletGuard(walletGuard));
+    }
     const pool: PoolRow[] | null =
       opts.mode === 'targets' ? null : await comparePool(upstreams, opts.quick, opts.billing);
 
@@ -404,6 +412,7 @@ async function main(): Promise<number> {
       firstAnswers: first,
       fleet,
       reservations,
+      walletGuard,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };

@@ -6,7 +6,8 @@
  * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
  * node, then the price provider beside the node's token reads); the guard with a signed order's p50
  * within 15 ms of one upstream round (the price provider beside the node's token reads); the
- * cached guard, its answers logged, at least 0.9 × the same guard with the verdict log off.
+ * cached guard, its answers logged, at least 0.9 × the same guard with the verdict log off; what a
+ * guarded sendTransaction adds over an unguarded one within 1.25 × the bare guard call (p50).
  */
 export interface Measured {
   name: string;
@@ -91,6 +92,8 @@ export const LIMITS = Object.freeze({
   blocklistRefreshP99Ms: 5,
   /** A cached guard under a 20-rule, two-limit policy, as a ratio to the same guard with no policy (docs/policies.md). */
   policyVsNone: 0.8,
+  /** What a guarded sendTransaction adds over an unguarded one, as a ratio to the bare guard call it makes (p50). */
+  walletGuardAddedVsGuardCall: 1.25,
 });
 
 /** The nearest-rank percentile `p` (0-100) of `xs`; NaN (a failed call) ranks above everything. */
@@ -407,5 +410,23 @@ export function checkFleet(fleet: {
       detail: `${fleet.upstreamRequests} upstream requests for ${fleet.distinctChecks} checks asked ${fleet.answers} times (${fleet.perCheck})`,
     },
     { target: 'fleet: every answer a 200', ok: fleet.non200 === 0, detail: `${fleet.non200} others` },
+  ];
+}
+
+/** The wallet guard measurement's checks (bench/wallets.ts, docs/wallets.md). */
+export function checkWalletGuard(w: {
+  addedP50: number;
+  addedP99: number;
+  guardCall: { p50: number; p99: number };
+  errors: number;
+}): TargetCheck[] {
+  const limit = Math.round(w.guardCall.p50 * LIMITS.walletGuardAddedVsGuardCall * 10) / 10;
+  return [
+    {
+      target: `wallet-guard: added p50 <= ${LIMITS.walletGuardAddedVsGuardCall} x the bare guard call's p50`,
+      ok: w.addedP50 <= limit,
+      detail: `adds ${w.addedP50} ms at p50, ${w.addedP99} ms at p99; the guard call alone p50 ${w.guardCall.p50} ms, p99 ${w.guardCall.p99} ms (limit ${limit})`,
+    },
+    { target: 'wallet-guard without errors', ok: w.errors === 0, detail: `${w.errors} errors` },
   ];
 }

@@ -12,6 +12,7 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/ex
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { type Hex, type LocalAccount, keccak256, recoverTypedDataAddress, toBytes } from 'viem';
 import type {
+  Attestation,
   BridgeRiskRequest,
   BridgeRiskResponse,
   DecideRequest,
@@ -37,6 +38,7 @@ import type {
 } from './types.js';
 
 export type {
+  Attestation,
   BridgeRiskRequest,
   BridgeRiskResponse,
   DecideRequest,
@@ -101,11 +103,20 @@ export class PreflightError extends Error {
   }
 }
 
+/** Per-call options of a POST. */
+export interface CallOptions {
+  /**
+   * Sent as `Idempotency-Key` (1–255 visible ASCII), the same on every retry of the call: a repeat
+   * the service has already answered gets that answer again and is not counted twice.
+   */
+  idempotencyKey?: string;
+}
+
 export interface PreflightClient {
-  guard(req: GuardInput): Promise<DecideResponse>;
+  guard(req: GuardInput, call?: CallOptions): Promise<DecideResponse>;
   decide(req: DecideInput): Promise<DecideResponse>;
   /** Screens addresses against the sanctions list, the blocklists and the known counterparties. */
-  screen(req: ScreenInput): Promise<ScreenResponse>;
+  screen(req: ScreenInput, call?: CallOptions): Promise<ScreenResponse>;
   stablecoinPeg(req: StablecoinPegInput): Promise<StablecoinIntelligenceResponse>;
   bridgeRisk(req: BridgeRiskInput): Promise<BridgeRiskResponse>;
   yieldRoute(req: YieldRouteInput): Promise<YieldRoutingResponse>;
@@ -191,16 +202,24 @@ export function createClient(opts: ClientOptions): PreflightClient {
     return wrapFetchWithPayment(plain, client) as typeof fetch;
   }
 
-  async function call<T>(path: string, body: unknown, method = 'POST', keyed = false): Promise<T> {
+  async function call<T>(
+    path: string,
+    body: unknown,
+    method = 'POST',
+    keyed = false,
+    options: CallOptions = {},
+  ): Promise<T> {
     if (keyed && opts.apiKey === undefined)
       throw new PreflightError(401, { detail: `${method} ${path} needs an API key; x402 cannot pay for it` }, null);
     const send = paying && !keyed ? paidFetch(generatePaymentId()) : plain;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (opts.apiKey !== undefined) headers['x-api-key'] = opts.apiKey;
-    // One Idempotency-Key for every attempt of a keyed POST: a retry after a dropped connection
-    // gets the first answer and is neither counted nor reserved twice (docs/policies.md §9).
-    if (opts.apiKey !== undefined && method === 'POST') headers['idempotency-key'] = generatePaymentId();
+    // One Idempotency-Key for every attempt of a keyed POST (the caller's, else a fresh one): a retry
+    // after a dropped connection gets the first answer and is neither counted nor reserved twice
+    // (docs/policies.md §9).
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    else if (opts.apiKey !== undefined && method === 'POST') headers['idempotency-key'] = generatePaymentId();
     const text = body === undefined ? undefined : JSON.stringify(body);
     for (let attempt = 0; ; attempt++) {
       let res: Response;
@@ -231,12 +250,12 @@ export function createClient(opts: ClientOptions): PreflightClient {
   }
 
   return {
-    guard: (req) => call(PATHS.guard, req),
+    guard: (req, options) => call(PATHS.guard, req, 'POST', false, options),
     decide: (req) => call(PATHS.decide, req),
-    screen: (req) => call(PATHS.screen, req),
     stablecoinPeg: (req) => call(PATHS.stablecoinPeg, req),
     bridgeRisk: (req) => call(PATHS.bridgeRisk, req),
     yieldRoute: (req) => call(PATHS.yieldRoute, req),
+    screen: (req, options) => call(PATHS.screen, req, 'POST', false, options),
     createKey: (req) => call('/v1/keys', req, 'POST', true),
     listKeys: () => call('/v1/keys', undefined, 'GET', true),
     updateKey: (id, policy) => call(`/v1/keys/${enc(id)}`, { policy }, 'PATCH', true),
@@ -348,3 +367,17 @@ export async function verifyAttestation(answer: DecideResponse, opts: VerifyOpti
     return false;
   }
 }
+
+export {
+  executeArgs,
+  type GuardAuthorization,
+  type GuardTransaction,
+  type GuardTypedData,
+  inferTransactionAction,
+  inferTypedDataAction,
+  PreflightAttestationError,
+  PreflightBlockedError,
+  PreflightWaitError,
+  WalletGuard,
+  type WalletGuardOptions,
+} from './wallet-guard.js';

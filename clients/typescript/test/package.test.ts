@@ -5,19 +5,13 @@
  * TypeScript consumer (and reject a wrong call), and it calls the real service with a key and
  * verifies the signed answer.
  */
-import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import t from 'tap';
 import { post, startTestApp } from '../../../test/helpers/app.js';
+import { consumerProject, pack, run, typeCheck } from '../../../test/helpers/pack.js';
 
-const run = promisify(execFile);
-/** The client's source folder (clients/typescript), found from this compiled test under dist/. */
-const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
-const pkgDir = join(repo, 'clients', 'typescript');
 const PEERS = ['@x402/evm', '@x402/extensions', '@x402/fetch', 'viem'];
 
 const work = mkdtempSync(join(tmpdir(), 'preflight-client-pkg-'));
@@ -49,61 +43,34 @@ export async function go(): Promise<DecideResponse> {
 `;
 
 t.test('npm pack gives a tarball of dist/ alone, built from the client sources', async (t) => {
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
-    cwd: pkgDir,
-    env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false' },
-    timeout: 120_000,
-  });
-  const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{
-    filename: string;
-    files: Array<{ path: string }>;
-  }>;
+  const packed = await pack('typescript', work);
   t.same(
-    packed.files.map((f) => f.path).sort(),
-    ['dist/index.d.ts', 'dist/index.js', 'dist/types.d.ts', 'dist/types.js', 'package.json'],
+    packed.files,
+    [
+      'dist/index.d.ts',
+      'dist/index.js',
+      'dist/types.d.ts',
+      'dist/types.js',
+      'dist/wallet-guard.d.ts',
+      'dist/wallet-guard.js',
+      'package.json',
+    ],
     'only the built client and its manifest',
   );
 
   const project = join(work, 'consumer');
-  const scope = join(project, 'node_modules', '@preflight');
-  mkdirSync(scope, { recursive: true });
-  await run('tar', ['-xzf', join(work, packed.filename), '-C', scope]);
-  await run('mv', [join(scope, 'package'), join(scope, 'client')]);
-  for (const peer of PEERS) {
-    const at = join(project, 'node_modules', peer);
-    mkdirSync(dirname(at), { recursive: true });
-    symlinkSync(join(repo, 'node_modules', peer), at, 'dir');
-  }
-  for (const file of ['index.js', 'index.d.ts']) {
-    const text = readFileSync(join(scope, 'client', 'dist', file), 'utf8');
+  await consumerProject(project, { '@preflight/client': packed.tarball }, PEERS);
+  for (const file of ['index.js', 'index.d.ts', 'wallet-guard.js']) {
+    const text = readFileSync(join(project, 'node_modules', '@preflight', 'client', 'dist', file), 'utf8');
     t.notMatch(text, /\.\.\/\.\.\/|src\/generated/, `dist/${file} reaches nothing outside the package`);
   }
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
 
   t.test('its declarations type-check a consumer and reject a wrong call', async (t) => {
-    writeFileSync(join(project, 'consumer.ts'), CONSUMER_TS);
-    writeFileSync(
-      join(project, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'ES2022',
-          lib: ['ES2022', 'DOM'],
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          strict: true,
-          noEmit: true,
-          skipLibCheck: true,
-          types: [],
-        },
-        files: ['consumer.ts'],
-      }),
+    t.equal(
+      await typeCheck(project, CONSUMER_TS),
+      '',
+      'tsc accepts the consumer, and the @ts-expect-error line is an error',
     );
-    const tsc = join(repo, 'node_modules', 'typescript', 'bin', 'tsc');
-    const out = await run(process.execPath, [tsc, '-p', join(project, 'tsconfig.json')], { timeout: 120_000 }).then(
-      () => '',
-      (err: { stdout?: string }) => err.stdout ?? String(err),
-    );
-    t.equal(out, '', 'tsc accepts the consumer, and the @ts-expect-error line is an error');
   });
 
   t.test('imported by name, it calls the service and verifies the signed answer', async (t) => {
