@@ -8,7 +8,14 @@ import type { Check } from '../../src/generated/types.js';
 const _raw = (x: object): Check => x as unknown as Check;
 
 /** The types only the guard plans; the Check schema must not admit them. */
-const GUARD_ONLY = ['delegation_scan', 'liquidity_depth', 'rpc_health', 'signature_scan', 'transaction_simulation'];
+const GUARD_ONLY = [
+  'counterparty_screen',
+  'delegation_scan',
+  'liquidity_depth',
+  'rpc_health',
+  'signature_scan',
+  'transaction_simulation',
+];
 
 t.test("the registry holds exactly the schema's check types and the guard-only ones", async (t) => {
   const types = (schemas.Check as unknown as { oneOf: Array<{ $ref: string }> }).oneOf.map(

@@ -299,6 +299,17 @@ function schemaBodies(sinkPort: number): Record<string, fc.Arbitrary<unknown>> {
       { bridge_status_urls: fc.array(url, { minLength: 1, maxLength: 4 }), strict_mode: fc.boolean() },
       { requiredKeys: ['bridge_status_urls'] },
     ),
+    ScreenRequest: fc.record(
+      {
+        chain: opt(chains),
+        addresses: fc.array(fc.constantFrom(ADDRESS, `0x${'1'.repeat(40)}`, '0xdead', ''), {
+          minLength: 0,
+          maxLength: 3,
+        }),
+        known_addresses: fc.array(fc.constantFrom(ADDRESS, `0x${'2'.repeat(40)}`), { maxLength: 2 }),
+      },
+      { requiredKeys: ['addresses'] },
+    ),
     YieldRoutingRequest: fc.record(
       {
         options: fc.array(
