@@ -164,7 +164,7 @@ export class PostgresStore implements Store {
   }
 
   /** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
-  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN', commitUnknown?: () => void): Promise<T> {
     const c = await this.pool.connect();
     // A connection lost between two statements is reported on the client, not the query: held
     // here, it fails the transaction's next statement instead of crashing the process.
@@ -176,7 +176,13 @@ export class PostgresStore implements Store {
     try {
       await c.query(begin);
       const out = await fn(c);
-      await c.query('COMMIT');
+      try {
+        await c.query('COMMIT');
+      } catch (err) {
+        // The COMMIT was sent and its answer is lost (or a refusal): it may have committed.
+        commitUnknown?.();
+        throw err;
+      }
       return out;
     } catch (err) {
       lost ??= err as Error;
@@ -522,15 +528,72 @@ export class PostgresStore implements Store {
    * and its counter changes are one statement.
    */
   async reserve(r: ReserveRequest): Promise<ReserveResult> {
+    await this.voidInDoubt();
     return this.reserves.submit(reserveKey(r), r);
   }
 
-  private readonly reserves = new KeyedBatcher<ReserveRequest, ReserveResult>((asks) =>
-    this.tx(
+  /**
+   * Reservations whose batch's COMMIT got no answer (the connection was cut while it was in
+   * flight): the guard answered `wait` for them, so a reservation that did commit must not stand
+   * (docs/policies.md §4). Kept here until voided; voided before the next reservation or usage read.
+   */
+  private readonly inDoubt = new Map<string, Pick<ReserveRequest, 'accountId' | 'policy'>>();
+
+  private voiding: Promise<void> | null = null;
+
+  /** Voids every in-doubt reservation; those it cannot reach stay in doubt and it throws. */
+  private async voidInDoubt(): Promise<void> {
+    if (this.inDoubt.size === 0) return;
+    this.voiding ??= (async () => {
+      try {
+        for (const [id, r] of [...this.inDoubt]) {
+          await this.voidReservation(id, r);
+          this.inDoubt.delete(id);
+        }
+      } finally {
+        this.voiding = null;
+      }
+    })();
+    await this.voiding;
+  }
+
+  /**
+   * Voids one reservation by id if it exists: released, and its amount and count taken off its
+   * counters. Under the (account, policy) lock, so a batch whose COMMIT is still being applied
+   * finishes first; a reservation that never committed is a no-op.
+   */
+  private async voidReservation(id: string, r: Pick<ReserveRequest, 'accountId' | 'policy'>): Promise<void> {
+    await this.tx(
+      async (c) => {
+        const { rows } = await c.query<ReservationRow & { state: string }>(
+          `SELECT account_id, policy, usd, limits, state FROM reservations
+          WHERE id = $1 AND state <> 'released' FOR UPDATE`,
+          [id],
+        );
+        if (rows.length === 0) return;
+        await c.query(`UPDATE reservations SET state = 'released' WHERE id = $1`, [id]);
+        // A reserved row still holds its amount as reserved; a committed one no longer does.
+        for (const row of counterSettles(rows[0], 'released')) {
+          if (rows[0].state !== 'reserved') row[7] = 0;
+          await c.query(
+            COUNTER_UPSERT((i) => `$${i}`),
+            row,
+          );
+        }
+      },
+      `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${reserveKey(r).replace(/'/g, "''")}', 0))`,
+    );
+  }
+
+  private readonly reserves = new KeyedBatcher<ReserveRequest, ReserveResult>((asks) => {
+    let accepted: ReserveRequest[] = [];
+    return this.tx(
       async (c): Promise<ReserveResult[]> => {
         const { accountId, policy } = asks[0];
         const rows = await this.counters(c, accountId, policy, unionLimits(asks));
-        const { results, accepted } = decideBatch(asks, rows);
+        const decided = decideBatch(asks, rows);
+        const results = decided.results;
+        accepted = decided.accepted;
         if (accepted.length === 0) return results;
         const res = accepted.map(reservationRow);
         const adds = summedAdds(accepted);
@@ -551,10 +614,14 @@ export class PostgresStore implements Store {
         // BEGIN and the lock in one round trip (a simple query; the key's quotes doubled).
       },
       `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${reserveKey(asks[0]).replace(/'/g, "''")}', 0))`,
-    ),
-  );
+      () => {
+        for (const a of accepted) this.inDoubt.set(a.id, { accountId: a.accountId, policy: a.policy });
+      },
+    );
+  });
 
   async limitUsage(accountId: string, policy: string, limits: LimitWindow[]): Promise<LimitUsage[]> {
+    await this.voidInDoubt();
     return usageFromCounters(limits, await this.counters(this.pool, accountId, policy, limits));
   }
 

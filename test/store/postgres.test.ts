@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import net from 'node:net';
 import pg from 'pg';
 import t from 'tap';
 import { openStore, StoreError } from '../../src/store/index.js';
-import { storeSuite } from './suite.js';
+import { newKey, storeSuite } from './suite.js';
 import { accountsSuite } from './accounts-suite.js';
 
 /** An admin connection to the machine's PostgreSQL (user postgres, else root); every run works in schemas of its own
@@ -84,6 +85,75 @@ if (problem !== null) {
         await c.end();
       }
     },
+  });
+
+  t.test('postgres: a reservation whose COMMIT answer is lost does not stand once the store answers', async (t) => {
+    const url = new URL(await pgHarness.newUrl());
+    // A proxy that, when armed, passes the next COMMIT on to the server and cuts the client before its answer.
+    let armed = false;
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(url.port || 5432), url.hostname);
+      upstream.pipe(client);
+      client.on('data', (chunk: Buffer) => {
+        upstream.write(chunk);
+        if (armed && chunk.includes('COMMIT\u0000')) {
+          armed = false;
+          upstream.unpipe(client);
+          client.destroy();
+          setTimeout(() => upstream.destroy(), 300);
+        }
+      });
+      const drop = () => {
+        client.destroy();
+        setTimeout(() => upstream.destroy(), 300);
+      };
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', () => client.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    t.teardown(() => new Promise<void>((r) => proxy.close(() => r())));
+    const via = new URL(url);
+    via.port = String((proxy.address() as net.AddressInfo).port);
+    const store = await openStore({ databaseUrl: via.toString() });
+    t.teardown(() => store.close());
+    const owner = newKey('lost-commit@example.com');
+    t.equal(await store.createApiKey(owner), true);
+    const since = Date.UTC(2026, 0, 1);
+    const limits = [
+      { id: 'daily', windowKey: 'day', bucket: since, from: since, step: 86_400_000, maxUsd: 1000, maxCount: null },
+    ];
+    const ask = (id: string) =>
+      store.reserve({
+        id,
+        accountId: owner.id,
+        policy: 'p',
+        limits,
+        usd: 10,
+        at: since + 1000,
+        expiresAt: since + 60_000,
+        chain: 'base',
+        actor: null,
+      });
+    t.equal((await ask(randomUUID())).ok, true);
+    const lost = randomUUID();
+    armed = true;
+    await t.rejects(ask(lost), 'the COMMIT got no answer');
+    const state = async () =>
+      (
+        await admin.query(
+          `SELECT state FROM ${url.searchParams.get('options')?.split('=')[1]}.reservations WHERE id = $1`,
+          [lost],
+        )
+      ).rows[0]?.state;
+    // The server applies the COMMIT it was sent; wait until it shows.
+    for (let i = 0; (await state()) !== 'reserved' && i < 50; i++) await new Promise((r) => setTimeout(r, 20));
+    t.equal(await state(), 'reserved', 'the server did commit it');
+    const usage = await store.limitUsage(owner.id, 'p', limits);
+    t.equal(usage[0].count, 1, 'only the answered reservation counts');
+    t.equal(usage[0].reservedUsd, 10);
+    t.equal(await state(), 'released', 'the lost one is voided by id');
+    t.equal((await ask(randomUUID())).ok, true, 'and reserving goes on');
+    t.equal((await store.limitUsage(owner.id, 'p', limits))[0].count, 2);
   });
 
   t.test('postgres: an unreachable server gives a clear StoreError without the password', async (t) => {
