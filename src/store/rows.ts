@@ -378,6 +378,8 @@ export interface PaymentUpdateFields {
   txHash?: string | null;
   lastError?: string | null;
   incrementAttempts?: boolean;
+  /** Gives back the attempt counted at its start: it turned out to be a wait, not an attempt. */
+  refundAttempt?: boolean;
 }
 
 /**
@@ -403,6 +405,7 @@ export function paymentUpdate(
   if (fields.txHash !== undefined) sets.push(`tx_hash = ${p(fields.txHash)}`);
   if (fields.lastError !== undefined) sets.push(`last_error = ${p(fields.lastError)}`);
   if (fields.incrementAttempts) sets.push('attempts = attempts + 1');
+  else if (fields.refundAttempt) sets.push('attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END');
   const where = `id = ${p(id)} AND state IN (${from.map((s) => p(s)).join(', ')})`;
   return { sql: `UPDATE payments SET ${sets.join(', ')} WHERE ${where}`, params };
 }

@@ -299,7 +299,12 @@ export interface Store {
     id: string,
     from: PaymentState[],
     to: PaymentState,
-    fields?: { txHash?: string | null; lastError?: string | null; incrementAttempts?: boolean },
+    fields?: {
+      txHash?: string | null;
+      lastError?: string | null;
+      incrementAttempts?: boolean;
+      refundAttempt?: boolean;
+    },
   ): Promise<boolean>;
   getPayment(id: string): Promise<PaymentRecord | null>;
   /** Payments in `verified` or `settling` whose last update is older than `olderThanMs`. */

@@ -42,6 +42,11 @@ export function validNow(rec: PaymentRecord, nowMs = Date.now()): boolean {
   return !Number.isFinite(validAfter) || Math.floor(nowMs / 1000) > validAfter;
 }
 
+/** The token refused the transfer, unsent, because its validAfter has not passed on chain yet. */
+function notYetValid(result: Attempt): boolean {
+  return !result.ok && result.txHash === undefined && /authorization is not yet valid/i.test(result.error);
+}
+
 export class Settler {
   private readonly inFlight = new Map<string, Promise<AttemptOutcome>>();
   private timer: NodeJS.Timeout | null = null;
@@ -89,6 +94,16 @@ export class Settler {
       this.log.info({ ...fields, txHash: result.txHash }, 'x402 payment settled');
       this.onOutcome('settled');
       return { state: 'settled', txHash: result.txHash };
+    }
+    if (notYetValid(result)) {
+      // Our clock said the window was open, the chain's does not yet (a node's time may lag ours):
+      // nothing was sent, so this was still the wait and spends no attempt.
+      await this.store.updatePayment(id, ['settling'], 'settling', { lastError: result.error, refundAttempt: true });
+      this.log.info(
+        { ...fields, attempts: rec.attempts },
+        'x402 settlement waits: the chain does not yet accept validAfter',
+      );
+      return { state: 'retry', error: result.error };
     }
     const txHash = result.txHash ?? rec.txHash;
     if (result.final === true || lastChance || attempts >= this.policy.maxAttempts) {

@@ -216,6 +216,18 @@ t.test('a payer whose clock runs ahead is served, and settled once its validAfte
     (await chain.provider.getTransactionReceipt(settled.txHash as string))?.blockNumber as number,
   );
   t.ok((block?.timestamp ?? 0) > start + 5, 'mined after validAfter');
-  t.equal(settled.attempts, 1, 'settled on its first attempt');
+  // The wait spends no attempt, even when the chain's clock is behind ours and the token still
+  // refuses the transfer after our clock says validAfter has passed. A failed attempt's error is
+  // shown, should this ever fail again.
+  const failures = srv.logs
+    .filter((l) => l.paymentId === waiting.id && l.msg === 'x402 settlement attempt failed, will retry')
+    .map((l) => ({ time: l.time, err: l.err }));
+  t.equal(settled.attempts, 1, 'settled on its first attempt', { failures });
+  const sent = await chain.provider.getTransaction(settled.txHash as string);
+  t.equal(
+    await chain.provider.getTransactionCount(String(sent?.from), 'latest'),
+    1,
+    'the settler sent one transaction: none before validAfter, none paying twice',
+  );
   t.equal(await chain.balanceOf(srv.payTo), before + PRICE, 'paid once');
 });
