@@ -182,6 +182,7 @@ const RAMP_N = 10_000;
 
 export interface RampStep {
   rate: number;
+  connections: number;
   rps: number;
   p50: number;
   p99: number;
@@ -189,13 +190,29 @@ export interface RampStep {
 }
 
 export interface Ramp {
-  /** The highest rate whose p99 stayed under `p99Ms` without errors (0: none). */
+  /**
+   * The highest rate answered in full (at least RAMP_ANSWERED of it) with p99 under `p99Ms` and
+   * no errors (0: none).
+   */
   highestRate: number;
   p99Ms: number;
   steps: RampStep[];
 }
 
-/** Runs `base` at each of RAMP_RATES (short runs) until one misses; never past the key range. */
+/** A step holds only if the service answered at least this share of the rate asked. */
+export const RAMP_ANSWERED = 0.95;
+
+/**
+ * Connections for a step at `rate`: enough that each carries one request at a time at 300 ms a
+ * request, so the load generator, not the service, never caps the rate answered (30 connections
+ * at 80 ms carry at most 375 req/s).
+ */
+export const rampConnections = (rate: number, base: number): number => Math.max(base, Math.ceil(rate * 0.3));
+
+/**
+ * Runs `base` at each of RAMP_RATES (short runs) until one misses; never past the key range. A step
+ * misses on an error, on p99 at or over `p99Ms`, or on answering less than RAMP_ANSWERED of its rate.
+ */
 export async function rampCapacity(
   run: (s: Scenario, nStart: number) => Promise<Row>,
   base: Scenario,
@@ -208,13 +225,19 @@ export async function rampCapacity(
   const durationSec = quick ? 2 : 5;
   const { nStart: _own, ...load } = base;
   for (const rate of RAMP_RATES) {
-    const s: Scenario = { ...load, overallRate: rate, durationSec, warmupSec: 1 };
+    const s: Scenario = {
+      ...load,
+      overallRate: rate,
+      connections: rampConnections(rate, load.connections),
+      durationSec,
+      warmupSec: 1,
+    };
     const row = await run(s, n);
     n += Math.ceil(rate * (durationSec + 1) * 1.2) + 10;
     const r = row.result;
     if (r === null) break;
-    steps.push({ rate, rps: r.rps, p50: r.p50, p99: r.p99, errors: r.errors });
-    if (r.errors > 0 || r.p99 >= p99Ms) break;
+    steps.push({ rate, connections: s.connections, rps: r.rps, p50: r.p50, p99: r.p99, errors: r.errors });
+    if (r.errors > 0 || r.p99 >= p99Ms || r.rps < rate * RAMP_ANSWERED) break;
     highest = rate;
     if (n > FIRST_N - 15_000) break;
   }

@@ -76,11 +76,11 @@ export function printSigning(
 export function printCold(ramp: Ramp | null, first: FirstAnswers | null): void {
   if (ramp !== null) {
     process.stdout.write(
-      `\nCold capacity: the highest rate with p99 under ${ramp.p99Ms} ms and no errors: ${ramp.highestRate === 0 ? 'none of the ramp' : `${ramp.highestRate} req/s`}\n`,
+      `\nCold capacity: the highest rate answered in full (95 %) with p99 under ${ramp.p99Ms} ms and no errors: ${ramp.highestRate === 0 ? 'none of the ramp' : `${ramp.highestRate} req/s`}\n`,
     );
     for (const s of ramp.steps)
       process.stdout.write(
-        `  ${s.rate} req/s: ${s.rps} answered/s, p50 ${s.p50}, p99 ${s.p99} ms, ${s.errors} errors\n`,
+        `  ${s.rate} req/s (${s.connections} conn): ${s.rps} answered/s, p50 ${s.p50}, p99 ${s.p99} ms, ${s.errors} errors\n`,
       );
   }
   if (first !== null) {

@@ -3,6 +3,7 @@
  * The server, the tests and the bench all build the service through here, so what they
  * exercise is the production wiring.
  */
+import { warmValidators } from './http/warm-up.js';
 import { accountQuotaHeaders } from './billing/account-quota.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -176,6 +177,9 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     store,
     payments,
     async ready() {
+      // The request rules first: a warm-up body they no longer accept is logged, never fatal.
+      const stale = warmValidators();
+      if (stale.length > 0) logger.warn({ problems: stale }, 'warm-up bodies no longer pass the request rules');
       await Promise.all([executor.ready(), attester?.ready()]);
       // One answer signed and thrown away: the signing path's first run is not a caller's.
       await attester?.attest(

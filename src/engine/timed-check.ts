@@ -35,12 +35,12 @@ export async function runTimedCheck(
       ttl_s: 0,
     };
   } else {
+    // A timer cleared when the check settles: AbortSignal.timeout's cannot be cleared, so every
+    // check left one behind that fired later, in another request's time, building a DOMException.
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(timedOut(hardTimeoutMs)), hardTimeoutMs);
     try {
-      outcome = await mod.run(item.check, {
-        config,
-        signal: AbortSignal.timeout(hardTimeoutMs),
-        timeoutMs: hardTimeoutMs,
-      });
+      outcome = await mod.run(item.check, { config, signal: ctl.signal, timeoutMs: hardTimeoutMs });
     } catch (err) {
       // A module bug, not a target failure: still an answer, never a crash.
       outcome = {
@@ -50,7 +50,14 @@ export async function runTimedCheck(
         source: null,
         ttl_s: 0,
       };
+    } finally {
+      clearTimeout(timer);
     }
   }
   return { id: item.id, outcome, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+}
+
+/** The reason a check's signal is aborted with when its hard timeout passes. */
+function timedOut(ms: number): DOMException {
+  return new DOMException(`The check did not finish within ${ms} ms.`, 'TimeoutError');
 }

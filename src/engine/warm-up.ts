@@ -1,28 +1,89 @@
 /**
  * A thread's warm-up before it takes its first real check (docs/api-reference.md, "Health and
- * readiness"): one check of each kind a decide and a bridge-risk call run, sent to a stand-in
- * upstream on loopback inside this thread that answers every request with `{}`. By the end the
- * thread has loaded and compiled the outbound path (the dispatchers and their wrappers, undici's
- * HTTP/1 client, the body reader, JSON parsing and each check's failure path), which the first
- * real check would otherwise pay for on a caller's time. Nothing leaves the machine, no cache or
- * breaker of a real upstream is touched (breakers are per host and port), and the outcomes are
- * dropped.
+ * readiness"): one check of each kind a decide and a bridge-risk call run, WARM_ROUNDS times,
+ * sent to a stand-in upstream on loopback inside this thread that answers each with a passing
+ * body of the provider's shape (and anything else with `{}`). By the end the thread has loaded
+ * and compiled the outbound path (the dispatchers and their wrappers, undici's HTTP/1 client, the
+ * body reader, JSON parsing) and each check's passing path with its number formats, which the
+ * first real check would otherwise pay for on a caller's time, and the stand-in's connections are
+ * closed and their ends read, so none of it is left for the first real task. Nothing leaves the
+ * machine, no cache or breaker of a real upstream is touched (breakers are per host and port),
+ * and the outcomes are dropped.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.js';
 import { runTimedCheck, type ExecItem } from './timed-check.js';
 
-const WARM_TIMEOUT_MS = 5000;
+export const WARM_TIMEOUT_MS = 5000;
+/** Rounds of the warm-up's checks: V8 compiles a function on its first call and optimises it after several. */
+export const WARM_ROUNDS = 3;
+const WARM_ID = 'preflight-warm-up';
+
+/** A passing answer of each provider's shape for the warm-up's requests; `{}` for anything else. */
+export function standInBody(url: string, nowS: number): string {
+  const u = new URL(url, 'http://stand-in');
+  if (u.pathname.includes('/simple/')) {
+    const vs = u.searchParams.get('vs_currencies') ?? 'usd';
+    const ids = (u.searchParams.get('ids') ?? u.searchParams.get('contract_addresses') ?? WARM_ID).split(',');
+    return JSON.stringify(Object.fromEntries(ids.map((id) => [id, { [vs]: 1, last_updated_at: nowS }])));
+  }
+  if (u.pathname.includes('/latest/dex/pairs/')) {
+    const [chain, pair] = u.pathname.split('/').slice(-2);
+    return JSON.stringify({
+      pairs: [
+        {
+          chainId: chain,
+          dexId: 'warm-up',
+          url: 'http://stand-in/pair',
+          pairAddress: pair,
+          baseToken: { symbol: 'WARM' },
+          quoteToken: { symbol: 'USD' },
+          priceNative: '1',
+          priceUsd: '1.0',
+          txns: { h24: { buys: 100, sells: 100 } },
+          volume: { h24: 1_000_000 },
+          liquidity: { usd: 10_000_000 },
+          fdv: 100_000_000,
+          marketCap: 100_000_000,
+          pairCreatedAt: (nowS - 365 * 86_400) * 1000,
+        },
+      ],
+    });
+  }
+  if (u.pathname.includes('/v2/contract/')) {
+    const [chainId, address] = u.pathname.split('/').slice(-2);
+    return JSON.stringify({
+      match: 'exact_match',
+      creationMatch: 'exact_match',
+      runtimeMatch: 'exact_match',
+      chainId,
+      address,
+    });
+  }
+  if (u.pathname.endsWith('/status.json'))
+    return JSON.stringify({
+      page: { id: 'warm-up', name: 'Warm-up', updated_at: new Date(nowS * 1000).toISOString() },
+      status: { indicator: 'none', description: 'All Systems Operational' },
+    });
+  return '{}';
+}
 
 /** The checks the warm-up runs, against `base`. */
 export function warmUpItems(base: string): ExecItem[] {
   const address = `0x${'00'.repeat(19)}01`;
   const checks: Array<Record<string, unknown>> = [
-    { type: 'price', asset_id: 'preflight-warm-up', quote: 'usd', min_price: 1 },
+    // With the defaults the request schemas fill in (schemas/checks), as real checks arrive.
+    { type: 'price', source: 'price_provider', asset_id: WARM_ID, quote: 'usd', min_price: 0.5 },
     { type: 'dex_price', chain: 'base', pair_address: address, min_liquidity_usd: 1 },
     { type: 'contract_verified', chain: 'base', contract_address: address },
-    { type: 'stablecoin_depeg', asset_id: 'preflight-warm-up', quote: 'usd' },
+    {
+      type: 'stablecoin_depeg',
+      asset_id: WARM_ID,
+      quote: 'usd',
+      warn_deviation_pct: 0.005,
+      block_deviation_pct: 0.02,
+    },
     { type: 'bridge_exploit_monitor', status_url: `${base}/api/v2/status.json`, expect_status: 200 },
   ];
   return checks.map((check, id) => ({ id, type: check.type as string, check }));
@@ -32,7 +93,7 @@ export async function warmUp(config: Readonly<Config>): Promise<void> {
   const server = http.createServer((req, res) => {
     req.resume();
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{}');
+    res.end(standInBody(req.url ?? '/', Math.floor(Date.now() / 1000)));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -51,9 +112,13 @@ export async function warmUp(config: Readonly<Config>): Promise<void> {
       rpcUrls: { ...config.rpcUrls, base },
       allowPrivateTargets: true,
     };
-    await Promise.all(warmUpItems(base).map((item) => runTimedCheck(item, local, WARM_TIMEOUT_MS)));
+    for (let round = 0; round < WARM_ROUNDS; round++)
+      await Promise.all(warmUpItems(base).map((item) => runTimedCheck(item, local, WARM_TIMEOUT_MS)));
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+    // The client's side of those connections ends on a later turn: read it here, not in the first
+    // real task (a pool thread waits between tasks without running its event loop).
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

@@ -229,19 +229,21 @@ const AFTER_SCHEMA: Partial<Record<SchemaId, (body: any) => ValidationDetail[]>>
   },
 };
 
+/** Every problem `id`'s rules find in `body` (defaults applied in place); empty when it passes. */
+export function bodyProblems(id: SchemaId, body: unknown): ValidationDetail[] {
+  if (body === undefined) return [{ loc: ['body'], msg: 'Field required', type: 'missing' }];
+  const problem = bodyProblem(body);
+  if (problem) return [problem];
+  const fn = validator(id);
+  if (!fn(body)) return toValidationDetail(fn.errors ?? []);
+  return AFTER_SCHEMA[id]?.(body) ?? [];
+}
+
 /** Validates `req.body` in place (defaults applied) or throws a 422. */
 export function validateBody(id: SchemaId): ApiHandler {
-  const fn = validator(id);
-  const after = AFTER_SCHEMA[id];
   return (req, _res, next) => {
-    if (req.body === undefined) {
-      throw new HttpError(422, [{ loc: ['body'], msg: 'Field required', type: 'missing' }]);
-    }
-    const problem = bodyProblem(req.body);
-    if (problem) throw new HttpError(422, [problem]);
-    if (!fn(req.body)) throw new HttpError(422, toValidationDetail(fn.errors ?? []));
-    const more = after?.(req.body);
-    if (more && more.length > 0) throw new HttpError(422, more);
+    const problems = bodyProblems(id, req.body);
+    if (problems.length > 0) throw new HttpError(422, problems);
     next();
   };
 }

@@ -70,17 +70,29 @@ export function statusFailure(
 
 /** How the breaker counts a provider's answer: a 5xx, or a body that is not the JSON promised, is a failure. */
 export function jsonClassifier(source: string, accept?: (status: number) => boolean): (a: Answer) => CallClass {
-  return (a) => {
-    const r = interpretJson(source, 0, a, accept);
-    if (r.ok) return r.data.status >= 500 ? 'failure' : 'success';
-    return r.reason === 'upstream_bad_response' || (r.status ?? 0) >= 500 ? 'failure' : 'success';
-  };
+  return (a) => answerClass(interpretJson(source, 0, a, accept));
+}
+
+/** How the breaker counts an interpreted answer: a 5xx, or a body that is not the JSON promised, is a failure. */
+function answerClass(r: UpstreamResult<JsonResponse>): CallClass {
+  if (r.ok) return r.data.status >= 500 ? 'failure' : 'success';
+  return r.reason === 'upstream_bad_response' || (r.status ?? 0) >= 500 ? 'failure' : 'success';
 }
 
 /** One call through the operator dispatcher: a host failing repeatedly is not called for a while. */
 export async function requestJson(url: string, req: JsonRequest): Promise<UpstreamResult<JsonResponse>> {
   const started = performance.now();
   const dl = deadline(req.signal, req.timeoutMs);
+  // The breaker's classifier reads the complete answer before it is handed back here: its reading
+  // is kept and used for the result, so each body is parsed once, not once for each.
+  let read: { body: string; result: UpstreamResult<JsonResponse> } | null = null;
+  const classify =
+    req.circuit?.classify ??
+    ((a: Answer): CallClass => {
+      const result = interpretJson(req.source, started, a, req.accept);
+      read = { body: a.body, result };
+      return answerClass(result);
+    });
   let r: Awaited<ReturnType<typeof send>>;
   try {
     const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
@@ -93,7 +105,7 @@ export async function requestJson(url: string, req: JsonRequest): Promise<Upstre
       circuit: {
         scope: 'provider',
         label: req.circuit?.label ?? req.source,
-        classify: req.circuit?.classify ?? jsonClassifier(req.source, req.accept),
+        classify,
       },
     });
   } finally {
@@ -106,6 +118,11 @@ export async function requestJson(url: string, req: JsonRequest): Promise<Upstre
       ...(r.status === undefined ? {} : { status: r.status }),
       ...(r.retryAfterS === undefined ? {} : { retryAfterS: r.retryAfterS }),
     });
+  }
+  const kept = read as { body: string; result: UpstreamResult<JsonResponse> } | null;
+  if (kept !== null && kept.body === r.res.body && !r.res.truncated) {
+    const k = kept.result;
+    return k.ok ? { ...k, latencyMs: Math.round(performance.now() - started) } : k;
   }
   return interpretJson(req.source, started, r.res, req.accept);
 }
