@@ -3,7 +3,7 @@
  * The server, the tests and the bench all build the service through here, so what they
  * exercise is the production wiring.
  */
-import { warmValidators } from './http/warm-up.js';
+import { warmEventLoop } from './http/warm-up.js';
 import { accountQuotaHeaders } from './billing/account-quota.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -177,10 +177,9 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     store,
     payments,
     async ready() {
-      // The request rules first: a warm-up body they no longer accept is logged, never fatal.
-      const stale = warmValidators();
-      if (stale.length > 0) logger.warn({ problems: stale }, 'warm-up bodies no longer pass the request rules');
-      await Promise.all([executor.ready(), attester?.ready()]);
+      // The event loop warms while the threads do; what it could not do is logged, never fatal.
+      const [problems] = await Promise.all([warmEventLoop(config, store), executor.ready(), attester?.ready()]);
+      if (problems.length > 0) logger.warn({ problems }, 'the event loop warm-up was incomplete');
       // One answer signed and thrown away: the signing path's first run is not a caller's.
       await attester?.attest(
         { verdict: 'wait', risk: 'high', confidence: 0, expires_in: 0 },

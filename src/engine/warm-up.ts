@@ -89,7 +89,14 @@ export function warmUpItems(base: string): ExecItem[] {
   return checks.map((check, id) => ({ id, type: check.type as string, check }));
 }
 
-export async function warmUp(config: Readonly<Config>): Promise<void> {
+/**
+ * Runs `fn` with a stand-in upstream on loopback in this thread and a configuration whose providers
+ * all point at it; closes the stand-in and reads its connections' ends before returning.
+ */
+export async function withStandIn<T>(
+  config: Readonly<Config>,
+  fn: (local: Readonly<Config>, base: string) => Promise<T>,
+): Promise<T> {
   const server = http.createServer((req, res) => {
     req.resume();
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -112,8 +119,7 @@ export async function warmUp(config: Readonly<Config>): Promise<void> {
       rpcUrls: { ...config.rpcUrls, base },
       allowPrivateTargets: true,
     };
-    for (let round = 0; round < WARM_ROUNDS; round++)
-      await Promise.all(warmUpItems(base).map((item) => runTimedCheck(item, local, WARM_TIMEOUT_MS)));
+    return await fn(local, base);
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -121,4 +127,12 @@ export async function warmUp(config: Readonly<Config>): Promise<void> {
     // real task (a pool thread waits between tasks without running its event loop).
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A check thread's warm-up: WARM_ROUNDS rounds of the warm-up checks against the stand-in. */
+export async function warmUp(config: Readonly<Config>): Promise<void> {
+  await withStandIn(config, async (local, base) => {
+    for (let round = 0; round < WARM_ROUNDS; round++)
+      await Promise.all(warmUpItems(base).map((item) => runTimedCheck(item, local, WARM_TIMEOUT_MS)));
+  });
 }

@@ -11,7 +11,7 @@ import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { runTimedCheck } from '../../src/engine/timed-check.js';
 import { WARM_TIMEOUT_MS, standInBody, warmUp, warmUpItems } from '../../src/engine/warm-up.js';
-import { warmUpBodies, warmValidators } from '../../src/http/warm-up.js';
+import { warmEngine, warmEventLoop, warmUpBodies, warmValidators } from '../../src/http/warm-up.js';
 import { closeDispatchers } from '../../src/net/dispatchers.js';
 
 const config = loadConfig({ SANCTIONS_LIST_URL: 'off' });
@@ -86,6 +86,21 @@ t.test('the warm-up bodies pass the request rules as they stand', async (t) => {
     warmUpBodies().some(([id]) => id === 'DecideRequest') && warmUpBodies().some(([id]) => id === 'GuardRequest'),
     'the decide and guard rules are both warmed',
   );
+});
+
+t.test("the event loop's warm-up runs the engine to a proceed on the stand-in, and the key lookup", async (t) => {
+  t.equal(await warmEngine(config), 'proceed', 'the passing path of the engine, judge and answer');
+  const looked: string[] = [];
+  const problems = await warmEventLoop(config, {
+    findApiKeyByHash: async (h) => {
+      looked.push(h);
+      return null;
+    },
+  });
+  t.same(problems, [], 'nothing left undone');
+  t.equal(looked.length, 1, 'one key lookup');
+  t.match(looked[0], /^[0-9a-f]{64}$/, 'for a random hash no key has');
+  t.equal(await timers(WARM_TIMEOUT_MS), 0, 'no timer left behind');
 });
 
 t.test('the whole warm-up finishes on its own stand-in and leaves no timer running', async (t) => {
