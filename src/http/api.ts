@@ -36,6 +36,11 @@ export interface ApiLocals {
     policy?: string | null;
     storeDown?: boolean;
   };
+  /**
+   * The id of the answer's verdict-log row when it was written with the answer's reservation
+   * (docs/policies.md §10): the log then writes no second one.
+   */
+  verdictLogged?: string;
 }
 
 declare global {

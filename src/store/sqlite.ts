@@ -113,6 +113,9 @@ export function sqlitePath(databaseUrl: string): string {
 
 const SCREENING = screeningSql(false);
 
+const VERDICT_INSERT_SQL = `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES (${VERDICT_COLUMNS.map(() => '?').join(', ')})
+  ON CONFLICT (account_id, at, id) DO NOTHING`;
+
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly stmts = new Map<string, Database.Statement>();
@@ -559,6 +562,13 @@ export class SqliteStore implements Store {
     for (const r of accepted) insert.run(...reservationRow(r));
     const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
     for (const row of summedAdds(accepted)) add.run(numbered(row));
+    // The accepted answers' verdict-log rows, in the same commit (docs/policies.md §10).
+    let verdict: Database.Statement | null = null;
+    for (const r of accepted)
+      if (r.verdict) {
+        verdict ??= this.q(VERDICT_INSERT_SQL);
+        verdict.run(...verdictValues(r.verdict));
+      }
     return results;
   }
 
@@ -652,10 +662,7 @@ export class SqliteStore implements Store {
 
   async appendVerdicts(rows: VerdictRecord[]): Promise<void> {
     if (rows.length === 0) return;
-    const insert = this.q(
-      `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES (${VERDICT_COLUMNS.map(() => '?').join(', ')})
-      ON CONFLICT (account_id, at, id) DO NOTHING`,
-    );
+    const insert = this.q(VERDICT_INSERT_SQL);
     this.db.transaction(() => {
       for (const v of rows) insert.run(...verdictValues(v));
     })();
