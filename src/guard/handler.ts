@@ -57,7 +57,9 @@ export function underPolicy(res: ApiResponse): Under | null {
 
 /** The id a signed answer will carry, and so its reservation's (docs/attestations.md §1). */
 export function answerAttestationId(res: ApiResponse): string {
-  return `0x${keccak256(Buffer.from(res.locals.answerId, 'utf8')).toString('hex')}`;
+  // Kept for the signature, which signs the same hash.
+  res.locals.answerIdHash ??= keccak256(Buffer.from(res.locals.answerId, 'utf8'));
+  return `0x${res.locals.answerIdHash.toString('hex')}`;
 }
 
 export interface GuardRun {
