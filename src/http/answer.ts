@@ -61,7 +61,7 @@ export function answer<B>(deps: AnswerDeps, fn: (call: Call<B>) => Promise<objec
       // A row with a reservation is durable before the answer goes out (written with the
       // reservation, or now); the others are batched.
       const logged = row !== null && row.reservedUsd !== null && res.locals.verdictLogged === row.id;
-      const durable = row === null || logged ? undefined : verdicts.record(row);
+      const durable = row === null ? undefined : verdicts.record(row, logged);
       if (durable !== undefined) await durable;
     }
     sendJson(res, 200, out);

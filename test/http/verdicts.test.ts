@@ -260,7 +260,7 @@ t.test('a store that does not answer: 503 with Retry-After, never a 500; unwritt
 });
 
 t.test(
-  "a reserved answer's row is written with its reservation: there when the process dies at once, never twice; a refused one writes none",
+  "a reserved answer's row is written with its reservation: there when the process dies at once, never twice, and counted as written",
   async (t) => {
     const cg = await startCoinGecko();
     cg.setPrice('usd-coin', 'usd', 0.9999);
@@ -279,6 +279,12 @@ t.test(
     t.equal(reserved.body.verdict, 'proceed');
     const refused = await call(svc.url, 'POST', '/v1/guard', agent.key, transfer);
     t.equal(refused.body.verdict, 'wait', 'the second 300 USD does not fit in 500');
+    const scrape = await (await fetch(`${svc.url}/metrics`)).text();
+    t.match(
+      scrape,
+      /preflight_verdict_log_rows_total\{outcome="written"\} 1\b/,
+      'the row written with its reservation is counted as written',
+    );
     // Dies right after the answers: nothing queued in memory is written now.
     svc.child.kill('SIGKILL');
     await svc.exited;
