@@ -222,10 +222,7 @@ export class Attester {
   }
 
   /** The hashes and the signature made on the calling thread. */
-  #signHere(
-    job: Omit<SignJob, 'answerId' | 'body'>,
-    input: Pick<AttestInput, 'answerId' | 'body' | 'idHash'>,
-  ): Signed {
+  #signHere(job: Omit<SignJob, 'answerId' | 'body'>, input: Pick<AttestInput, 'answerId' | 'body' | 'idHash'>): Signed {
     this.signedOn.caller++;
     const fields: VerdictFields = {
       id: input.idHash ?? keccak256(Buffer.from(input.answerId, 'utf8')),
