@@ -63,6 +63,8 @@ export interface AttestInput {
   policyHash?: string | Buffer | null;
   /** Unix seconds; now by default. */
   issuedAt?: number;
+  /** keccak256(answerId), when the caller has made it already (a reservation's id). */
+  idHash?: Buffer | null;
 }
 
 const hex = (b: Uint8Array): string => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
@@ -220,10 +222,10 @@ export class Attester {
   }
 
   /** The hashes and the signature made on the calling thread. */
-  #signHere(job: Omit<SignJob, 'answerId' | 'body'>, input: Pick<AttestInput, 'answerId' | 'body'>): Signed {
+  #signHere(job: Omit<SignJob, 'answerId' | 'body'>, input: Pick<AttestInput, 'answerId' | 'body' | 'idHash'>): Signed {
     this.signedOn.caller++;
     const fields: VerdictFields = {
-      id: keccak256(Buffer.from(input.answerId, 'utf8')),
+      id: input.idHash ?? keccak256(Buffer.from(input.answerId, 'utf8')),
       verdict: job.verdict,
       risk: job.risk,
       confidenceBps: job.confidenceBps,

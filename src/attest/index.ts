@@ -56,6 +56,7 @@ export async function attach<T extends Answer>(
   if (!attester) return answer;
   const attestation = await attester.attest(answer, {
     answerId: res.locals.answerId,
+    idHash: res.locals.answerIdHash,
     body: req.rawBody ?? NO_BODY,
     chainId,
     transaction,

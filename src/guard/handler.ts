@@ -4,7 +4,8 @@
  */
 import type { ApiHandler, ApiResponse } from '../http/api.js';
 import { keccak256 } from '../crypto/keccak.js';
-import type { PolicyService, Under } from '../policy/service.js';
+import type { PolicyService, Under, VerdictLogAs } from '../policy/service.js';
+import type { VerdictLog } from '../verdicts/log.js';
 import { answer } from '../http/answer.js';
 import type { Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
@@ -34,6 +35,8 @@ export interface GuardDeps {
   policies?: PolicyService | null;
   /** The screening lists and known counterparties (docs/screening.md); absent: counterparty_screen is not run. */
   screening?: (ScreeningView & Pick<Screening, 'learn'>) | null;
+  /** Where answers to keyed calls are logged (docs/policies.md §10); absent: not logged. */
+  verdicts?: Pick<VerdictLog, 'record'> | null;
 }
 
 /**
@@ -54,7 +57,9 @@ export function underPolicy(res: ApiResponse): Under | null {
 
 /** The id a signed answer will carry, and so its reservation's (docs/attestations.md §1). */
 export function answerAttestationId(res: ApiResponse): string {
-  return `0x${keccak256(Buffer.from(res.locals.answerId, 'utf8')).toString('hex')}`;
+  // Kept for the signature, which signs the same hash.
+  res.locals.answerIdHash ??= keccak256(Buffer.from(res.locals.answerId, 'utf8'));
+  return `0x${res.locals.answerIdHash.toString('hex')}`;
 }
 
 export interface GuardRun {
@@ -62,6 +67,19 @@ export interface GuardRun {
   requestId: string;
   deadlineMs: number;
   started: number;
+  /** The endpoint that answers, when the answer is logged (docs/policies.md §10). */
+  route?: string;
+}
+
+/**
+ * Under a policy, a logged answer that reserves has its verdict-log row written with the
+ * reservation (docs/policies.md §10): the key and endpoint it is logged under, or null.
+ */
+function logAs(deps: GuardDeps, res: ApiResponse, run: GuardRun, dryRun: boolean): VerdictLogAs | null {
+  const b = res.locals.billing;
+  if (dryRun || !deps.verdicts || run.route === undefined || b?.kind !== 'key') return null;
+  if (b.keyId === undefined || b.accountId === undefined) return null;
+  return { keyId: b.keyId, keyName: b.keyName ?? '', endpoint: run.route };
 }
 
 /**
@@ -111,17 +129,13 @@ export async function judgeGuard(
   });
   if (under) {
     const policy = loading ? await loading : 'unavailable';
+    const reservationId = answerAttestationId(res);
+    const log = policies ? logAs(deps, res, run, dryRun) : null;
     const judged = policies
-      ? await policies.decide({
-          under,
-          policy,
-          body,
-          results,
-          base: response,
-          reservationId: answerAttestationId(res),
-          dryRun,
-        })
+      ? await policies.decide({ under, policy, body, results, base: response, reservationId, dryRun, log })
       : response;
+    // A reserved answer's row is then in the store already; the log leaves it alone.
+    if (log !== null) res.locals.verdictLogged = reservationId;
     response = { ...response, ...judged, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
   }
   logger.debug(
@@ -135,8 +149,9 @@ export async function judgeGuard(
 
 export function guardHandler(deps: GuardDeps): ApiHandler {
   const { attester } = deps;
-  return answer<GuardRequest>(deps, async ({ req, res, body, requestId, deadlineMs, started }) => {
-    const response = await judgeGuard(deps, res, { body, requestId, deadlineMs, started }, underPolicy(res), false);
+  return answer<GuardRequest>(deps, async ({ req, res, body, requestId, deadlineMs, started, route }) => {
+    const run = { body, requestId, deadlineMs, started, route };
+    const response = await judgeGuard(deps, res, run, underPolicy(res), false);
     // Under a policy the verdict signs its version's hash, which a pinned account checks (docs/attestations.md §4).
     const policy = response.decision.policy as { hash?: string } | null | undefined;
     return attach(attester, req, res, response, guardChainId(body.chain), transactionOf(body), policy?.hash ?? null);

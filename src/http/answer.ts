@@ -58,8 +58,10 @@ export function answer<B>(deps: AnswerDeps, fn: (call: Call<B>) => Promise<objec
     if (metrics && verdict !== undefined) metrics.verdict(call.route, verdict);
     if (verdicts) {
       const row = verdictRecord(res.locals.billing, res.locals.answerId, call.route, out, Date.now());
-      // A row with a reservation is durable before the answer goes out; the others are batched.
-      const durable = row === null ? undefined : verdicts.record(row);
+      // A row with a reservation is durable before the answer goes out (written with the
+      // reservation, or now); the others are batched.
+      const logged = row !== null && row.reservedUsd !== null && res.locals.verdictLogged === row.id;
+      const durable = row === null ? undefined : verdicts.record(row, logged);
       if (durable !== undefined) await durable;
     }
     sendJson(res, 200, out);

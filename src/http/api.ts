@@ -23,6 +23,8 @@ export interface ApiLocals {
   requestId: string;
   /** What a signed answer's id is the hash of: unique per answer (docs/attestations.md §1). */
   answerId: string;
+  /** keccak256(answerId) once it has been made: the signed answer's id (docs/attestations.md §1). */
+  answerIdHash?: Buffer;
   /** The route pattern from the endpoint table, for metrics and the access line. */
   route?: string;
   /** Who pays for the call, set by the billing gate. */
@@ -36,6 +38,11 @@ export interface ApiLocals {
     policy?: string | null;
     storeDown?: boolean;
   };
+  /**
+   * The id of the answer's verdict-log row when it was written with the answer's reservation
+   * (docs/policies.md §10): the log then writes no second one.
+   */
+  verdictLogged?: string;
 }
 
 declare global {

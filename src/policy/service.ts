@@ -56,6 +56,18 @@ export interface DecideInput {
   /** The reservation's id: the answer's attestation id. */
   reservationId: string;
   dryRun: boolean;
+  /**
+   * Who asked, when the answer is logged (docs/policies.md §10): a reserved answer's row is then
+   * written in its reservation's transaction. Absent or null: the caller logs the answer itself.
+   */
+  log?: VerdictLogAs | null;
+}
+
+/** The verdict-log fields of an answer that the policy does not know: the key and the endpoint. */
+export interface VerdictLogAs {
+  keyId: string;
+  keyName: string;
+  endpoint: string;
 }
 
 export interface PolicyServiceOptions {
@@ -65,7 +77,9 @@ export interface PolicyServiceOptions {
 }
 
 const OPENING: Record<string, string> = { proceed: 'Proceed', wait: 'Wait', block: 'Block' };
-const reopen = (text: string, verdict: string): string => text.replace(/^(Proceed|Wait|Block)/, OPENING[verdict]);
+/** The text with the verdict's word first; a text that opens with it already is returned as it is (no regex). */
+const reopen = (text: string, verdict: string): string =>
+  text.startsWith(OPENING[verdict]) ? text : text.replace(/^(Proceed|Wait|Block)/, OPENING[verdict]);
 
 export class PolicyService {
   private readonly cache = new Map<string, { v: CompiledPolicy | null; expires: number }>();
@@ -197,6 +211,23 @@ export class PolicyService {
             chain: i.body.chain ?? 'base',
             actor: tx ? tx.from.toLowerCase() : null,
             dryRun: i.dryRun,
+            // Accepted, the answer is the base verdict with the policy item passing: its row is known now.
+            verdict:
+              i.log && !i.dryRun
+                ? {
+                    id: i.reservationId,
+                    accountId: i.under.accountId,
+                    at: now,
+                    keyId: i.log.keyId,
+                    keyName: i.log.keyName,
+                    endpoint: i.log.endpoint,
+                    verdict: i.base.verdict,
+                    risk: i.base.risk,
+                    failureModes: i.base.failure_modes,
+                    policy: ref,
+                    reservedUsd: usd,
+                  }
+                : null,
           });
           if (r.ok && !i.dryRun) reservedUsd = usd;
           limits = limitViews(p, r.usage, reservedUsd);

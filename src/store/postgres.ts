@@ -98,6 +98,9 @@ const placeholders = (n: number, from = 1): string => Array.from({ length: n }, 
 
 const SCREENING = screeningSql(true);
 
+/** A reservation whose batch's COMMIT got no answer, and the time of its verdict-log row if it carried one. */
+type InDoubt = Pick<ReserveRequest, 'accountId' | 'policy'> & { verdictAt: number | null };
+
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   private signupCounts = 0;
@@ -537,7 +540,7 @@ export class PostgresStore implements Store {
    * flight): the guard answered `wait` for them, so a reservation that did commit must not stand
    * (docs/policies.md §4). Kept here until voided; voided before the next reservation or usage read.
    */
-  private readonly inDoubt = new Map<string, Pick<ReserveRequest, 'accountId' | 'policy'>>();
+  private readonly inDoubt = new Map<string, InDoubt>();
 
   private voiding: Promise<void> | null = null;
 
@@ -562,7 +565,7 @@ export class PostgresStore implements Store {
    * counters. Under the (account, policy) lock, so a batch whose COMMIT is still being applied
    * finishes first; a reservation that never committed is a no-op.
    */
-  private async voidReservation(id: string, r: Pick<ReserveRequest, 'accountId' | 'policy'>): Promise<void> {
+  private async voidReservation(id: string, r: InDoubt): Promise<void> {
     await this.tx(
       async (c) => {
         const { rows } = await c.query<ReservationRow & { state: string }>(
@@ -572,6 +575,13 @@ export class PostgresStore implements Store {
         );
         if (rows.length === 0) return;
         await c.query(`UPDATE reservations SET state = 'released' WHERE id = $1`, [id]);
+        // Its verdict-log row said proceed; the answer that went out was a wait, logged on its own.
+        if (r.verdictAt !== null)
+          await c.query('DELETE FROM verdict_log WHERE account_id = $1 AND at = $2 AND id = $3', [
+            r.accountId,
+            r.verdictAt,
+            id,
+          ]);
         // A reserved row still holds its amount as reserved; a committed one no longer does.
         for (const row of counterSettles(rows[0], 'released')) {
           if (rows[0].state !== 'reserved') row[7] = 0;
@@ -601,21 +611,32 @@ export class PostgresStore implements Store {
         const values = res.map((_, i) => `(${placeholders(w, i * w + 1)})`).join(', ');
         const from = res.length * w;
         const counterValues = adds.map((_, i) => `(${placeholders(8, from + i * 8 + 1)})`).join(', ');
+        // The accepted answers' verdict-log rows go in the same statement, so in the same commit (docs/policies.md §10).
+        const logged = accepted.filter((a) => a.verdict).map((a) => verdictValues(a.verdict as VerdictRecord));
+        const vw = VERDICT_COLUMNS.length;
+        const vFrom = from + adds.length * 8;
+        const verdictCte =
+          logged.length === 0
+            ? ''
+            : `, log AS (INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES ${logged
+                .map((_, i) => `(${placeholders(vw, vFrom + i * vw + 1)})`)
+                .join(', ')} ON CONFLICT (account_id, at, id) DO NOTHING)`;
         await c.query(
-          `WITH ins AS (INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values})
+          `WITH ins AS (INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values})${verdictCte}
         INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd)
         VALUES ${counterValues}
         ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
         usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
         reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`,
-          [...res.flat(), ...adds.flat()],
+          [...res.flat(), ...adds.flat(), ...logged.flat()],
         );
         return results;
         // BEGIN and the lock in one round trip (a simple query; the key's quotes doubled).
       },
       `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${reserveKey(asks[0]).replace(/'/g, "''")}', 0))`,
       () => {
-        for (const a of accepted) this.inDoubt.set(a.id, { accountId: a.accountId, policy: a.policy });
+        for (const a of accepted)
+          this.inDoubt.set(a.id, { accountId: a.accountId, policy: a.policy, verdictAt: a.verdict?.at ?? null });
       },
     );
   });

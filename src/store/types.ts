@@ -105,6 +105,11 @@ export interface ReserveRequest {
   actor: string | null;
   /** Check only: answer as a reservation would, and insert nothing (a dry run). */
   dryRun?: boolean;
+  /**
+   * The answer's verdict-log row, written in the reservation's own transaction when it is accepted
+   * (docs/policies.md §10): one commit makes both durable. Nothing is written when it is refused.
+   */
+  verdict?: VerdictRecord | null;
 }
 
 export type ReserveResult =

@@ -116,12 +116,18 @@ export class VerdictLog {
   }
 
   /**
-   * Logs one answer. A row with a reservation is written now, and the promise settles once it is
+   * Logs one answer. A row written with its reservation (`writtenWithReservation`) is only
+   * counted; another row with a reservation is written now, and the promise settles once it is
    * durable; any other row joins the batch and nothing is returned (the answer does not wait).
    * The rows with a reservation asked for during one turn of the event loop are written in one
    * statement at its end: under load they share one commit instead of paying one each.
    */
-  record(row: VerdictRecord): Promise<void> | undefined {
+  record(row: VerdictRecord, writtenWithReservation = false): Promise<void> | undefined {
+    if (writtenWithReservation) {
+      // In the store already, committed with its reservation: only counted here.
+      this.opts.metrics?.verdictRows('written', 1);
+      return undefined;
+    }
     if (row.reservedUsd !== null) {
       return new Promise<void>((resolve) => {
         // A store that stops answering between the reservation and its row must not hold the

@@ -19,6 +19,7 @@ import { VerdictLog } from '../../src/verdicts/log.js';
 import { startCoinGecko } from '../emulators/coingecko.js';
 import { captureLogger, startTestApp, type TestApp } from '../helpers/app.js';
 import { agentKey, call, signup } from '../policy/helpers.js';
+import { spawnService } from '../helpers/spawn.js';
 
 const DECIDE = { goal: 'usdc holds its peg', checks: [{ type: 'price', asset_id: 'usd-coin', min_price: 0.99 }] };
 const LOW = { goal: 'usdc above 2', checks: [{ type: 'price', asset_id: 'usd-coin', min_price: 2 }] };
@@ -257,3 +258,73 @@ t.test('a store that does not answer: 503 with Retry-After, never a 500; unwritt
   t.equal(log.queued, 1, 'the row waits for the next batch');
   t.ok(logs.some((l) => /not written; kept/.test(String(l.msg))));
 });
+
+t.test(
+  "a reserved answer's row is written with its reservation: there when the process dies at once, never twice, and counted as written",
+  async (t) => {
+    const cg = await startCoinGecko();
+    cg.setPrice('usd-coin', 'usd', 0.9999);
+    t.teardown(() => cg.close());
+    const dir = mkdtempSync(join(tmpdir(), 'pf-vlog-crash-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const databaseUrl = `sqlite:${join(dir, 'v.db')}`;
+    const svc = await spawnService({ DATABASE_URL: databaseUrl, BILLING: 'on', PRICE_API_URL: cg.url });
+    t.teardown(() => svc.child.kill('SIGKILL'));
+    const owner = await signup(svc.url);
+    const policy = { default: 'allow', limits: [{ id: 'daily', window: 'day', max_usd: 500 }] };
+    t.equal((await call(svc.url, 'PUT', '/v1/policies/ops', owner, policy)).status, 201);
+    const agent = await agentKey(svc.url, owner, 'runner', 'ops');
+    const transfer = { action: 'transfer', chain: 'base', amount_usd: 300 };
+    const reserved = await call(svc.url, 'POST', '/v1/guard', agent.key, transfer);
+    t.equal(reserved.body.verdict, 'proceed');
+    const refused = await call(svc.url, 'POST', '/v1/guard', agent.key, transfer);
+    t.equal(refused.body.verdict, 'wait', 'the second 300 USD does not fit in 500');
+    const scrape = await (await fetch(`${svc.url}/metrics`)).text();
+    t.match(
+      scrape,
+      /preflight_verdict_log_rows_total\{outcome="written"\} 1\b/,
+      'the row written with its reservation is counted as written',
+    );
+    // Dies right after the answers: nothing queued in memory is written now.
+    svc.child.kill('SIGKILL');
+    await svc.exited;
+
+    const store = await openStore({ databaseUrl });
+    t.teardown(() => store.close());
+    const [account] = (await store.listApiKeys()).filter((k) => k.id === agent.id).map((k) => k.accountId);
+    const rows = await store.verdictPage({
+      accountId: account,
+      limit: 50,
+      before: null,
+      keyId: null,
+      verdict: null,
+      since: null,
+    });
+    const id = reserved.body.attestation.typed_data.message.id;
+    t.same(
+      rows.filter((r) => r.reservedUsd !== null).map((r) => r.id),
+      [id],
+      "the reserved answer's row, once (the refused wait's row, batched, may be lost with the process's last second)",
+    );
+    t.equal(rows.filter((r) => r.id === id).length, 1, 'no second row for the reserved answer');
+    t.same(
+      rows.filter((r) => r.id !== id).map((r) => [r.verdict, r.reservedUsd]),
+      rows.length === 2 ? [['wait', null]] : [],
+    );
+    rows.sort((a, b) => (a.id === id ? -1 : b.id === id ? 1 : 0));
+    t.match(rows[0], {
+      id,
+      accountId: account,
+      keyId: agent.id,
+      keyName: 'runner',
+      endpoint: '/v1/guard',
+      verdict: reserved.body.verdict,
+      risk: reserved.body.risk,
+      failureModes: reserved.body.failure_modes,
+      policy: reserved.body.decision.policy,
+      reservedUsd: 300,
+      reservation: 'committed',
+    });
+    t.equal(rows[0].failureModes.length, reserved.body.failure_modes.length);
+  },
+);

@@ -196,6 +196,43 @@ function suite(name: string, newUrl: () => Promise<string>): void {
     t.equal(got.reservedUsd, 300, 'what was reserved stays on the row');
   });
 
+  t.test(`${name}: a reservation's verdict row is written in its transaction, only when it is accepted`, async (t) => {
+    const k = newKey(`${randomUUID()}@example.com`);
+    await store.createApiKey(k);
+    const now = Date.now();
+    const start = now - (now % 86_400_000);
+    const limits = [
+      { id: 'daily', windowKey: 'day', bucket: start, from: start, step: 86_400_000, maxUsd: 500, maxCount: null },
+    ];
+    const ask = (usd: number, over: Partial<VerdictRecord> = {}) => {
+      const v = row(k.id, now, { reservedUsd: usd, policy: { name: 'ops', version: 1, hash: hex32() }, ...over });
+      return {
+        id: v.id,
+        accountId: k.id,
+        policy: 'ops',
+        limits,
+        usd,
+        at: now,
+        expiresAt: null,
+        chain: 'base',
+        actor: null,
+        verdict: v,
+      };
+    };
+    const a = ask(300);
+    const b = ask(300);
+    const [fits, over] = await Promise.all([store.reserve(a), store.reserve(b)]);
+    t.same([fits.ok, over.ok], [true, false], 'the first fits, the second does not');
+    const rows = await store.verdictPage(page(k.id));
+    t.same(rows, [{ ...a.verdict, reservation: 'committed' }], 'only the accepted reservation wrote its row, whole');
+    const dry = ask(100);
+    t.equal((await store.reserve({ ...dry, dryRun: true })).ok, true);
+    t.equal((await store.verdictPage(page(k.id))).length, 1, 'a dry run writes no row');
+    // The same row again (a retried write) is not doubled.
+    await store.appendVerdicts([a.verdict]);
+    t.equal((await store.verdictPage(page(k.id))).length, 1);
+  });
+
   t.test(`${name}: retention deletes old rows and expired Idempotency-Key answers, in bounded rounds`, async (t) => {
     const acct = randomUUID();
     const now = Date.now();

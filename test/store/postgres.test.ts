@@ -122,6 +122,7 @@ if (problem !== null) {
     const limits = [
       { id: 'daily', windowKey: 'day', bucket: since, from: since, step: 86_400_000, maxUsd: 1000, maxCount: null },
     ];
+    // Each with its verdict-log row, written in the same transaction (docs/policies.md §10).
     const ask = (id: string) =>
       store.reserve({
         id,
@@ -133,8 +134,33 @@ if (problem !== null) {
         expiresAt: since + 60_000,
         chain: 'base',
         actor: null,
+        verdict: {
+          id,
+          accountId: owner.id,
+          at: since + 1000,
+          keyId: owner.id,
+          keyName: 'owner',
+          endpoint: '/v1/guard',
+          verdict: 'proceed',
+          risk: 'low',
+          failureModes: [],
+          policy: { name: 'p', version: 1, hash: `0x${'ab'.repeat(32)}` },
+          reservedUsd: 10,
+        },
       });
-    t.equal((await ask(randomUUID())).ok, true);
+    const logged = async () =>
+      (
+        await store.verdictPage({
+          accountId: owner.id,
+          limit: 50,
+          before: null,
+          keyId: null,
+          verdict: null,
+          since: null,
+        })
+      ).map((v) => v.id);
+    const answered = randomUUID();
+    t.equal((await ask(answered)).ok, true);
     const lost = randomUUID();
     armed = true;
     await t.rejects(ask(lost), 'the COMMIT got no answer');
@@ -148,10 +174,16 @@ if (problem !== null) {
     // The server applies the COMMIT it was sent; wait until it shows.
     for (let i = 0; (await state()) !== 'reserved' && i < 50; i++) await new Promise((r) => setTimeout(r, 20));
     t.equal(await state(), 'reserved', 'the server did commit it');
+    t.same((await logged()).sort(), [answered, lost].sort(), 'with its verdict row');
     const usage = await store.limitUsage(owner.id, 'p', limits);
     t.equal(usage[0].count, 1, 'only the answered reservation counts');
     t.equal(usage[0].reservedUsd, 10);
     t.equal(await state(), 'released', 'the lost one is voided by id');
+    t.same(
+      await logged(),
+      [answered],
+      'and its verdict row, which said proceed, is deleted with it (the answer was a wait)',
+    );
     t.equal((await ask(randomUUID())).ok, true, 'and reserving goes on');
     t.equal((await store.limitUsage(owner.id, 'p', limits))[0].count, 2);
   });
