@@ -88,7 +88,7 @@ import type {
 
 const BUSY_TIMEOUT_MS = 5000;
 /** How often the checkpoint thread moves the log's pages into the database file. */
-const CHECKPOINT_MS = 200;
+const CHECKPOINT_MS = 1000;
 /**
  * The connection's own checkpoints while that thread runs: only past this many pages (about 40 MB),
  * a bound should the thread fall behind. SQLite's default, 1,000, is restored if the thread ends.
