@@ -15,6 +15,9 @@ import { consumerProject, pack, REPO, run, typeCheck } from '../helpers/pack.js'
 
 const work = mkdtempSync(join(tmpdir(), 'preflight-wallet-pkgs-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
+// Packing, installing and type-checking four packages is npm's and tsc's work, not the service's:
+// on a slow 2-core host under the whole suite it took 117 to 121 s of the default 120.
+t.setTimeout(300_000);
 
 const CLIENT_PEERS = ['@x402/evm', '@x402/extensions', '@x402/fetch', 'viem'];
 const PACKAGES = [
