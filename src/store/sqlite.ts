@@ -226,9 +226,6 @@ export class SqliteStore implements Store {
       worker.postMessage('stop');
       await exited;
       clearTimeout(timer);
-      // A thread that has not stopped by then (still starting on a busy machine) is ended here, so
-      // it can never be the last connection, closing and removing the log after this one is gone.
-      await worker.terminate();
     }
     if (this.db.open) this.db.close();
   }
