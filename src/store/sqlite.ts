@@ -6,7 +6,6 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { StoreError } from './errors.js';
 import { decideBatch, KeyedBatcher, reserveKey, summedAdds, unionLimits } from './batch.js';
@@ -87,13 +86,6 @@ import type {
 } from './types.js';
 
 const BUSY_TIMEOUT_MS = 5000;
-/** How often the checkpoint thread moves the log's pages into the database file. */
-const CHECKPOINT_MS = 1000;
-/**
- * The connection's own checkpoints while that thread runs: only past this many pages (about 40 MB),
- * a bound should the thread fall behind. SQLite's default, 1,000, is restored if the thread ends.
- */
-const FALLBACK_CHECKPOINT_PAGES = 10_000;
 
 /** Old signup buckets are deleted every this many signup counts. */
 const PRUNE_EVERY = 256;
@@ -148,9 +140,7 @@ export class SqliteStore implements Store {
       db.pragma('synchronous = NORMAL');
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.pragma('foreign_keys = ON');
-      const store = new SqliteStore(db);
-      if (!memory) store.checkpointElsewhere(file);
-      return store;
+      return new SqliteStore(db);
     } catch (err) {
       throw new StoreError(`cannot open the SQLite database at ${file} (DATABASE_URL): ${(err as Error).message}`, {
         cause: err,
@@ -182,52 +172,10 @@ export class SqliteStore implements Store {
     run.immediate();
   }
 
-  /**
-   * Checkpoints in a thread of their own (./checkpoint-thread.ts): a checkpoint copies the log's
-   * pages into the database file and syncs both, which on this connection would hold the event
-   * loop inside whichever commit crossed SQLite's threshold. Should the thread fail to start or
-   * end, this connection checkpoints as SQLite does by default.
-   */
-  private checkpointElsewhere(file: string): void {
-    let worker: Worker;
-    try {
-      worker = new Worker(new URL('./checkpoint-thread.js', import.meta.url), {
-        workerData: { file, everyMs: CHECKPOINT_MS },
-      });
-    } catch {
-      return;
-    }
-    worker.unref();
-    this.db.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
-    const fallBack = () => {
-      if (this.checkpoints === worker) this.checkpoints = null;
-      if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
-    };
-    worker.on('error', fallBack);
-    worker.on('exit', fallBack);
-    this.checkpoints = worker;
-  }
-
-  private checkpoints: Worker | null = null;
-
   async close(): Promise<void> {
     if (!this.db.open) return;
     if (this.quotaGroup.length > 0) this.commitQuotaGroup();
-    const worker = this.checkpoints;
-    this.checkpoints = null;
-    if (worker !== null) {
-      // Its connection closes first, so this one, the last, checkpoints everything and removes the log.
-      worker.ref();
-      let timer: NodeJS.Timeout | undefined;
-      const exited = new Promise((done) => {
-        worker.once('exit', done);
-        timer = setTimeout(done, 2000);
-      });
-      worker.postMessage('stop');
-      await exited;
-      clearTimeout(timer);
-    }
-    if (this.db.open) this.db.close();
+    this.db.close();
   }
 
   async createApiKey(key: NewApiKey): Promise<boolean> {
