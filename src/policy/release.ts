@@ -61,7 +61,7 @@ export async function releaseOnce(deps: ReleaseDeps, holder: string): Promise<nu
   let n = 0;
   for (const r of due) {
     const to = await settlement(deps.config.rpcUrls, r);
-    if (await deps.store.settleReservation(r.id, to)) n++;
+    if (await deps.store.settleReservation(r, to)) n++;
   }
   // No window reaches further back than a month (31 days) or a rolling 30 days.
   await deps.store.pruneCounters(now - COUNTER_KEEP_MS);

@@ -112,7 +112,7 @@ export function verdictPageQuery(q: VerdictQuery, ph: (i: number) => string): { 
     where.push(`(v.at, v.id) < (${ph(params.length - 1)}, ${ph(params.length)})`);
   }
   params.push(q.limit);
-  const sql = `SELECT v.*, (SELECT MIN(r.state) FROM reservations r WHERE r.id = v.reservation_id) AS reservation_state
+  const sql = `SELECT v.*, (SELECT MIN(r.state) FROM reservations r WHERE r.at = v.at AND r.id = v.reservation_id) AS reservation_state
     FROM verdict_log v WHERE ${where.join(' AND ')} ORDER BY v.at DESC, v.id DESC LIMIT ${ph(params.length)}`;
   return { sql, params };
 }

@@ -316,6 +316,42 @@ CREATE INDEX reservations_due ON reservations (expires_at) WHERE state = 'reserv
 `;
 }
 
+/**
+ * Reservations keyed by (at, id) instead of id (docs/policies.md §4). The id is the answer's
+ * attestation id, a hash: keyed by it, each reservation went into a random page of the table, and
+ * each such page is written again at the commit and at the next checkpoint. Keyed by when it was
+ * made, a batch of reservations goes into the last page or two. Every lookup already knows both:
+ * the releaser reads `at` with the due rows, and a reserved answer's verdict row has its
+ * reservation's `at` (both are written in one transaction with the same time). Rows from before
+ * that was so take their verdict row's `at`; the table's amounts, states and limits are unchanged.
+ */
+function reservationsByTime(big: string, real: string): string {
+  return `
+CREATE INDEX verdict_log_reservation_v8 ON verdict_log (reservation_id) WHERE reservation_id IS NOT NULL;
+CREATE TABLE reservations_v8 (
+  at ${big} NOT NULL,
+  id TEXT NOT NULL,
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  policy TEXT NOT NULL,
+  usd ${real} NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
+  expires_at ${big},
+  chain TEXT,
+  actor TEXT,
+  limits TEXT NOT NULL,
+  PRIMARY KEY (at, id)
+);
+INSERT INTO reservations_v8 (at, id, account_id, policy, usd, state, expires_at, chain, actor, limits)
+  SELECT COALESCE((SELECT MIN(v.at) FROM verdict_log v WHERE v.reservation_id = r.id), r.at),
+    r.id, r.account_id, r.policy, r.usd, r.state, r.expires_at, r.chain, r.actor, r.limits
+  FROM reservations r;
+DROP INDEX verdict_log_reservation_v8;
+DROP TABLE reservations;
+ALTER TABLE reservations_v8 RENAME TO reservations;
+CREATE INDEX reservations_due ON reservations (expires_at) WHERE state = 'reserved';
+`;
+}
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -358,6 +394,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'one reservations row per reservation',
     sqlite: reservationPerRow('INTEGER', 'REAL', true),
     postgres: reservationPerRow('BIGINT', 'DOUBLE PRECISION', false),
+  },
+  {
+    version: 8,
+    name: 'reservations keyed by time',
+    sqlite: reservationsByTime('INTEGER', 'REAL'),
+    postgres: reservationsByTime('BIGINT', 'DOUBLE PRECISION'),
   },
 ]);
 

@@ -68,6 +68,7 @@ import type {
   LimitWindow,
   NewAgentKey,
   PolicyVersion,
+  ReservationKey,
   ReserveRequest,
   ReserveResult,
   ApiKeyRecord,
@@ -99,7 +100,7 @@ const placeholders = (n: number, from = 1): string => Array.from({ length: n }, 
 const SCREENING = screeningSql(true);
 
 /** A reservation whose batch's COMMIT got no answer, and the time of its verdict-log row if it carried one. */
-type InDoubt = Pick<ReserveRequest, 'accountId' | 'policy'> & { verdictAt: number | null };
+type InDoubt = Pick<ReserveRequest, 'accountId' | 'policy' | 'at'> & { verdictAt: number | null };
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
@@ -570,11 +571,11 @@ export class PostgresStore implements Store {
       async (c) => {
         const { rows } = await c.query<ReservationRow & { state: string }>(
           `SELECT account_id, policy, usd, limits, state FROM reservations
-          WHERE id = $1 AND state <> 'released' FOR UPDATE`,
-          [id],
+          WHERE at = $1 AND id = $2 AND state <> 'released' FOR UPDATE`,
+          [r.at, id],
         );
         if (rows.length === 0) return;
-        await c.query(`UPDATE reservations SET state = 'released' WHERE id = $1`, [id]);
+        await c.query(`UPDATE reservations SET state = 'released' WHERE at = $1 AND id = $2`, [r.at, id]);
         // Its verdict-log row said proceed; the answer that went out was a wait, logged on its own.
         if (r.verdictAt !== null)
           await c.query('DELETE FROM verdict_log WHERE account_id = $1 AND at = $2 AND id = $3', [
@@ -636,7 +637,12 @@ export class PostgresStore implements Store {
       `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${reserveKey(asks[0]).replace(/'/g, "''")}', 0))`,
       () => {
         for (const a of accepted)
-          this.inDoubt.set(a.id, { accountId: a.accountId, policy: a.policy, verdictAt: a.verdict?.at ?? null });
+          this.inDoubt.set(a.id, {
+            accountId: a.accountId,
+            policy: a.policy,
+            at: a.at,
+            verdictAt: a.verdict?.at ?? null,
+          });
       },
     );
   });
@@ -649,23 +655,30 @@ export class PostgresStore implements Store {
   async dueReservations(now: number, max: number): Promise<DueReservation[]> {
     const { rows } = await this.pool.query<{
       id: string;
+      at: string;
       chain: string | null;
       actor: string | null;
       expires_at: string;
     }>(
-      `SELECT id, chain, actor, expires_at
+      `SELECT id, at, chain, actor, expires_at
       FROM reservations WHERE state = 'reserved' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
       [now, max],
     );
-    return rows.map((r) => ({ id: r.id, chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) }));
+    return rows.map((r) => ({
+      id: r.id,
+      at: Number(r.at),
+      chain: r.chain,
+      actor: r.actor,
+      expiresAt: Number(r.expires_at),
+    }));
   }
 
-  async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
+  async settleReservation(key: ReservationKey, state: 'committed' | 'released'): Promise<boolean> {
     return this.tx(async (c): Promise<boolean> => {
       const { rows } = await c.query<ReservationRow>(
-        `UPDATE reservations SET state = $1 WHERE id = $2 AND state = 'reserved'
+        `UPDATE reservations SET state = $1 WHERE at = $2 AND id = $3 AND state = 'reserved'
         RETURNING account_id, policy, usd, limits`,
-        [state, id],
+        [state, key.at, key.id],
       );
       if (rows.length === 0) return false;
       for (const row of counterSettles(rows[0], state))

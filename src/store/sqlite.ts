@@ -69,6 +69,7 @@ import type {
   LimitWindow,
   NewAgentKey,
   PolicyVersion,
+  ReservationKey,
   ReserveRequest,
   ReserveResult,
   ApiKeyRecord,
@@ -577,20 +578,26 @@ export class SqliteStore implements Store {
   }
 
   async dueReservations(now: number, max: number): Promise<DueReservation[]> {
-    const rows = this.q(`SELECT id, chain, actor, expires_at
+    const rows = this.q(`SELECT id, at, chain, actor, expires_at
       FROM reservations WHERE state = 'reserved' AND expires_at <= ? ORDER BY expires_at LIMIT ?`).all(
       now,
       max,
-    ) as Array<{ id: string; chain: string | null; actor: string | null; expires_at: number }>;
-    return rows.map((r) => ({ id: r.id, chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) }));
+    ) as Array<{ id: string; at: number; chain: string | null; actor: string | null; expires_at: number }>;
+    return rows.map((r) => ({
+      id: r.id,
+      at: Number(r.at),
+      chain: r.chain,
+      actor: r.actor,
+      expiresAt: Number(r.expires_at),
+    }));
   }
 
-  async settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean> {
+  async settleReservation(key: ReservationKey, state: 'committed' | 'released'): Promise<boolean> {
     return this.db
       .transaction((): boolean => {
         const row = this.q(
-          "UPDATE reservations SET state = ? WHERE id = ? AND state = 'reserved' RETURNING account_id, policy, usd, limits",
-        ).get(state, id) as ReservationRow | undefined;
+          "UPDATE reservations SET state = ? WHERE at = ? AND id = ? AND state = 'reserved' RETURNING account_id, policy, usd, limits",
+        ).get(state, key.at, key.id) as ReservationRow | undefined;
         if (row === undefined) return false;
         const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
         for (const c of counterSettles(row, state)) add.run(numbered(c));

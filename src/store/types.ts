@@ -129,8 +129,16 @@ export interface CounterBucket {
 }
 
 /** A reservation awaiting its release check. */
-export interface DueReservation {
+/**
+ * A reservation's key: its id (the answer's attestation id) and when it was made. Rows are kept in
+ * (at, id) order, so a reservation is appended where the last one went instead of on a random page.
+ */
+export interface ReservationKey {
   id: string;
+  at: number;
+}
+
+export interface DueReservation extends ReservationKey {
   chain: string | null;
   actor: string | null;
   expiresAt: number;
@@ -367,7 +375,7 @@ export interface Store {
   /** Reservations still `reserved` whose verdict expired at or before `now`. */
   dueReservations(now: number, max: number): Promise<DueReservation[]>;
   /** Settles a reserved reservation as committed or released; false when it was settled already. */
-  settleReservation(id: string, state: 'committed' | 'released'): Promise<boolean>;
+  settleReservation(r: ReservationKey, state: 'committed' | 'released'): Promise<boolean>;
   /** Deletes counter buckets that started before `before` (unix ms): no window reaches them. */
   pruneCounters(before: number): Promise<number>;
   /** Takes or renews the named lease for `holder` until now + ttlMs; false while another holds it. */

@@ -15,7 +15,7 @@ import t from 'tap';
 import { ContractFactory, Wallet, type InterfaceAbi } from 'ethers';
 import { startUsdcChain, type UsdcChain } from '../helpers/usdc.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/types.js';
+import type { ReservationKey, Store } from '../../src/store/types.js';
 import { releaseOnce } from '../../src/policy/release.js';
 import { limitWindows } from '../../src/policy/windows.js';
 import { generateApiKey } from '../../src/billing/keys.js';
@@ -61,21 +61,22 @@ t.teardown(async () => {
 
 const limits = () => limitWindows([{ id: 'daily', window: 'day', max_usd: 1e6 }], Date.now());
 
-async function reserve(chainName: string, actor: string, usd: number): Promise<string> {
+async function reserve(chainName: string, actor: string, usd: number): Promise<ReservationKey> {
   const id = `0x${randomBytes(32).toString('hex')}`;
+  const at = Date.now();
   const r = await store.reserve({
     id,
     accountId: account,
     policy: 'p',
     limits: limits(),
     usd,
-    at: Date.now(),
+    at,
     expiresAt: Date.now() - 1,
     chain: chainName,
     actor: actor.toLowerCase(),
   });
   if (!r.ok) throw new Error('not reserved');
-  return id;
+  return { id, at };
 }
 
 t.test(

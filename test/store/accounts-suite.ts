@@ -221,8 +221,8 @@ export function accountsSuite(h: AccountsHarness): void {
     t.equal(due.length, 1, 'one reservation awaits release');
     t.equal(due[0].actor, '0x' + '11'.repeat(20));
     t.equal(await store.dueReservations(now + 59_999, 10).then((d) => d.length), 0, 'not before it expires');
-    t.equal(await store.settleReservation(due[0].id, 'released'), true);
-    t.equal(await store.settleReservation(due[0].id, 'committed'), false, 'settled once');
+    t.equal(await store.settleReservation(due[0], 'released'), true);
+    t.equal(await store.settleReservation(due[0], 'committed'), false, 'settled once');
     const after = await store.limitUsage(acc, 'p', [day(now - 1000, 1000), weekly]);
     t.same(
       after.map((x) => [x.reservedUsd, x.committedUsd, x.count]),
@@ -281,8 +281,8 @@ export function accountsSuite(h: AccountsHarness): void {
           [[r1, `0x${'11'.repeat(20)}`, now + 1000]],
           'the reserved answer is due once, not once per limit',
         );
-        t.equal(await s.settleReservation(r1, 'released'), true);
-        t.equal(await s.settleReservation(r1, 'released'), false, 'released once');
+        t.equal(await s.settleReservation({ id: r1, at: now }, 'released'), true);
+        t.equal(await s.settleReservation({ id: r1, at: now }, 'released'), false, 'released once');
         t.same(
           (await s.limitUsage('acc6', 'p', limits)).map((u) => [u.id, u.reservedUsd, u.committedUsd, u.count]),
           [
@@ -291,7 +291,70 @@ export function accountsSuite(h: AccountsHarness): void {
           ],
           'its release gave back both limits; the committed one still counts',
         );
-        t.equal(await s.settleReservation(r2, 'released'), false, 'a committed reservation is not released');
+        t.equal(await s.settleReservation({ id: r2, at: now }, 'released'), false, 'a committed reservation is not released');
+      } finally {
+        await s.close();
+      }
+    },
+  );
+
+  t.test(
+    `${h.name}: migration 8 keys reservations by (at, id); an older reservation takes its verdict row's time`,
+    async (t) => {
+      const fresh = await h.newUrl();
+      await h.exec(
+        fresh,
+        h.dialect === 'sqlite'
+          ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'
+          : 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+      );
+      for (const m of MIGRATIONS.filter((m) => m.version <= 7)) {
+        await h.exec(fresh, m[h.dialect]);
+        await h.exec(
+          fresh,
+          h.dialect === 'sqlite'
+            ? `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, 'old', 0)`
+            : `INSERT INTO schema_migrations (version, name) VALUES (${m.version}, 'old')`,
+        );
+      }
+      const now = Date.now();
+      const dayFrom = now - 1000;
+      const created = h.dialect === 'sqlite' ? String(now) : `to_timestamp(${now / 1000})`;
+      // A reserved answer whose verdict row was written 7 ms after its reservation (as before both
+      // went in one transaction), and a reserved one with no row (a key whose log was off).
+      const logged = `0x${'c3'.repeat(32)}`;
+      const bare = `0x${'d4'.repeat(32)}`;
+      const limits = JSON.stringify([['daily', 'day', dayFrom]]);
+      await h.exec(
+        fresh,
+        `INSERT INTO accounts (id, created_at) VALUES ('acc8', ${created});
+       INSERT INTO reservations (id, account_id, policy, at, usd, state, expires_at, chain, actor, limits) VALUES
+        ('${logged}', 'acc8', 'p', ${now}, 30, 'reserved', ${now + 1000}, 'base', '0x${'11'.repeat(20)}', '${limits}'),
+        ('${bare}', 'acc8', 'p', ${now + 1}, 20, 'reserved', ${now + 2000}, 'base', '0x${'11'.repeat(20)}', '${limits}');
+       INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd) VALUES
+        ('acc8', 'p', 'daily', 'day', ${dayFrom}, 50, 2, 50);
+       INSERT INTO verdict_log (id, account_id, at, key_id, key_name, endpoint, verdict, risk, failure_modes, policy, reserved_usd, reservation_id)
+        VALUES ('${logged}', 'acc8', ${now + 7}, 'k', 'agent', '/v1/guard', 'proceed', 'low', '[]', NULL, 30, '${logged}');`,
+      );
+      const s = await openStore({ databaseUrl: fresh });
+      try {
+        const q = { accountId: 'acc8', limit: 10, before: null, keyId: null, verdict: null, since: null };
+        t.equal((await s.verdictPage(q))[0].reservation, 'reserved', "the verdict row finds its reservation's state");
+        const due = await s.dueReservations(now + 2000, 10);
+        t.same(
+          due.map((d) => [d.id, d.at]),
+          [
+            [logged, now + 7],
+            [bare, now + 1],
+          ],
+          "the logged one is keyed at its verdict row's time, the other keeps its own",
+        );
+        t.equal(await s.settleReservation({ id: logged, at: now }, 'released'), false, 'its old time no longer finds it');
+        t.equal(await s.settleReservation(due[0], 'released'), true);
+        t.equal(await s.settleReservation(due[1], 'committed'), true);
+        t.equal((await s.verdictPage(q))[0].reservation, 'released');
+        const [u] = await s.limitUsage('acc8', 'p', [day(dayFrom, 1000)]);
+        t.same([u.reservedUsd, u.committedUsd, u.count], [0, 20, 1], 'amounts and counts unchanged by the migration');
       } finally {
         await s.close();
       }

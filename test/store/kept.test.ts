@@ -181,7 +181,7 @@ function suite(name: string, newUrl: () => Promise<string>): void {
       policy: 'payments',
       limits: [limit],
       usd: 300,
-      at: now,
+      at: c.at, // as the service makes them: the reservation and its verdict row share (at, id)
       expiresAt: now + 60_000,
       chain: 'base',
       actor: `0x${'11'.repeat(20)}`,
@@ -190,7 +190,7 @@ function suite(name: string, newUrl: () => Promise<string>): void {
     let [got] = await store.verdictPage(page(acct, { keyId: 'key-a', limit: 1 }));
     t.equal(got.reservation, 'reserved');
     t.same(got.policy, policy);
-    await store.settleReservation(c.id, 'released');
+    await store.settleReservation({ id: c.id, at: c.at }, 'released');
     [got] = await store.verdictPage(page(acct, { keyId: 'key-a', limit: 1 }));
     t.equal(got.reservation, 'released');
     t.equal(got.reservedUsd, 300, 'what was reserved stays on the row');
