@@ -291,7 +291,11 @@ export function accountsSuite(h: AccountsHarness): void {
           ],
           'its release gave back both limits; the committed one still counts',
         );
-        t.equal(await s.settleReservation({ id: r2, at: now }, 'released'), false, 'a committed reservation is not released');
+        t.equal(
+          await s.settleReservation({ id: r2, at: now }, 'released'),
+          false,
+          'a committed reservation is not released',
+        );
       } finally {
         await s.close();
       }
@@ -349,7 +353,11 @@ export function accountsSuite(h: AccountsHarness): void {
           ],
           "the logged one is keyed at its verdict row's time, the other keeps its own",
         );
-        t.equal(await s.settleReservation({ id: logged, at: now }, 'released'), false, 'its old time no longer finds it');
+        t.equal(
+          await s.settleReservation({ id: logged, at: now }, 'released'),
+          false,
+          'its old time no longer finds it',
+        );
         t.equal(await s.settleReservation(due[0], 'released'), true);
         t.equal(await s.settleReservation(due[1], 'committed'), true);
         t.equal((await s.verdictPage(q))[0].reservation, 'released');
