@@ -131,12 +131,12 @@ export async function judgeGuard(
     const policy = loading ? await loading : 'unavailable';
     const reservationId = answerAttestationId(res);
     const log = policies ? logAs(deps, res, run, dryRun) : null;
-    const judged = policies
-      ? await policies.decide({ under, policy, body, results, base: response, reservationId, dryRun, log })
-      : response;
+    // The judged answer is a new object with every field of the one it was given.
+    if (policies)
+      response = await policies.decide({ under, policy, body, results, base: response, reservationId, dryRun, log });
     // A reserved answer's row is then in the store already; the log leaves it alone.
     if (log !== null) res.locals.verdictLogged = reservationId;
-    response = { ...response, ...judged, latency_ms: Math.max(0, Math.round(performance.now() - started)) };
+    response.latency_ms = Math.max(0, Math.round(performance.now() - started));
   }
   logger.debug(
     { reqId: requestId, action: body.action, plan: plan.entries, verdict: response.verdict, checks: response.checks },

@@ -46,13 +46,14 @@ export interface Under {
   policy: string;
 }
 
-export interface DecideInput {
+export interface DecideInput<A extends JudgedAnswer = JudgedAnswer> {
   under: Under;
   /** The compiled version, or why there is none. */
   policy: CompiledPolicy | 'unavailable' | 'missing';
   body: GuardRequest;
   results: readonly CheckResult[];
-  base: JudgedAnswer;
+  /** The answer without the policy; the one returned is a new object with every field of this one. */
+  base: A;
   /** The reservation's id: the answer's attestation id. */
   reservationId: string;
   dryRun: boolean;
@@ -149,7 +150,7 @@ export class PolicyService {
   }
 
   /** The guard's answer under the policy: the `policy` item added, the verdict it implies, the limits reserved. */
-  async decide(i: DecideInput): Promise<JudgedAnswer> {
+  async decide<A extends JudgedAnswer>(i: DecideInput<A>): Promise<A> {
     const started = performance.now();
     if (i.policy === 'unavailable' || i.policy === 'missing') {
       const why =
@@ -292,15 +293,15 @@ function limitViews(p: CompiledPolicy, usage: LimitUsage[], reserved: number | n
  * The answer with the policy item: a fail blocks; a warn or an error waits (unless the checks
  * already block), whatever `strict_mode` says; `decision.policy` names the version.
  */
-export function applyPolicy(
-  base: JudgedAnswer,
+export function applyPolicy<A extends JudgedAnswer>(
+  base: A,
   item: CheckResult,
   ref: PolicyRef | null,
   dryRun: boolean,
-): JudgedAnswer {
+): A {
   const decision: Record<string, unknown> = { ...base.decision, policy: ref };
   if (dryRun) decision.dry_run = true;
-  const out: JudgedAnswer = {
+  const out: A = {
     ...base,
     decision,
     evidence: [...base.evidence, item],
