@@ -291,7 +291,10 @@ function limitViews(p: CompiledPolicy, usage: LimitUsage[], reserved: number | n
 
 /**
  * The answer with the policy item: a fail blocks; a warn or an error waits (unless the checks
- * already block), whatever `strict_mode` says; `decision.policy` names the version.
+ * already block), whatever `strict_mode` says; `decision.policy` names the version. `base` is the
+ * caller's own answer and is changed in place (its decision, counts and checks; the evidence is a
+ * new array, since the caller's results may be it): spreading those objects per answer cost more
+ * than the rest of the policy's judgement.
  */
 export function applyPolicy<A extends JudgedAnswer>(
   base: A,
@@ -299,29 +302,28 @@ export function applyPolicy<A extends JudgedAnswer>(
   ref: PolicyRef | null,
   dryRun: boolean,
 ): A {
-  const decision: Record<string, unknown> = { ...base.decision, policy: ref };
+  const out = base;
+  const decision = out.decision;
+  decision.policy = ref;
   if (dryRun) decision.dry_run = true;
-  const out: A = {
-    ...base,
-    decision,
-    evidence: [...base.evidence, item],
-    failure_modes: item.status === 'pass' ? base.failure_modes : [...base.failure_modes, `policy:${item.reason}`],
-  };
-  if (base.checks) out.checks = { ...base.checks, policy: item.status };
+  out.evidence = [...out.evidence, item];
+  if (item.status !== 'pass') out.failure_modes = [...out.failure_modes, `policy:${item.reason}`];
+  if (out.checks) out.checks.policy = item.status;
   const counts = decision.counts as Record<string, number> | undefined;
-  if (counts) decision.counts = { ...counts, [item.status]: (counts[item.status] ?? 0) + 1 };
+  if (counts) counts[item.status] = (counts[item.status] ?? 0) + 1;
+  const was = out.verdict;
   if (item.status === 'fail') {
     out.verdict = 'block';
     out.risk = 'high';
-    out.confidence = Math.max(base.confidence, 0.9);
-    out.expires_in = base.verdict === 'block' ? Math.min(base.expires_in, item.ttl_s) : item.ttl_s;
+    out.confidence = Math.max(out.confidence, 0.9);
+    out.expires_in = was === 'block' ? Math.min(out.expires_in, item.ttl_s) : item.ttl_s;
     delete decision.retry_after_s;
-  } else if ((item.status === 'warn' || item.status === 'error') && base.verdict !== 'block') {
+  } else if ((item.status === 'warn' || item.status === 'error') && was !== 'block') {
     const retry = item.status === 'warn' ? item.ttl_s : (item.retry_after_s ?? 5);
     const before = decision.retry_after_s;
     out.verdict = 'wait';
     out.risk = 'medium';
-    decision.retry_after_s = base.verdict === 'wait' && typeof before === 'number' ? Math.max(before, retry) : retry;
+    decision.retry_after_s = was === 'wait' && typeof before === 'number' ? Math.max(before, retry) : retry;
   }
   decision.verdict = out.verdict;
   if (typeof decision.summary === 'string') decision.summary = reopen(decision.summary, out.verdict);

@@ -124,7 +124,8 @@ t.test('a declared approve shows its spender and is held to approvals', async (t
 });
 
 t.test('the policy item is never relaxed: a warn waits even when the checks would proceed leniently', async (t) => {
-  const base: JudgedAnswer = {
+  // applyPolicy changes the answer it is given: each call gets a fresh one.
+  const base = (): JudgedAnswer => ({
     verdict: 'proceed',
     risk: 'low',
     confidence: 0.9,
@@ -133,7 +134,7 @@ t.test('the policy item is never relaxed: a warn waits even when the checks woul
     evidence: [],
     failure_modes: [],
     checks: {},
-  };
+  });
   const warn = policyItem({
     policy: ref,
     violations: [{ code: 'policy_limit_exceeded', status: 'warn', limit: 'd', observed: 1, bound: 1, message: 'full' }],
@@ -144,12 +145,16 @@ t.test('the policy item is never relaxed: a warn waits even when the checks woul
     retryAfterS: 3600,
     latencyMs: 0,
   });
-  const out = applyPolicy(base, warn, ref, false);
+  const out = applyPolicy(base(), warn, ref, false);
   t.same(
     [out.verdict, out.decision.retry_after_s, out.decision.verdict, out.decision.policy],
     ['wait', 3600, 'wait', ref],
   );
   t.match(out.decision.summary, /^Wait/);
+  t.same(
+    [out.decision.counts, out.checks, out.failure_modes],
+    [{ pass: 1, warn: 1 }, { policy: 'warn' }, ['policy:policy_limit_exceeded']],
+  );
   const fail = policyItem({
     policy: ref,
     violations: [
@@ -161,8 +166,8 @@ t.test('the policy item is never relaxed: a warn waits even when the checks woul
     reservedUsd: null,
     latencyMs: 0,
   });
-  t.equal(applyPolicy(base, fail, ref, true).verdict, 'block');
-  t.equal(applyPolicy(base, fail, ref, true).decision.dry_run, true);
+  t.equal(applyPolicy(base(), fail, ref, true).verdict, 'block');
+  t.equal(applyPolicy(base(), fail, ref, true).decision.dry_run, true);
 });
 
 t.test("a rolling window's retry: when enough of its oldest buckets have aged out", async (t) => {
