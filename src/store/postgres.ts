@@ -41,6 +41,9 @@ import {
   screeningHead,
   type ScreeningHeadRow,
   screeningSql,
+  DUE_RESERVATIONS_SQL,
+  dueFromRow,
+  type DueRow,
 } from './rows.js';
 import {
   PRUNE_IDEMPOTENCY_SQL,
@@ -653,24 +656,11 @@ export class PostgresStore implements Store {
   }
 
   async dueReservations(now: number, max: number): Promise<DueReservation[]> {
-    const { rows } = await this.pool.query<{
-      id: string;
-      at: string;
-      chain: string | null;
-      actor: string | null;
-      expires_at: string;
-    }>(
-      `SELECT id, at, chain, actor, expires_at
-      FROM reservations WHERE state = 'reserved' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    const { rows } = await this.pool.query<DueRow>(
+      DUE_RESERVATIONS_SQL((i) => `$${i}`),
       [now, max],
     );
-    return rows.map((r) => ({
-      id: r.id,
-      at: Number(r.at),
-      chain: r.chain,
-      actor: r.actor,
-      expiresAt: Number(r.expires_at),
-    }));
+    return rows.map(dueFromRow);
   }
 
   async settleReservation(key: ReservationKey, state: 'committed' | 'released'): Promise<boolean> {

@@ -4,6 +4,7 @@
  */
 import type {
   CounterBucket,
+  DueReservation,
   PaymentIdClaim,
   ApiKeyRecord,
   KeyRole,
@@ -251,6 +252,23 @@ export interface ReservationRow {
   usd: number | string;
   /** JSON: [[limit_id, window_key, bucket], ...]. */
   limits: string;
+}
+
+/** The query for reservations due for release, and its row as the store answers it (either database). */
+export const DUE_RESERVATIONS_SQL = (ph: (i: number) => string): string =>
+  `SELECT id, at, chain, actor, expires_at
+    FROM reservations WHERE state = 'reserved' AND expires_at <= ${ph(1)} ORDER BY expires_at LIMIT ${ph(2)}`;
+
+export interface DueRow {
+  id: string;
+  at: number | string;
+  chain: string | null;
+  actor: string | null;
+  expires_at: number | string;
+}
+
+export function dueFromRow(r: DueRow): DueReservation {
+  return { id: r.id, at: Number(r.at), chain: r.chain, actor: r.actor, expiresAt: Number(r.expires_at) };
 }
 
 /** The counter changes that settle a reserved reservation as `state`: one per limit it counted in. */

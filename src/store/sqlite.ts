@@ -42,6 +42,9 @@ import {
   screeningHead,
   type ScreeningHeadRow,
   screeningSql,
+  DUE_RESERVATIONS_SQL,
+  dueFromRow,
+  type DueRow,
 } from './rows.js';
 import {
   PRUNE_IDEMPOTENCY_SQL,
@@ -578,18 +581,7 @@ export class SqliteStore implements Store {
   }
 
   async dueReservations(now: number, max: number): Promise<DueReservation[]> {
-    const rows = this.q(`SELECT id, at, chain, actor, expires_at
-      FROM reservations WHERE state = 'reserved' AND expires_at <= ? ORDER BY expires_at LIMIT ?`).all(
-      now,
-      max,
-    ) as Array<{ id: string; at: number; chain: string | null; actor: string | null; expires_at: number }>;
-    return rows.map((r) => ({
-      id: r.id,
-      at: Number(r.at),
-      chain: r.chain,
-      actor: r.actor,
-      expiresAt: Number(r.expires_at),
-    }));
+    return (this.q(DUE_RESERVATIONS_SQL(() => '?')).all(now, max) as DueRow[]).map(dueFromRow);
   }
 
   async settleReservation(key: ReservationKey, state: 'committed' | 'released'): Promise<boolean> {

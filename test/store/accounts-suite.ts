@@ -42,6 +42,27 @@ const day = (since: number, maxUsd: number | null, maxCount: number | null = nul
   maxCount,
 });
 
+/** A fresh database with the migrations up to `version` applied by hand, as an older release left it. */
+async function migratedTo(h: AccountsHarness, version: number): Promise<string> {
+  const fresh = await h.newUrl();
+  await h.exec(
+    fresh,
+    h.dialect === 'sqlite'
+      ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'
+      : 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+  );
+  for (const m of MIGRATIONS.filter((m) => m.version <= version)) {
+    await h.exec(fresh, m[h.dialect]);
+    await h.exec(
+      fresh,
+      h.dialect === 'sqlite'
+        ? `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, 'old', 0)`
+        : `INSERT INTO schema_migrations (version, name) VALUES (${m.version}, 'old')`,
+    );
+  }
+  return fresh;
+}
+
 export function accountsSuite(h: AccountsHarness): void {
   let url = '';
   let store: Store;
@@ -54,23 +75,8 @@ export function accountsSuite(h: AccountsHarness): void {
   t.test(
     `${h.name}: a key issued before accounts keeps working as its account's owner key, usage included`,
     async (t) => {
-      const fresh = await h.newUrl();
       // The schema as the release before accounts left it, with one key and its month's usage.
-      await h.exec(
-        fresh,
-        h.dialect === 'sqlite'
-          ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'
-          : 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
-      );
-      for (const m of MIGRATIONS.filter((m) => m.version <= 3)) {
-        await h.exec(fresh, m[h.dialect]);
-        await h.exec(
-          fresh,
-          h.dialect === 'sqlite'
-            ? `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, 'old', 0)`
-            : `INSERT INTO schema_migrations (version, name) VALUES (${m.version}, 'old')`,
-        );
-      }
+      const fresh = await migratedTo(h, 3);
       const old = newKey('old@example.com');
       const created = h.dialect === 'sqlite' ? '1700000000000' : "'2023-11-14T22:13:20Z'";
       await h.exec(
@@ -237,22 +243,7 @@ export function accountsSuite(h: AccountsHarness): void {
   t.test(
     `${h.name}: reservations stored one row per limit before migration 7 are folded, counted and released`,
     async (t) => {
-      const fresh = await h.newUrl();
-      await h.exec(
-        fresh,
-        h.dialect === 'sqlite'
-          ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'
-          : 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
-      );
-      for (const m of MIGRATIONS.filter((m) => m.version <= 6)) {
-        await h.exec(fresh, m[h.dialect]);
-        await h.exec(
-          fresh,
-          h.dialect === 'sqlite'
-            ? `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, 'old', 0)`
-            : `INSERT INTO schema_migrations (version, name) VALUES (${m.version}, 'old')`,
-        );
-      }
+      const fresh = await migratedTo(h, 6);
       const now = Date.now();
       const dayFrom = now - 1000;
       const hourFrom = now - 500;
@@ -305,22 +296,7 @@ export function accountsSuite(h: AccountsHarness): void {
   t.test(
     `${h.name}: migration 8 keys reservations by (at, id); an older reservation takes its verdict row's time`,
     async (t) => {
-      const fresh = await h.newUrl();
-      await h.exec(
-        fresh,
-        h.dialect === 'sqlite'
-          ? 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)'
-          : 'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
-      );
-      for (const m of MIGRATIONS.filter((m) => m.version <= 7)) {
-        await h.exec(fresh, m[h.dialect]);
-        await h.exec(
-          fresh,
-          h.dialect === 'sqlite'
-            ? `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${m.version}, 'old', 0)`
-            : `INSERT INTO schema_migrations (version, name) VALUES (${m.version}, 'old')`,
-        );
-      }
+      const fresh = await migratedTo(h, 7);
       const now = Date.now();
       const dayFrom = now - 1000;
       const created = h.dialect === 'sqlite' ? String(now) : `to_timestamp(${now / 1000})`;
