@@ -1,16 +1,19 @@
 /**
  * Reservations in batches (docs/policies.md §4): the reservations asked for one (account, policy)
- * in the same two turns of the event loop, or while its previous batch is in the database, go
+ * in the same few turns of the event loop, or while its previous batch is in the database, go
  * together into its next transaction, which reads the counters once, decides each ask in order
- * against them and what the asks before it took, and writes them all. Each ask gets what deciding it alone, in order, would have given; a busy policy
- * pays one transaction per batch instead of one per answer, and no batch of a policy overlaps
- * another of the same policy in this process (across processes the transaction's lock orders them).
+ * against them and what the asks before it took, and writes them all. Each ask gets what deciding
+ * it alone, in order, would have given; a busy policy pays one transaction per batch instead of
+ * one per answer, and no batch of a policy overlaps another of the same policy in this process
+ * (across processes the transaction's lock orders them).
  */
 import { bucketsOf, overflowing, usageFromCounters, type CounterRow } from './rows.js';
 import type { LimitWindow, ReserveRequest, ReserveResult } from './types.js';
 
 /** At most this many asks per transaction (PostgreSQL takes at most 65,535 parameters a statement). */
 export const MAX_BATCH = 200;
+/** At most this many turns of the event loop between a batch's first ask and its transaction. */
+export const MAX_OPEN_TURNS = 3;
 
 interface Ask<I, O> {
   input: I;
@@ -28,7 +31,11 @@ interface Queue<I, O> {
 export class KeyedBatcher<I, O> {
   private readonly queues = new Map<string, Queue<I, O>>();
 
-  constructor(private readonly runBatch: (inputs: I[]) => Promise<O[]>) {}
+  /** `nextTurn` runs a function at the end of the event loop's next turn (setImmediate; tests step it by hand). */
+  constructor(
+    private readonly runBatch: (inputs: I[]) => Promise<O[]>,
+    private readonly nextTurn: (fn: () => void) => void = setImmediate,
+  ) {}
 
   submit(key: string, input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
@@ -41,13 +48,23 @@ export class KeyedBatcher<I, O> {
       if (!q.running && !q.scheduled) {
         q.scheduled = true;
         const queue = q;
-        // The batch closes after the next turn of the event loop, not this one: the answers whose
-        // requests were read together reach their reservation a turn or two apart (each awaits its
-        // checks, cached or not), so waiting one more turn gathers them into one transaction. On
-        // SQLite a commit costs about as much as the rows it writes; twice the batch, half the
-        // commits (bench/README.md, "Policies"). An idle loop runs the next turn at once.
-        setImmediate(() => setImmediate(() => void this.drain(key, queue)));
+        this.closeLater(key, queue, queue.pending.length, 1);
       }
+    });
+  }
+
+  /**
+   * The batch stays open for another turn of the event loop while the last turn added to it, up to
+   * MAX_OPEN_TURNS: the answers whose requests were read together reach their reservation a few
+   * turns apart (each awaits its checks, cached or not), and on SQLite a commit costs about as
+   * much as the rows it writes, so a batch twice the size is half the commits (bench/README.md,
+   * "Policies"). A lone ask, or the last of a burst, closes after one turn, as before.
+   */
+  private closeLater(key: string, q: Queue<I, O>, seen: number, turns: number): void {
+    this.nextTurn(() => {
+      if (q.pending.length > seen && turns < MAX_OPEN_TURNS && q.pending.length < MAX_BATCH)
+        this.closeLater(key, q, q.pending.length, turns + 1);
+      else void this.drain(key, q);
     });
   }
 
