@@ -131,7 +131,7 @@ export async function judgeGuard(
     const policy = loading ? await loading : 'unavailable';
     const reservationId = answerAttestationId(res);
     const log = policies ? logAs(deps, res, run, dryRun) : null;
-    // The judged answer is a new object with every field of the one it was given.
+    // The policy's item and verdict are added to this answer in place (applyPolicy).
     if (policies)
       response = await policies.decide({ under, policy, body, results, base: response, reservationId, dryRun, log });
     // A reserved answer's row is then in the store already; the log leaves it alone.

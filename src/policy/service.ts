@@ -52,7 +52,7 @@ export interface DecideInput<A extends JudgedAnswer = JudgedAnswer> {
   policy: CompiledPolicy | 'unavailable' | 'missing';
   body: GuardRequest;
   results: readonly CheckResult[];
-  /** The answer without the policy; the one returned is a new object with every field of this one. */
+  /** The answer without the policy, the caller's own: the policy is added to it in place and it is returned. */
   base: A;
   /** The reservation's id: the answer's attestation id. */
   reservationId: string;
