@@ -3,11 +3,11 @@
  * fresh checks a second one instance carries.
  *
  * First answers: the emulated upstreams warmed by a throwaway process (their own first answers are
- * slower than their latency), then a service process started for the measurement, its port polled from the moment
- * it is forked until `/health` says `ok`, then, at once, 20 cold decides one after another (four
- * fresh checks each, upstreams at the bench's latency); then a second fresh process answers 200
- * bridge-risk calls one after another, each over three status pages it has never read, which
- * answer in 120 ms. Every latency is kept, the first included.
+ * slower than their latency), then a service process started for the measurement, its port polled
+ * from the moment it is forked until `/health` says `ok`, then, at once, 20 cold decides one after
+ * another (four fresh checks each, upstreams at the bench's latency); then a second fresh process
+ * answers 200 bridge-risk calls one after another, each over three status pages it has never read,
+ * which answer in 120 ms. Every latency is kept, the first included.
  *
  * Capacity ramp: after the 300 req/s scenario, the same load at rising rates, each on keys no
  * earlier step used, until p99 reaches 300 ms or an answer fails; the highest rate that held is
