@@ -19,10 +19,9 @@ import { startStatusPage, type StatusPageEmulator } from '../test/emulators/stat
 import { generateApiKey } from '../src/billing/keys.js';
 import { openStore } from '../src/store/index.js';
 import { startServerChild, type Child } from './child.js';
-import { serviceEnv } from './session.js';
+import { fill, serviceEnv, type Row } from './session.js';
 import { COLD_DECIDE, type Scenario } from './scenarios.js';
 import type { Upstreams } from './upstreams.js';
-import type { Row } from './session.js';
 
 /** How many cold decides, and bridge-risk calls, a fresh process answers for the measurement. */
 export const FIRST_DECIDES = 20;
@@ -131,9 +130,7 @@ async function warmUpstreams(upstreams: Upstreams): Promise<void> {
   try {
     const headers = { 'content-type': 'application/json', 'x-api-key': apiKey };
     for (let i = 0; i < WARM_DECIDES; i++) {
-      const body = COLD_DECIDE.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) =>
-        String(FIRST_N + FIRST_DECIDES + i).padStart(Number(w ?? 0), '0'),
-      );
+      const body = fill(COLD_DECIDE, FIRST_N + FIRST_DECIDES + i);
       await timedPost(`${warm.url}/v1/decide`, headers, body, () => undefined);
     }
   } finally {
@@ -161,9 +158,7 @@ export async function measureFirstAnswers(upstreams: Upstreams): Promise<FirstAn
   try {
     const headers = { 'content-type': 'application/json', 'x-api-key': apiKey };
     for (let i = 0; i < FIRST_DECIDES; i++) {
-      const body = COLD_DECIDE.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) =>
-        String(FIRST_N + i).padStart(Number(w ?? 0), '0'),
-      );
+      const body = fill(COLD_DECIDE, FIRST_N + i);
       decideMs.push(await timedPost(`${first.url}/v1/decide`, headers, body, note));
     }
   } finally {

@@ -95,8 +95,8 @@ export function describeLoad(s: Scenario): string {
   return `${s.connections} conn, ${s.overallRate === undefined ? 'max rate' : `${s.overallRate} req/s`}, ${s.durationSec} s`;
 }
 
-/** Fills the body template the way the load process does, for the probe. */
-const fill = (body: string, n: number): string =>
+/** Fills the body template the way the load process does, for the probe and the first answers. */
+export const fill = (body: string, n: number): string =>
   body.replace(/\{\{n(?::(\d+))?\}\}/g, (_m, w?: string) => String(n).padStart(Number(w ?? 0), '0'));
 
 interface Ctx {
