@@ -103,6 +103,7 @@ const PAIRED = [
   'floor',
   'reference',
   'decide-cached',
+  'decide-cached-auto',
   'decide-cached-thread',
   'decide-cached-inline',
   'decide-cached-unsigned',

@@ -318,7 +318,7 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
 /** Names of the yardsticks the signed cached decide is compared with, when they ran. */
 export const YARDSTICKS = ['reference', 'floor', 'decide-cached-unsigned'] as const;
 /** The signed cached decide with the signature made one way only (docs/attestations.md). */
-export const SIGNING_WAYS = ['decide-cached-thread', 'decide-cached-inline'] as const;
+export const SIGNING_WAYS = ['decide-cached-auto', 'decide-cached-thread', 'decide-cached-inline'] as const;
 
 /**
  * What signing costs (docs/attestations.md): the signed cached decide's throughput as a ratio to

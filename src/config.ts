@@ -95,7 +95,7 @@ export interface Config {
    */
   attestations: boolean;
   /** ATTESTATION_SIGNING: where answers are signed (docs/attestations.md, "Where the signature is made"). */
-  attestationSigning: 'auto' | 'thread' | 'inline';
+  attestationSigning: 'prepared' | 'auto' | 'thread' | 'inline';
   /** ATTESTATION_KEY: the verdict signer's secp256k1 key; null: made on first start, kept in the store. */
   attestationKey: string | null;
   /** Counterparty screening (docs/screening.md). */
@@ -294,10 +294,15 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (settlerKey !== null && !/^0x[0-9a-fA-F]{64}$/.test(settlerKey))
     throw new ConfigError('X402_SETTLER_KEY must be a 0x-prefixed 32-byte hex private key');
 
-  const attestationSigning = str(env, 'ATTESTATION_SIGNING', 'auto');
-  if (attestationSigning !== 'auto' && attestationSigning !== 'thread' && attestationSigning !== 'inline')
+  const attestationSigning = str(env, 'ATTESTATION_SIGNING', 'prepared');
+  if (
+    attestationSigning !== 'prepared' &&
+    attestationSigning !== 'auto' &&
+    attestationSigning !== 'thread' &&
+    attestationSigning !== 'inline'
+  )
     throw new ConfigError(
-      `ATTESTATION_SIGNING must be one of auto, thread, inline, got ${JSON.stringify(attestationSigning)}`,
+      `ATTESTATION_SIGNING must be one of prepared, auto, thread, inline, got ${JSON.stringify(attestationSigning)}`,
     );
   const attestationKey = optStr(env, 'ATTESTATION_KEY');
   // The message never repeats the value: it is a private key.

@@ -13,3 +13,12 @@ export type CheckStatus = CheckResult['status'];
 
 /** One item of a 422's `detail` array: where, what, and a stable type. */
 export type ValidationDetail = HTTPValidationError['detail'][number];
+
+/**
+ * A value's own JSON text, kept under this key by whoever made the value when that is cheaper
+ * than JSON.stringify walking it (an answer's attestation: src/attest/attester.ts). A symbol key,
+ * so JSON.stringify never sees it; sendJson (src/http/errors.ts) writes the text in the value's
+ * place when the value is the last property of the body. The text must be exactly what
+ * JSON.stringify of the value gives; the value must not change after it is made.
+ */
+export const JSON_TEXT: unique symbol = Symbol('JSON text');

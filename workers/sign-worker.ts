@@ -2,17 +2,38 @@
  * The verdict signer's thread (src/attest/sign-thread.ts): takes a batch of packed answers (see
  * packJob), makes each one's id, request hash and EIP-712 digest and signs the digest with
  * libsecp256k1 (RFC 6979 nonces, low s), and answers the batch with id ‖ requestHash ‖ r ‖ s ‖ v
- * per answer (v 27 or 28), in order. The key arrives once, in workerData, and never leaves.
+ * per answer (v 27 or 28), in order. On a port of its own it prepares nonces for the answers'
+ * thread (src/attest/prepared.ts). The key arrives once, in workerData, and never leaves.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { loadNativeSecp256k1 } from '../src/crypto/secp256k1.js';
 import { keccak256 } from '../src/crypto/keccak.js';
 import { verdictDigest } from '../src/attest/verdict.js';
+import { prepareNonces } from '../src/attest/prepared.js';
 import { JOB_HEADER_BYTES, SIGNED_BYTES } from '../src/attest/sign-thread.js'; // the job layout: packJob
 
 const native = loadNativeSecp256k1();
 if (native === null) throw new Error('the native secp256k1 binding did not load');
-const key = Buffer.from((workerData as { key: string }).key.slice(2), 'hex');
+const data = workerData as { key: string; prepared: MessagePort; background: boolean };
+const key = Buffer.from(data.key.slice(2), 'hex');
+
+// A thread that only prepares nonces runs on time no other thread wants (nice 19, on Linux where a
+// thread has an id of its own): with the cores busy the pool runs dry and the answers' thread signs
+// the usual way, rather than lose its core to work that only saves it time.
+if (data.background) {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 19);
+  } catch {
+    // No /proc, or not Linux: the thread keeps the process's priority.
+  }
+}
+
+// Prepared nonces (src/attest/prepared.ts): asked for by count, answered in order.
+data.prepared.on('message', (count: number) => {
+  data.prepared.postMessage(prepareNonces(native, key, Math.max(1, Math.min(4096, Math.floor(count)))));
+});
 
 parentPort!.on('message', (batch: ArrayBuffer) => {
   const b = Buffer.from(batch);

@@ -1,6 +1,8 @@
 /**
- * The verdict signer (docs/attestations.md §1-2): holds the key, signs each answer's `Verdict`
- * with libsecp256k1 (RFC 6979 nonces, low s), and describes itself for /v1/capabilities.
+ * The verdict signer (docs/attestations.md §1-3): holds the key, signs each answer's `Verdict`
+ * (low s; nonces prepared ahead by the signing thread in the default `prepared` mode, RFC 6979
+ * nonces by libsecp256k1 otherwise), writes the attestation's JSON with it, and describes itself
+ * for /v1/capabilities.
  *
  * The key lives in a private field: it is not an enumerable property, so neither JSON, a log
  * line nor util.inspect of an Attester can show it.
@@ -8,6 +10,8 @@
 import { randomBytes } from 'node:crypto';
 import { keccak256 } from '../crypto/keccak.js';
 import { loadNativeSecp256k1 } from '../crypto/secp256k1.js';
+import { JSON_TEXT } from '../wire.js';
+import { PreparedPool } from './prepared.js';
 import { SignThread, type SignJob, type Signed } from './sign-thread.js';
 import {
   DOMAIN_NAME,
@@ -39,6 +43,20 @@ export interface Attestation {
     primaryType: 'Verdict';
     message: Record<keyof VerdictFields, string>;
   };
+  /** JSON.stringify of the above, made with it (src/wire.ts). */
+  readonly [JSON_TEXT]?: string;
+}
+
+/** The typed data's constant parts as JSON, the domain's per chain id. */
+const TYPES_JSON = JSON.stringify(VERDICT_TYPES);
+const domainJson = new Map<number, string>();
+function domainText(chainId: number): string {
+  let t = domainJson.get(chainId);
+  if (t === undefined) {
+    t = JSON.stringify({ name: DOMAIN_NAME, version: DOMAIN_VERSION, chainId });
+    domainJson.set(chainId, t);
+  }
+  return t;
 }
 
 /** The part of an answer the signature covers. */
@@ -103,13 +121,15 @@ export function addressOf(privateKey: string): string {
 }
 
 /**
- * Where answers are signed (docs/attestations.md, "Where the signature is made"): `inline` on the
- * calling thread; `thread` always on the signing thread (src/attest/sign-thread.ts); `auto` on the
- * signing thread unless the batch it holds has waited more than AUTO_LAG_MS, i.e. the thread is
- * not getting a core, and then on the calling thread until it catches up.
+ * Where answers are signed (docs/attestations.md, "Where the signature is made"): `prepared` on
+ * the calling thread from a nonce the signing thread prepared ahead (src/attest/prepared.ts), the
+ * usual way when none is ready; `inline` on the calling thread; `thread` always on the signing
+ * thread (src/attest/sign-thread.ts); `auto` on the signing thread unless the batch it holds has
+ * waited more than AUTO_LAG_MS, i.e. the thread is not getting a core, and then on the calling
+ * thread until it catches up.
  */
-export type SigningMode = 'auto' | 'thread' | 'inline';
-export const SIGNING_MODES: readonly SigningMode[] = ['auto', 'thread', 'inline'];
+export type SigningMode = 'prepared' | 'auto' | 'thread' | 'inline';
+export const SIGNING_MODES: readonly SigningMode[] = ['prepared', 'auto', 'thread', 'inline'];
 
 /**
  * A batch of eight takes the thread about half a millisecond; one held twice as long means the
@@ -126,7 +146,7 @@ export const AUTO_HOLD_MS = 250;
 export interface AttesterOptions {
   /** Sign on a thread of its own (src/attest/sign-thread.ts); default: on the calling thread. */
   thread?: boolean;
-  /** With `thread`: `thread` (default) or `auto`; `inline` is the same as no thread. */
+  /** With `thread`: `thread` (default), `auto` or `prepared`; `inline` is the same as no thread. */
   mode?: SigningMode;
   /** `auto`'s bound on the thread's lag in ms (default AUTO_LAG_MS). */
   lagMs?: number;
@@ -138,20 +158,31 @@ export class Attester {
   readonly address: string;
   readonly #key: Buffer;
   readonly #thread: SignThread | null;
+  /** `prepared`: the nonces prepared by the thread, which then signs nothing itself. */
+  readonly #pool: PreparedPool | null;
   readonly #auto: boolean;
   readonly #lagMs: number;
   readonly #holdMs: number;
+  /** `prepared`: the thread that prepares the nonces. */
+  readonly #prepareThread: SignThread | null;
   /** performance.now() until which `auto` signs on the calling thread. */
   #hereUntil = 0;
-  /** Answers signed on the signing thread and on the calling thread so far. */
-  readonly signedOn = { thread: 0, caller: 0 };
+  /**
+   * Answers signed on the signing thread, on the calling thread the usual way, and on the calling
+   * thread from a prepared nonce, so far.
+   */
+  readonly signedOn = { thread: 0, caller: 0, prepared: 0 };
 
   constructor(privateKey: string, opts: AttesterOptions = {}) {
     if (!isPrivateKey(privateKey)) throw new Error('the attestation key is not a secp256k1 private key');
     this.#key = Buffer.from(privateKey.slice(2), 'hex');
     this.address = addressOf(privateKey);
     const threaded = opts.thread === true && opts.mode !== 'inline';
-    this.#thread = threaded && native !== null ? new SignThread(privateKey) : null;
+    const thread =
+      threaded && native !== null ? new SignThread(privateKey, { background: opts.mode === 'prepared' }) : null;
+    this.#pool = thread !== null && opts.mode === 'prepared' ? new PreparedPool((n) => thread.prepare(n)) : null;
+    this.#thread = this.#pool === null ? thread : null;
+    this.#prepareThread = this.#pool === null ? null : thread;
     this.#auto = opts.mode === 'auto';
     this.#lagMs = opts.lagMs ?? AUTO_LAG_MS;
     this.#holdMs = opts.holdMs ?? AUTO_HOLD_MS;
@@ -199,7 +230,17 @@ export class Attester {
             })
             .catch(() => this.#signHere(job, input))
         : this.#signHere(job, input);
-    return {
+    const id = hex(signed.id);
+    const requestHash = hex(signed.requestHash);
+    const actionHex = hex(action);
+    const policyHex = hex(policy);
+    // Every value below is hex, a decimal integer or a fixed name: nothing to escape.
+    const json =
+      `{"signer":"${this.address}","signature":"${signed.signature}","typed_data":{"domain":${domainText(input.chainId)},` +
+      `"types":${TYPES_JSON},"primaryType":"Verdict","message":{"id":"${id}","verdict":"${verdict}","risk":"${risk}",` +
+      `"confidenceBps":"${confidenceBps}","requestHash":"${requestHash}","actionHash":"${actionHex}",` +
+      `"policyHash":"${policyHex}","issuedAt":"${issuedAt}","expiresAt":"${expiresAt}"}}}`;
+    const attestation: Attestation = {
       signer: this.address,
       signature: signed.signature,
       typed_data: {
@@ -207,23 +248,24 @@ export class Attester {
         types: VERDICT_TYPES,
         primaryType: 'Verdict',
         message: {
-          id: hex(signed.id),
+          id,
           verdict: String(verdict),
           risk: String(risk),
           confidenceBps: String(confidenceBps),
-          requestHash: hex(signed.requestHash),
-          actionHash: hex(action),
-          policyHash: hex(policy),
+          requestHash,
+          actionHash: actionHex,
+          policyHash: policyHex,
           issuedAt: String(issuedAt),
           expiresAt: String(expiresAt),
         },
       },
     };
+    Object.defineProperty(attestation, JSON_TEXT, { value: json });
+    return attestation;
   }
 
   /** The hashes and the signature made on the calling thread. */
   #signHere(job: Omit<SignJob, 'answerId' | 'body'>, input: Pick<AttestInput, 'answerId' | 'body' | 'idHash'>): Signed {
-    this.signedOn.caller++;
     const fields: VerdictFields = {
       id: input.idHash ?? keccak256(Buffer.from(input.answerId, 'utf8')),
       verdict: job.verdict,
@@ -244,6 +286,12 @@ export class Attester {
 
   /** r ‖ s ‖ v (27 or 28), 0x hex: 65 bytes, s in the lower half of the order. */
   #sign(digest: Buffer): string {
+    const prepared = this.#pool?.sign(digest) ?? null;
+    if (prepared !== null) {
+      this.signedOn.prepared++;
+      return prepared;
+    }
+    this.signedOn.caller++;
     if (native === null) return ethers!.Signature.from(new ethers!.SigningKey(this.#key).sign(digest)).serialized;
     const { signature, recid } = native.ecdsaSign(digest, this.#key);
     return `${hex(signature)}${(27 + recid).toString(16)}`;
@@ -255,11 +303,23 @@ export class Attester {
    */
   async ready(): Promise<void> {
     await this.#thread?.ready().catch(() => undefined);
+    const preparer = this.#prepareThread;
+    if (preparer !== null && this.#pool !== null) {
+      const up = await preparer.ready().then(
+        () => true,
+        () => false,
+      );
+      // The first chunk of nonces is made before the first answer is signed (about 30 ms of that
+      // thread); the rest follow while the service answers.
+      if (up) await this.#pool.fill(1);
+    }
   }
 
-  /** Stops the signing thread, if any. */
+  /** Stops the signing thread, if any, and zeroes the prepared nonces it left. */
   async close(): Promise<void> {
+    this.#pool?.close();
     await this.#thread?.close();
+    await this.#prepareThread?.close();
   }
 
   toJSON(): Record<string, string> {

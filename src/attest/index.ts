@@ -22,7 +22,7 @@ export async function createAttester(
     key = (await store.attestationKey({ privateKey: candidate, address: addressOf(candidate) })).privateKey;
   }
   // Answers are signed on the calling thread until the signing thread is up: start-up does not wait for it.
-  return new Attester(key, { thread: true, mode: config.attestationSigning ?? 'auto' });
+  return new Attester(key, { thread: true, mode: config.attestationSigning ?? 'prepared' });
 }
 
 /** Decide answers are signed for Base. */

@@ -7,7 +7,8 @@
  * body's hash and the EIP-712 digest), so the event loop only packs the fields. The bench
  * measures it (`decide-cached` against `decide-cached-unsigned`).
  */
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import type { PreparedChunk } from './prepared.js';
 
 /** What the thread needs to sign one answer (docs/attestations.md §1). */
 export interface SignJob {
@@ -87,12 +88,24 @@ export class SignThread {
   #scheduled = false;
   readonly #ready: Promise<void>;
   #up = false;
+  /** Prepared nonces (src/attest/prepared.ts) come on a port of their own, in the order asked. */
+  readonly #prepared: MessagePort;
+  readonly #preparing: Array<{ resolve: (c: PreparedChunk) => void; reject: (err: Error) => void }> = [];
 
-  constructor(privateKey: string) {
+  /**
+   * `background`: the thread only prepares nonces, at the lowest priority
+   * (workers/sign-worker.ts), and signs nothing itself.
+   */
+  constructor(privateKey: string, opts: { background?: boolean } = {}) {
+    const { port1, port2 } = new MessageChannel();
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
-      workerData: { key: privateKey },
+      workerData: { key: privateKey, prepared: port2, background: opts.background === true },
+      transferList: [port2],
     });
     this.#worker.unref();
+    this.#prepared = port1;
+    port1.unref();
+    port1.on('message', (out: PreparedChunk) => this.#preparing.shift()?.resolve(out));
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#worker.once('message', () => {
         this.#up = true;
@@ -120,6 +133,7 @@ export class SignThread {
     const fail = (err: Error): void => {
       this.#failed ??= err;
       for (const b of this.#inFlight.splice(0)) for (const r of b.reject) r(err);
+      for (const p of this.#preparing.splice(0)) p.reject(err);
     };
     this.#worker.on('error', fail);
     this.#worker.on('exit', (code) => fail(new Error(`the signing thread exited (${code})`)));
@@ -169,6 +183,15 @@ export class SignThread {
     });
   }
 
+  /** `count` prepared nonces for the answers' thread (src/attest/prepared.ts). */
+  prepare(count: number): Promise<PreparedChunk> {
+    if (this.#failed) return Promise.reject(this.#failed);
+    return new Promise<PreparedChunk>((resolve, reject) => {
+      this.#preparing.push({ resolve, reject });
+      this.#prepared.postMessage(count);
+    });
+  }
+
   #flush(): void {
     if (this.#jobs.length === 0) return;
     const batch = this.#current;
@@ -195,6 +218,8 @@ export class SignThread {
 
   async close(): Promise<void> {
     this.#failed ??= new Error('the signing thread is closed');
+    for (const p of this.#preparing.splice(0)) p.reject(this.#failed);
+    this.#prepared.close();
     await this.#worker.terminate();
   }
 }

@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ApiErrorHandler, ApiHandler } from './api.js';
 import type { Logger } from '../log.js';
-import type { ValidationDetail } from '../wire.js';
+import { JSON_TEXT, type ValidationDetail } from '../wire.js';
 
 export class HttpError extends Error {
   constructor(
@@ -23,11 +23,34 @@ export class HttpError extends Error {
  * Buffer and hands node headers and body separately, which costs a second copy and a writev.
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  const text = bodyJson(body);
   res.statusCode = status;
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.setHeader('content-length', Buffer.byteLength(text));
   res.end(text);
+}
+
+/**
+ * JSON.stringify(body), the same text, with a last property that carries its own JSON text
+ * (JSON_TEXT, src/wire.ts) written from that text rather than walked: the body is stringified with
+ * that property set to undefined, which JSON leaves out, and the text goes where it would have been.
+ */
+export function bodyJson(body: unknown): string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return JSON.stringify(body);
+  const obj = body as Record<string, unknown>;
+  let last: string | undefined;
+  for (const k in obj) last = k;
+  const value = last === undefined ? undefined : obj[last];
+  const own = (value as { [JSON_TEXT]?: unknown } | null | undefined)?.[JSON_TEXT];
+  if (typeof own !== 'string' || last === undefined || typeof obj.toJSON === 'function') return JSON.stringify(body);
+  obj[last] = undefined;
+  let rest: string;
+  try {
+    rest = JSON.stringify(obj);
+  } finally {
+    obj[last] = value;
+  }
+  return `${rest.slice(0, -1)}${rest.length > 2 ? ',' : ''}${JSON.stringify(last)}:${own}}`;
 }
 
 /** The 422 for a body that is not JSON, with the parser's own sentence. */

@@ -140,11 +140,15 @@ t.test(
       );
     }
     for (const { answer, input } of burst(16)) await quiet.attest(answer, input);
-    t.same(quiet.signedOn, { thread: 16, caller: 0 }, 'one at a time, nothing waits: all on the thread');
+    t.same(quiet.signedOn, { thread: 16, caller: 0, prepared: 0 }, 'one at a time, nothing waits: all on the thread');
     // After a lag it stays on the calling thread for the hold, even with the thread idle again ...
     const before = { ...shared.signedOn };
     for (const { answer, input } of burst(4)) await shared.attest(answer, input);
-    t.same(shared.signedOn, { thread: before.thread, caller: before.caller + 4 }, 'held on the calling thread');
+    t.same(
+      shared.signedOn,
+      { thread: before.thread, caller: before.caller + 4, prepared: 0 },
+      'held on the calling thread',
+    );
     // ... and with no hold, goes back to the thread as soon as the thread has caught up.
     const back = new Attester(key, { thread: true, mode: 'auto', lagMs: 0, holdMs: 0 });
     t.teardown(() => back.close());
@@ -166,7 +170,7 @@ t.test('inline mode starts no thread', async (t) => {
     { verdict: 'proceed', risk: 'low', confidence: 1, expires_in: 60 },
     { answerId: 'inline', body: Buffer.from('{}'), chainId: 8453, issuedAt: 1_800_000_000 },
   );
-  t.same(here.signedOn, { thread: 0, caller: 1 });
+  t.same(here.signedOn, { thread: 0, caller: 1, prepared: 0 });
   const { domain, types, message } = a.typed_data;
   t.equal(a.signature, await wallet.signTypedData(domain, { Verdict: [...types.Verdict] }, message));
   await here.close();

@@ -210,15 +210,15 @@ t.test('ATTESTATIONS=off: answers carry no attestation and capabilities say so',
 });
 
 t.test(
-  'ATTESTATION_SIGNING: auto by default; thread and inline sign the same; anything else stops start-up',
+  'ATTESTATION_SIGNING: prepared by default; every mode signs as the one signer; anything else stops start-up',
   async (t) => {
-    t.equal(loadConfig({}).attestationSigning, 'auto');
+    t.equal(loadConfig({}).attestationSigning, 'prepared');
     t.throws(
       () => loadConfig({ ATTESTATION_SIGNING: 'gpu' }),
-      /ATTESTATION_SIGNING must be one of auto, thread, inline/,
+      /ATTESTATION_SIGNING must be one of prepared, auto, thread, inline/,
     );
     const signatures: string[] = [];
-    for (const mode of ['inline', 'thread', 'auto']) {
+    for (const mode of ['inline', 'thread', 'auto', 'prepared']) {
       const app = await startTestApp({ ATTESTATION_SIGNING: mode, ATTESTATION_KEY: `0x${'11'.repeat(32)}` });
       t.teardown(() => app.close());
       const res = await fetch(`${app.url}/v1/decide`, { method: 'POST', body: DECIDE });
