@@ -309,9 +309,9 @@ export class Attester {
         () => true,
         () => false,
       );
-      // The first chunk of nonces is made before the first answer is signed (about 30 ms of that
-      // thread); the rest follow while the service answers.
-      if (up) await this.#pool.fill(1);
+      // The pool is full before the first answer (about 120 ms of that thread, beside the other
+      // threads' warm-up), so no chunk is being made while the first callers are answered.
+      if (up) await this.#pool.fill();
     }
   }
 
