@@ -42,7 +42,14 @@ export function bodyJson(body: unknown): string {
   for (const k in obj) last = k;
   const value = last === undefined ? undefined : obj[last];
   const own = (value as { [JSON_TEXT]?: unknown } | null | undefined)?.[JSON_TEXT];
-  if (typeof own !== 'string' || last === undefined || typeof obj.toJSON === 'function') return JSON.stringify(body);
+  if (
+    typeof own !== 'string' ||
+    last === undefined ||
+    !Object.hasOwn(obj, last) ||
+    typeof obj.toJSON === 'function' ||
+    !Object.isExtensible(obj)
+  )
+    return JSON.stringify(body);
   obj[last] = undefined;
   let rest: string;
   try {

@@ -44,4 +44,11 @@ t.test('anything else is JSON.stringify', async (t) => {
   ])
     t.equal(bodyJson(body), JSON.stringify(body), JSON.stringify(body) ?? 'undefined');
   t.equal(bodyJson({ only: own }), '{"only":{"not":"this"}}', 'a lone property: no comma before it');
+  // A frozen body cannot have the property set aside: it is walked as it is.
+  const frozen = Object.freeze({ a: 1, own });
+  t.equal(bodyJson(frozen), '{"a":1,"own":{"a":1}}');
+  // An inherited last property is not the body's own to set aside.
+  const child = Object.create({ own }) as Record<string, unknown>;
+  t.equal(bodyJson(child), JSON.stringify(child));
+  t.notOk(Object.hasOwn(child, 'own'), 'and the body is left without an own copy');
 });
