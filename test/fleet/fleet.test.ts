@@ -138,12 +138,18 @@ if (redisProblem === null && pgProblem === null) {
   });
 
   t.test('a corrupt or foreign value under a cache key is ignored, never served', async (t) => {
-    /** The Redis key holding the result for `asset`, found by its content. */
+    /**
+     * The Redis key holding the result for `asset`, found by its content. The instance writes it
+     * after it answers, so it is looked for during up to 2 s.
+     */
     const keyOf = async (asset: string): Promise<string | null> => {
-      for (const k of await redis.keys('preflight:v1:r:*')) {
-        if ((await redis.get(k))?.includes(asset)) return k;
+      for (const until = Date.now() + 2000; ; ) {
+        for (const k of await redis.keys('preflight:v1:r:*')) {
+          if ((await redis.get(k))?.includes(asset)) return k;
+        }
+        if (Date.now() > until) return null;
+        await new Promise((r) => setTimeout(r, 20));
       }
-      return null;
     };
     const variants: Array<[string, (stored: Record<string, unknown>) => string]> = [
       ['not JSON', () => 'not json at all'],
