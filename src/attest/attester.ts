@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { keccak256 } from '../crypto/keccak.js';
-import { loadNativeSecp256k1 } from '../crypto/secp256k1.js';
+import { SECP256K1_N, loadNativeSecp256k1 } from '../crypto/secp256k1.js';
 import { JSON_TEXT } from '../wire.js';
 import { PreparedPool } from './prepared.js';
 import { SignThread, type SignJob, type Signed } from './sign-thread.js';
@@ -30,8 +30,6 @@ import {
 const native = loadNativeSecp256k1();
 // ethers' curve only where no prebuilt binding loads: it is a large module to start.
 const ethers = native === null ? await import('ethers') : null;
-
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 
 /** What an answer carries as `attestation`. */
 export interface Attestation {

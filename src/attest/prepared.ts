@@ -19,10 +19,8 @@
  * - When no entry is ready the caller signs the usual way (libsecp256k1, RFC 6979 nonces).
  */
 import { randomBytes } from 'node:crypto';
-import type { NativeSecp256k1 } from '../crypto/secp256k1.js';
+import { type NativeSecp256k1, SECP256K1_N } from '../crypto/secp256k1.js';
 
-/** The order of secp256k1's group. */
-export const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const HALF_N = SECP256K1_N >> 1n;
 
 /**
@@ -98,13 +96,12 @@ export function prepareNonces(native: NativeSecp256k1, key: Uint8Array, count: n
 }
 
 /**
- * The signature of `digest` (32 bytes, or 64 hex digits) from entry `i` of `chunk`: r ‖ s ‖ v (27
+ * The signature of `digest` (32 bytes) from entry `i` of `chunk`: r ‖ s ‖ v (27
  * or 28) as 0x hex, s in the lower half of the order. Null in the one case it cannot sign (s = 0,
  * probability about 2⁻²⁵⁶). The entry is dropped from the chunk either way.
  */
-export function finishSignature(chunk: PreparedChunk, i: number, digest: Uint8Array | string): string | null {
-  const z = typeof digest === 'string' ? BigInt(`0x${digest}`) : big(digest);
-  let s = (chunk.a[i] * z + chunk.b[i]) % SECP256K1_N;
+export function finishSignature(chunk: PreparedChunk, i: number, digest: Uint8Array): string | null {
+  let s = (chunk.a[i] * big(digest) + chunk.b[i]) % SECP256K1_N;
   let recid = chunk.recid[i];
   const r = chunk.r[i];
   chunk.a[i] = 0n;
@@ -198,8 +195,8 @@ export class PreparedPool {
     return Promise.all(this.#inFlight).then(() => undefined);
   }
 
-  /** The signature of `digest` (32 bytes or 64 hex digits) from the next prepared entry; null when none is ready. */
-  sign(digest: Uint8Array | string): string | null {
+  /** The signature of `digest` (32 bytes) from the next prepared entry; null when none is ready. */
+  sign(digest: Uint8Array): string | null {
     if (this.#ready === 0) {
       this.counts.missed++;
       void this.fill();
