@@ -122,21 +122,24 @@ function seed(
   rpc: JsonRpcEmulator,
   coldKeys: number,
 ): void {
-  cg.setPrice('ethereum', 'usd', 3120.55).setPrice('usd-coin', 'usd', 0.9999);
+  // Every quote is as fresh as the second it is asked for: a full run lasts longer than the
+  // service's 600 s staleness limit, and a quote stamped at seeding would turn every later
+  // cold answer into `wait`.
+  cg.setPrice('ethereum', 'usd', 3120.55, 'live').setPrice('usd-coin', 'usd', 0.9999, 'live');
   // What the order scenario buys: USDC at its Base address (its decimals, like any token's here, 6).
-  cg.setTokenPrice('base', CONTRACT, 1);
+  cg.setTokenPrice('base', CONTRACT, 1, 'live');
   dex.setPair('base', PAIR);
   src.setVerified(8453, CONTRACT);
   for (let n = 0; n < coldKeys; n++) {
-    cg.setPrice(`bench-${n}`, 'usd', 100 + (n % 50));
-    cg.setPrice(`benchusd-${n}`, 'usd', 1.0001);
+    cg.setPrice(`bench-${n}`, 'usd', 100 + (n % 50), 'live');
+    cg.setPrice(`benchusd-${n}`, 'usd', 1.0001, 'live');
     dex.setPair('base', `0xpair${n}`);
     src.setVerified(8453, coldAddress(n));
-    cg.setTokenPrice('base', coldToken(n), 1);
+    cg.setTokenPrice('base', coldToken(n), 1, 'live');
   }
   rpc.setHandler('eth_simulateV1', simulateTransfer);
   rpc.setHandler('eth_call', tokenCall);
-  // Price timestamps and the chain head are read live so nothing turns stale during a long run.
+  // The chain head is read live too.
   rpc.setResult('eth_getCode', '0x6080604052');
   rpc.setHandler('eth_getBlockByNumber', () => ({
     result: {

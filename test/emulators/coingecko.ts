@@ -21,10 +21,16 @@ export const CG_PRO_KEY_ON_PUBLIC_HOST_BODY = JSON.stringify({
   },
 });
 
+/** A quote's `last_updated_at`: a fixed Unix second, null (sent as null), or `'live'`: the second it is asked for. */
+type UpdatedAt = number | null | 'live';
+
 interface Quote {
   price: number | string | null;
-  lastUpdatedAt: number | null;
+  lastUpdatedAt: UpdatedAt;
 }
+
+const updatedAt = (q: Quote): number | null =>
+  q.lastUpdatedAt === 'live' ? Math.floor(Date.now() / 1000) : q.lastUpdatedAt;
 
 export class CoinGeckoEmulator extends Emulator {
   private readonly assets = new Map<string, Map<string, Quote>>();
@@ -35,7 +41,7 @@ export class CoinGeckoEmulator extends Emulator {
     id: string,
     quote: string,
     price: number | string | null,
-    lastUpdatedAt: number | null = Math.floor(Date.now() / 1000),
+    lastUpdatedAt: UpdatedAt = Math.floor(Date.now() / 1000),
   ): this {
     let quotes = this.assets.get(id);
     if (!quotes) this.assets.set(id, (quotes = new Map()));
@@ -48,7 +54,7 @@ export class CoinGeckoEmulator extends Emulator {
     platform: string,
     address: string,
     usd: number | null,
-    lastUpdatedAt = Math.floor(Date.now() / 1000),
+    lastUpdatedAt: UpdatedAt = Math.floor(Date.now() / 1000),
   ): this {
     this.tokens.set(`${platform}:${address.toLowerCase()}`, { price: usd, lastUpdatedAt });
     return this;
@@ -75,7 +81,7 @@ export class CoinGeckoEmulator extends Emulator {
           const q = quotes.get(v);
           if (!q) continue;
           entry[v] = q.price;
-          if (withTime) entry.last_updated_at = q.lastUpdatedAt;
+          if (withTime) entry.last_updated_at = updatedAt(q);
         }
         out[id] = entry;
       }
@@ -91,7 +97,7 @@ export class CoinGeckoEmulator extends Emulator {
       for (const a of addresses) {
         const q = this.tokens.get(`${platform}:${a}`);
         if (!q || !vs.includes('usd')) continue;
-        out[a] = { usd: q.price, ...(withTime ? { last_updated_at: q.lastUpdatedAt } : {}) };
+        out[a] = { usd: q.price, ...(withTime ? { last_updated_at: updatedAt(q) } : {}) };
       }
       return { body: out };
     });

@@ -45,6 +45,13 @@ t.test('shapes match the recorded upstream bodies', async (t) => {
     keys(price.bitcoin).every((k) => k in real.bitcoin),
     'price fields are a subset of the real ones',
   );
+  // A 'live' quote is stamped with the second it is asked for, however long ago it was set.
+  cg.setPrice('live-asset', 'usd', 1, 'live');
+  const before = Math.floor(Date.now() / 1000);
+  const live = (await get(`${cg.url}/simple/price?ids=live-asset&vs_currencies=usd&include_last_updated_at=true`))
+    .json as Record<string, { last_updated_at: number }>;
+  const stamped = live['live-asset'].last_updated_at;
+  t.ok(stamped >= before && stamped <= Math.floor(Date.now() / 1000), 'a live quote carries the current second');
   t.same(
     (await get(`${cg.url}/simple/price?ids=nope&vs_currencies=usd`)).json,
     fixture('coingecko/simple_price_unknown_id.json'),
