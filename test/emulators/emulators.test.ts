@@ -46,8 +46,11 @@ t.test('shapes match the recorded upstream bodies', async (t) => {
     'price fields are a subset of the real ones',
   );
   // A 'live' quote is stamped with the second it is asked for, however long ago it was set.
+  const seeded = Math.floor(Date.now() / 1000);
   cg.setPrice('live-asset', 'usd', 1, 'live');
+  await new Promise((r) => setTimeout(r, 1100));
   const before = Math.floor(Date.now() / 1000);
+  t.ok(before > seeded, 'a second has passed since the quote was set');
   const live = (await get(`${cg.url}/simple/price?ids=live-asset&vs_currencies=usd&include_last_updated_at=true`))
     .json as Record<string, { last_updated_at: number }>;
   const stamped = live['live-asset'].last_updated_at;
