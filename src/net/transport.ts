@@ -45,7 +45,7 @@ export const CONNECT_CODES = new Set([
   'EAI_AGAIN',
 ]);
 
-function flatten(h: Dispatcher.ResponseData['headers']): Record<string, string> {
+function flatten(h: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
@@ -78,27 +78,94 @@ export function classifyFailure(err: unknown, signal: AbortSignal | undefined, s
 /**
  * Send one request to `url` (an absolute URL; userinfo in it becomes Basic auth) through
  * `dispatcher`. Failures come back as data, never thrown.
+ *
+ * The exchange is driven by a handler of its own on `dispatch` rather than undici's `request`:
+ * every body here is read whole (and capped by the body-cap wrapper), so the readable stream, the
+ * async resource and the async iteration `request` adds per call would only cost CPU (docs/outbound.md, "Reading the
+ * answer").
  */
-export async function send(dispatcher: Dispatcher, url: URL, opts: SendOptions): Promise<SendResult> {
+export function send(dispatcher: Dispatcher, url: URL, opts: SendOptions): Promise<SendResult> {
   const origin = `${url.protocol}//${url.username || url.password ? `${url.username}:${url.password}@` : ''}${url.host}`;
-  let res: Dispatcher.ResponseData;
-  try {
-    res = await dispatcher.request({
-      ...opts,
-      origin,
-      path: `${url.pathname}${url.search}`,
-    } as Dispatcher.RequestOptions);
-  } catch (err) {
-    return classifyFailure(err, opts.signal, 'connect');
+  const { signal } = opts;
+  return new Promise<SendResult>((resolve) => {
+    const exchange = new Exchange(signal, resolve);
+    if (signal.aborted) {
+      exchange.onResponseError(null, signal.reason);
+      return;
+    }
+    signal.addEventListener('abort', exchange.onAbort, { once: true });
+    try {
+      dispatcher.dispatch(
+        { ...opts, origin, path: `${url.pathname}${url.search}` } as Dispatcher.DispatchOptions,
+        exchange,
+      );
+    } catch (err) {
+      // Options the dispatcher refuses outright (an invalid header, say) are thrown, not handed on.
+      exchange.onResponseError(null, err as Error);
+    }
+  });
+}
+
+/** One exchange's handler: the controller of the hop under way, the status, headers and body chunks. */
+class Exchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | null = null;
+  private status = 0;
+  private headers: Record<string, string> | null = null;
+  private readonly chunks: Buffer[] = [];
+  private settled = false;
+
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly resolve: (r: SendResult) => void,
+  ) {}
+
+  /** The caller's signal fired: abort the hop under way (or the next one as it starts). */
+  readonly onAbort = (): void => {
+    this.controller?.abort(this.signal.reason);
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Each hop of a redirect starts again here with its own controller.
+    this.controller = controller;
+    if (this.signal.aborted) controller.abort(this.signal.reason);
   }
-  try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of res.body as AsyncIterable<Buffer>) chunks.push(chunk);
-    const truncated = res.trailers[TRUNCATED_TRAILER] !== undefined;
-    const body = Buffer.concat(chunks).toString('utf8');
-    return { ok: true, res: { status: res.statusCode, headers: flatten(res.headers), body, truncated } };
-  } catch (err) {
-    return { ...classifyFailure(err, opts.signal, 'body'), status: res.statusCode };
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    this.status = status;
+    this.headers = flatten(headers);
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Record<string, string | string[]>): void {
+    if (this.headers === null) {
+      this.onResponseError(null, new Error('response ended before its headers'));
+      return;
+    }
+    const c = this.chunks;
+    const body = (c.length === 1 ? c[0] : Buffer.concat(c)).toString('utf8');
+    const truncated = trailers?.[TRUNCATED_TRAILER] !== undefined;
+    this.settle({ ok: true, res: { status: this.status, headers: this.headers, body, truncated } });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    const stage = this.headers === null ? 'connect' : 'body';
+    const failure = classifyFailure(err, this.signal, stage);
+    this.settle(stage === 'body' ? { ...failure, status: this.status } : failure);
+  }
+
+  private settle(r: SendResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.controller = null;
+    this.signal.removeEventListener('abort', this.onAbort);
+    this.resolve(r);
   }
 }
 
