@@ -81,8 +81,8 @@ export function classifyFailure(err: unknown, signal: AbortSignal | undefined, s
  *
  * The exchange is driven by a handler of its own on `dispatch` rather than undici's `request`:
  * every body here is read whole (and capped by the body-cap wrapper), so the readable stream, the
- * async resource and the async iteration `request` adds per call would only cost CPU (docs/outbound.md, "Reading the
- * answer").
+ * async resource and the async iteration `request` adds per call would only cost CPU
+ * (docs/outbound.md, "Reading the answer").
  */
 export function send(dispatcher: Dispatcher, url: URL, opts: SendOptions): Promise<SendResult> {
   const origin = `${url.protocol}//${url.username || url.password ? `${url.username}:${url.password}@` : ''}${url.host}`;
@@ -135,6 +135,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     status: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
+    if (status < 200) return; // an informational answer (103 Early Hints): the real one follows, as `request` does
     this.status = status;
     this.headers = flatten(headers);
   }
