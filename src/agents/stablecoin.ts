@@ -15,6 +15,7 @@ import { judge, DEFAULT_POLICY } from '../engine/judge.js';
 import { DEPEG_TTL_S, evaluateDepeg } from '../checks/stablecoin_depeg.js';
 import { fromUpstreamFail } from '../checks/outcome.js';
 import { fmtPct } from '../format.js';
+import { deadline } from '../net/deadline.js';
 import { PriceSnapshots, type Snapshot } from './price-snapshot.js';
 import { PEG_SEVERITY, normaliseAssetId, pegStatus } from './peg.js';
 import { answer, answerMeta, opening } from '../http/answer.js';
@@ -117,7 +118,9 @@ export function stablecoinHandler(deps: AgentDeps): ApiHandler {
     const { body, requestId, deadlineMs } = call;
     const assets = requestedAssets(body);
     const quote = normaliseAssetId(body.quote);
-    const snap = await snapshots.get(config, assets, quote, AbortSignal.timeout(deadlineMs));
+    // A timer cleared with the answer (AbortSignal.timeout's would fire later, in another request's time).
+    const limit = deadline(undefined, deadlineMs);
+    const snap = await snapshots.get(config, assets, quote, limit.signal).finally(limit.done);
     const { results, views } = assessAssets({ ...body, quote }, assets, snap, Date.now());
     const v = judge(results, DEFAULT_POLICY);
     const response: StablecoinIntelligenceResponse = {

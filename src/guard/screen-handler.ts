@@ -11,6 +11,7 @@ import type { ApiHandler } from '../http/api.js';
 import { answer, answerMeta } from '../http/answer.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { deadline } from '../net/deadline.js';
 import type { ScreeningView } from '../screening/view.js';
 import { accountOf } from './handler.js';
 import { countHits } from './screen.js';
@@ -39,10 +40,10 @@ export function screenHandler(deps: ScreenDeps): ApiHandler {
       known_addresses: (body.known_addresses ?? []).map((a) => a.toLowerCase()),
       account: accountOf(res.locals.billing),
     };
-    const { results, sweeperSkipped } = await screenAll(
-      check,
-      { config, signal: AbortSignal.timeout(deadlineMs) },
-      screening,
+    // A timer cleared with the answer (AbortSignal.timeout's would fire later, in another request's time).
+    const limit = deadline(undefined, deadlineMs);
+    const { results, sweeperSkipped } = await screenAll(check, { config, signal: limit.signal }, screening).finally(
+      limit.done,
     );
     countHits(deps.metrics, { observed: { addresses: results } });
     const unavailable = new Set(screening.unavailable());

@@ -10,6 +10,7 @@ import type { Config } from '../config.js';
 import { result } from '../engine/runner.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { deadline } from '../net/deadline.js';
 import type { Role } from '../screening/rules.js';
 import type { Screening } from '../screening/service.js';
 import type { ScreeningView } from '../screening/view.js';
@@ -63,12 +64,17 @@ export async function screenGuard(
     account,
   };
   const timeoutMs = Math.max(1, Math.round(remainingMs));
-  const outcome = await counterpartyScreen.run(check, {
-    config: deps.config,
-    signal: AbortSignal.timeout(timeoutMs),
-    timeoutMs,
-    ...(deps.screening ? { screening: deps.screening } : {}),
-  });
+  // A timer cleared when the screen answers: AbortSignal.timeout's fires later whatever happens,
+  // building a DOMException in another request's time.
+  const limit = deadline(undefined, timeoutMs);
+  const outcome = await counterpartyScreen
+    .run(check, {
+      config: deps.config,
+      signal: limit.signal,
+      timeoutMs,
+      ...(deps.screening ? { screening: deps.screening } : {}),
+    })
+    .finally(limit.done);
   const latency = Math.round(performance.now() - started);
   deps.metrics?.check('counterparty_screen', outcome.status, 'miss', latency / 1000);
   countHits(deps.metrics, outcome);
