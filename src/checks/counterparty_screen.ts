@@ -10,6 +10,7 @@
  * node and runs the delegation scan's sweep probe on a delegated one (no node: the rule is skipped
  * and says so).
  */
+import { deadline } from '../net/deadline.js';
 import { rpcBatch, rpcSource, type RpcOptions } from '../net/rpc.js';
 import { DESIGNATOR_PREFIX } from '../scan/delegation.js';
 import {
@@ -144,21 +145,27 @@ export async function screenAll(
   }
   const url = check.rpc_url;
   // The node's reads run under the hard timeout, not the request's deadline: a late answer is kept
-  // (CODE_TTL_MS), so the retry a deadline asks for is answered from it, as the engine does.
-  const rpcOpts: RpcOptions | null = url
-    ? {
-        signal: AbortSignal.timeout(ctx.config.checkHardTimeoutMs),
-        safe: !isOperatorUrl(ctx.config, url),
-        allowPrivate: ctx.config.allowPrivateTargets,
-        source: rpcSource(url),
-      }
-    : null;
+  // (CODE_TTL_MS), so the retry a deadline asks for is answered from it, as the engine does. Its
+  // timer is cleared once every read this call started has settled.
+  const hard = url ? deadline(undefined, ctx.config.checkHardTimeoutMs) : null;
+  const reads: Promise<Sweep>[] = [];
+  const rpcOpts: RpcOptions | null =
+    url && hard
+      ? {
+          signal: hard.signal,
+          safe: !isOperatorUrl(ctx.config, url),
+          allowPrivate: ctx.config.allowPrivateTargets,
+          source: rpcSource(url),
+        }
+      : null;
   const stale = screening.stale();
   const results = await Promise.all(
     check.addresses.map(async ({ address, roles }): Promise<AddressResult> => {
       const s: AddressScreen = screenAddress(address, roles, (a) => screening.find(a), books);
       const receives = roles.some((r) => RECEIVES.has(r));
-      const sweep = receives && url && rpcOpts ? await byDeadline(sweepOf(url, address, rpcOpts), ctx.signal) : null;
+      const read = receives && url && rpcOpts ? sweepOf(url, address, rpcOpts) : null;
+      if (read) reads.push(read);
+      const sweep = read ? await byDeadline(read, ctx.signal) : null;
       const swept = sweep?.sweeps === true;
       const reasons = reasonsOf(s, swept);
       let status: AddressResult['status'] = reasons.length > 0 ? 'fail' : 'pass';
@@ -199,6 +206,8 @@ export async function screenAll(
       };
     }),
   );
+  // Every read was started as the map ran; a late one still completes (and is kept) under the timer.
+  if (hard) void Promise.allSettled(reads).then(hard.done);
   return { results, bookError, sweeperSkipped: url === null, source: url ? rpcSource(url) : null };
 }
 
