@@ -1,7 +1,6 @@
 /** The three analysis agents over HTTP with the real engine and emulated upstreams on loopback. */
 import t from 'tap';
 import net from 'node:net';
-import { createHook } from 'node:async_hooks';
 import {
   StablecoinIntelligenceResponse as validStablecoin,
   BridgeRiskResponse as validBridge,
@@ -11,6 +10,7 @@ import { post, type TestApp } from '../helpers/app.js';
 import { startCoinGecko, CG_RATE_LIMIT_BODY, type CoinGeckoEmulator } from '../emulators/coingecko.js';
 import { startStatusPage, type StatusPageEmulator } from '../emulators/statuspage.js';
 import { startGuardApp } from '../guard/harness.js';
+import { timersOf } from '../helpers/timers.js';
 
 let cg: CoinGeckoEmulator;
 let pages: StatusPageEmulator;
@@ -42,17 +42,6 @@ t.teardown(async () => {
   await Promise.all([cg?.close(), pages?.close()]);
 });
 
-// Timers alive by their delay (an AbortSignal.timeout's is unref'd and stays until it fires).
-const liveTimers = new Map<number, number>();
-createHook({
-  init(id, type, _trigger, resource) {
-    if (type === 'Timeout') liveTimers.set(id, (resource as { _idleTimeout?: number })._idleTimeout ?? -1);
-  },
-  destroy(id) {
-    liveTimers.delete(id);
-  },
-}).enable();
-
 t.test('an answered stablecoin call leaves no timer of its deadline running', async (t) => {
   const res = await post(`${app.url}/v1/agents/stablecoin-intelligence/analyze`, {
     asset_ids: ['usd-coin', 'dai'],
@@ -60,8 +49,7 @@ t.test('an answered stablecoin call leaves no timer of its deadline running', as
     context: { deadline_ms: 4321 },
   });
   t.equal(res.status, 200);
-  await new Promise((resolve) => setImmediate(resolve));
-  t.equal([...liveTimers.values()].filter((d) => d === 4321).length, 0, 'nothing fires later in another request');
+  t.equal(await timersOf(4321), 0, 'nothing fires later in another request');
 });
 
 t.test('stablecoin intelligence: six assets, one upstream request', async (t) => {

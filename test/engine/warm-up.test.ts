@@ -4,7 +4,6 @@
  * with its number formats), its bodies pass the request rules, and a check leaves no timer behind
  * once it has answered, while one that hangs is still cut at its hard timeout.
  */
-import { createHook } from 'node:async_hooks';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
@@ -13,6 +12,7 @@ import { runTimedCheck } from '../../src/engine/timed-check.js';
 import { WARM_TIMEOUT_MS, standInBody, warmUp, warmUpItems } from '../../src/engine/warm-up.js';
 import { warmEngine, warmEventLoop, warmUpBodies, warmValidators } from '../../src/http/warm-up.js';
 import { closeDispatchers } from '../../src/net/dispatchers.js';
+import { timersOf } from '../helpers/timers.js';
 
 const config = loadConfig({ SANCTIONS_LIST_URL: 'off' });
 
@@ -43,22 +43,6 @@ async function standIn(handler: (url: string) => string | null) {
     },
   };
 }
-
-// Timers alive by their delay, ref'd or not (AbortSignal.timeout's is unref'd and runs until it
-// fires); undici's own keep-alive timers are of other delays.
-const liveTimers = new Map<number, number>();
-createHook({
-  init(id, type, _trigger, resource) {
-    if (type === 'Timeout') liveTimers.set(id, (resource as { _idleTimeout?: number })._idleTimeout ?? -1);
-  },
-  destroy(id) {
-    liveTimers.delete(id);
-  },
-}).enable();
-const timers = async (delayMs: number): Promise<number> => {
-  await new Promise((resolve) => setImmediate(resolve));
-  return [...liveTimers.values()].filter((d) => d === delayMs).length;
-};
 
 t.teardown(closeDispatchers);
 
@@ -100,12 +84,12 @@ t.test("the event loop's warm-up runs the engine to a proceed on the stand-in, a
   t.same(problems, [], 'nothing left undone');
   t.equal(looked.length, 1, 'one key lookup');
   t.match(looked[0], /^[0-9a-f]{64}$/, 'for a random hash no key has');
-  t.equal(await timers(WARM_TIMEOUT_MS), 0, 'no timer left behind');
+  t.equal(await timersOf(WARM_TIMEOUT_MS), 0, 'no timer left behind');
 });
 
 t.test('the whole warm-up finishes on its own stand-in and leaves no timer running', async (t) => {
   await warmUp(config);
-  t.equal(await timers(WARM_TIMEOUT_MS), 0, 'no timer left for a later request to run');
+  t.equal(await timersOf(WARM_TIMEOUT_MS), 0, 'no timer left for a later request to run');
 });
 
 t.test('a check that answered leaves no timer; one that hangs is cut at its hard timeout', async (t) => {
@@ -121,7 +105,7 @@ t.test('a check that answered leaves no timer; one that hangs is cut at its hard
     9_876,
   );
   t.equal(ok.outcome.status, 'pass');
-  t.equal(await timers(9_876), 0, 'the hard timeout went with the answer');
+  t.equal(await timersOf(9_876), 0, 'the hard timeout went with the answer');
 
   const started = performance.now();
   const hung = await runTimedCheck(
