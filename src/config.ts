@@ -58,6 +58,8 @@ export interface Config {
   poolThreads: number;
   poolConcurrency: number;
   poolMaxQueue: number;
+  /** Connections each check thread opens ahead to each configured provider before it is ready (0: none). */
+  connectAhead: number;
   /** Hard timeout of one upstream call, beyond the request deadline, so late answers fill the cache. */
   checkHardTimeoutMs: number;
   cacheMaxEntries: number;
@@ -343,6 +345,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     poolThreads: int(env, 'POOL_THREADS', 2, 0, 64),
     poolConcurrency: int(env, 'POOL_CONCURRENCY', 64, 1, 4096),
     poolMaxQueue: int(env, 'POOL_MAX_QUEUE', 4096, 1, 1e6),
+    connectAhead: int(env, 'CONNECT_AHEAD', 2, 0, 16),
     checkHardTimeoutMs: int(env, 'CHECK_HARD_TIMEOUT_MS', 5000, 10, 60000),
     cacheMaxEntries: int(env, 'CACHE_MAX_ENTRIES', 50000, 100, 1e7),
     redisUrl: redisUrl(env),

@@ -6,13 +6,15 @@
  * and compiled the outbound path (the dispatchers and their wrappers, undici's HTTP/1 client, the
  * body reader, JSON parsing) and each check's passing path with its number formats, which the
  * first real check would otherwise pay for on a caller's time, and the stand-in's connections are
- * closed and their ends read, so none of it is left for the first real task. Nothing leaves the
- * machine, no cache or breaker of a real upstream is touched (breakers are per host and port),
- * and the outcomes are dropped.
+ * closed and their ends read, so none of it is left for the first real task. No request leaves
+ * the machine, no cache or breaker of a real upstream is touched (breakers are per host and port),
+ * and the outcomes are dropped. Last, the thread opens connections to the real providers
+ * (src/net/ahead.ts), on which nothing is sent until a check sends its request.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.js';
+import { openAhead } from '../net/dispatchers.js';
 import { runTimedCheck, type ExecItem } from './timed-check.js';
 
 export const WARM_TIMEOUT_MS = 5000;
@@ -129,10 +131,29 @@ export async function withStandIn<T>(
   }
 }
 
-/** A check thread's warm-up: WARM_ROUNDS rounds of the warm-up checks against the stand-in. */
+/** The longest a thread waits for its connections opened ahead before it says it is ready. */
+export const AHEAD_WAIT_MS = 1000;
+
+/**
+ * The providers a check thread calls under this configuration: the price, DEX and verification
+ * providers, Etherscan when there is a key for it (it is asked only then), and each configured RPC node.
+ */
+export function providerUrls(config: Readonly<Config>): string[] {
+  const urls = [config.priceApiUrl, config.dexApiUrl, config.sourcifyUrl];
+  if (config.etherscanApiKey) urls.push(config.etherscanApiUrl);
+  urls.push(...Object.values(config.rpcUrls));
+  return urls;
+}
+
+/**
+ * A check thread's warm-up: WARM_ROUNDS rounds of the warm-up checks against the stand-in, then
+ * CONNECT_AHEAD connections opened to each provider (src/net/ahead.ts), waited for up to
+ * AHEAD_WAIT_MS; a provider that does not answer does not hold the thread back.
+ */
 export async function warmUp(config: Readonly<Config>): Promise<void> {
   await withStandIn(config, async (local, base) => {
     for (let round = 0; round < WARM_ROUNDS; round++)
       await Promise.all(warmUpItems(base).map((item) => runTimedCheck(item, local, WARM_TIMEOUT_MS)));
   });
+  if (config.connectAhead > 0) await openAhead(providerUrls(config), config.connectAhead, AHEAD_WAIT_MS);
 }

@@ -12,7 +12,8 @@
  * order and the reasons are in docs/outbound.md. Both share nothing but code: separate pools, and
  * breakers keyed by scope so a caller's URL never shares one with a provider.
  */
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
+import { AheadConnections } from './ahead.js';
 import { bodyCap } from './interceptors/body-cap.js';
 import { circuitBreaker } from './interceptors/breaker.js';
 import { followRedirects } from './interceptors/redirect.js';
@@ -32,15 +33,26 @@ export function callerOver(base: Dispatcher): Dispatcher {
   return base.compose(ssrfGuard(), userinfoAuth(), retryOnReset(), bodyCap(), circuitBreaker(), followRedirects());
 }
 
-let pools: { operator: Agent; caller: Agent; operatorD: Dispatcher; callerD: Dispatcher } | null = null;
+/** How long the operator's pool keeps an idle connection (and one opened ahead waits for its first request). */
+const OPERATOR_KEEP_ALIVE_MS = 10_000;
+
+let pools: {
+  operator: Agent;
+  caller: Agent;
+  operatorD: Dispatcher;
+  callerD: Dispatcher;
+  ahead: AheadConnections;
+} | null = null;
 function built(): NonNullable<typeof pools> {
   if (pools === null) {
     // Keep-alive pools: the paid path's chain reads and the checks' RPC calls reuse connections.
+    // The operator's opens its connections through `ahead`, which hands out those opened early.
+    const ahead = new AheadConnections(buildConnector({ timeout: 5_000 }));
     const operator = new Agent({
-      keepAliveTimeout: 10_000,
+      keepAliveTimeout: OPERATOR_KEEP_ALIVE_MS,
       keepAliveMaxTimeout: 60_000,
       connections: 128,
-      connect: { timeout: 5_000 },
+      connect: ahead.connector,
     });
     const caller = new Agent({
       keepAliveTimeout: 4_000,
@@ -48,7 +60,7 @@ function built(): NonNullable<typeof pools> {
       connections: 128,
       connect: { timeout: 5_000 },
     });
-    pools = { operator, caller, operatorD: operatorOver(operator), callerD: callerOver(caller) };
+    pools = { operator, caller, operatorD: operatorOver(operator), callerD: callerOver(caller), ahead };
   }
   return pools;
 }
@@ -63,9 +75,24 @@ export function callerDispatcher(): Dispatcher {
   return built().callerD;
 }
 
+/**
+ * Opens `perOrigin` connections ahead to each origin of `urls` (operator URLs only) for the
+ * operator's pool, each kept as long as an idle connection of that pool; resolves with how many
+ * connected, after `waitMs` at the most (src/net/ahead.ts).
+ */
+export function openAhead(urls: readonly string[], perOrigin: number, waitMs: number): Promise<number> {
+  return built().ahead.open(urls, perOrigin, OPERATOR_KEEP_ALIVE_MS, waitMs);
+}
+
+/** Connections opened ahead that still wait for their first request. */
+export function aheadWaiting(): number {
+  return pools?.ahead.size ?? 0;
+}
+
 /** Close both pools (graceful shutdown; tests); the next call opens new ones. */
 export async function closeDispatchers(): Promise<void> {
   const p = pools;
   pools = null;
+  p?.ahead.close();
   await Promise.all([p?.operator.close(), p?.caller.close()]);
 }

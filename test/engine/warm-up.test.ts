@@ -12,9 +12,11 @@ import { runTimedCheck } from '../../src/engine/timed-check.js';
 import { WARM_TIMEOUT_MS, standInBody, warmUp, warmUpItems } from '../../src/engine/warm-up.js';
 import { warmEngine, warmEventLoop, warmUpBodies, warmValidators } from '../../src/http/warm-up.js';
 import { closeDispatchers } from '../../src/net/dispatchers.js';
+import { OFFLINE_UPSTREAMS } from '../helpers/offline.js';
 import { timersOf } from '../helpers/timers.js';
 
-const config = loadConfig({ SANCTIONS_LIST_URL: 'off' });
+// Providers on a closed loopback port: the warm-up's connections opened ahead go nowhere else.
+const config = loadConfig({ ...OFFLINE_UPSTREAMS });
 
 async function standIn(handler: (url: string) => string | null) {
   const server = createServer((req, res) => {
