@@ -25,6 +25,7 @@ function keyOf(protocol: string, hostname: string, port: string): string {
 
 export class AheadConnections {
   private readonly waiting = new Map<string, Waiting[]>();
+  private closed = false;
 
   /** `base` opens every connection, ahead or not (the pool's own connector). */
   constructor(private readonly base: buildConnector.connector) {}
@@ -97,6 +98,11 @@ export class AheadConnections {
   }
 
   private keep(key: string, socket: Socket, keepMs: number): void {
+    // One that connects after the pool closed has nothing to wait for.
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
     let list = this.waiting.get(key);
     if (list === undefined) {
       list = [];
@@ -143,6 +149,7 @@ export class AheadConnections {
 
   /** Closes every waiting connection (the pool's close). */
   close(): void {
+    this.closed = true;
     for (const list of [...this.waiting.values()]) for (const w of [...list]) if (w.take()) w.socket.destroy();
     this.waiting.clear();
   }

@@ -139,6 +139,28 @@ t.test('a provider that refuses or is not a URL does not hold the warm-up back',
   t.ok(took >= 190 && took < 1500, `held for its wait only (${Math.round(took)} ms)`);
 });
 
+t.test('a connection that connects after the pool closed is closed, not kept', async (t) => {
+  const s = await counting();
+  t.teardown(s.close);
+  const base = buildConnector({ timeout: 2000 });
+  // Connects at once but reports it 100 ms later, after the close below.
+  const ahead = new AheadConnections((opts, cb) =>
+    base(opts, (err, socket) =>
+      setTimeout(() => (cb as (e: Error | null, s: Socket | null) => void)(err, socket), 100),
+    ),
+  );
+  t.equal(await ahead.open([s.url], 1, 10_000, 20), 0, 'nothing had connected within the wait');
+  ahead.close();
+  const closedAt = performance.now();
+  await settle(50);
+  t.equal(s.accepted.length, 1);
+  const sock = s.accepted[0];
+  await new Promise<void>((r) => (sock.destroyed ? r() : sock.once('close', () => r())));
+  const after = performance.now() - closedAt;
+  t.ok(after < 2000, `closed by us once it reported (${Math.round(after)} ms), not after its 10 s keep time`);
+  t.equal(ahead.size, 0, 'nothing waits');
+});
+
 t.test("a check thread's warm-up opens CONNECT_AHEAD connections to each provider it calls", async (t) => {
   await closeDispatchers();
   const [price, dex, rpcNode] = await Promise.all([counting(), counting(), counting()]);
