@@ -16,11 +16,13 @@ interface Waiting {
   take(): boolean;
 }
 
+/** A host name without the brackets a URL puts around an IPv6 address, as undici's connector takes it. */
+const bare = (hostname: string): string => (hostname.startsWith('[') ? hostname.slice(1, -1) : hostname);
+
 /** The key of an origin as undici's connector options name it. */
 function keyOf(protocol: string, hostname: string, port: string): string {
-  const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
   const p = port !== '' ? port : protocol === 'https:' ? '443' : '80';
-  return `${protocol}//${host.toLowerCase()}:${p}`;
+  return `${protocol}//${bare(hostname).toLowerCase()}:${p}`;
 }
 
 export class AheadConnections {
@@ -77,14 +79,16 @@ export class AheadConnections {
       for (let i = 0; i < perOrigin; i++)
         attempts.push(
           new Promise<void>((resolve) => {
-            const hostname = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
-            this.base({ host: u.host, hostname, protocol: u.protocol, port: u.port }, (err, socket) => {
-              if (err === null && socket !== null) {
-                connected++;
-                this.keep(key, socket, keepMs);
-              }
-              resolve();
-            });
+            this.base(
+              { host: u.host, hostname: bare(u.hostname), protocol: u.protocol, port: u.port },
+              (err, socket) => {
+                if (err === null && socket !== null) {
+                  connected++;
+                  this.keep(key, socket, keepMs);
+                }
+                resolve();
+              },
+            );
           }),
         );
     let timer: NodeJS.Timeout | undefined;
@@ -103,12 +107,8 @@ export class AheadConnections {
       socket.destroy();
       return;
     }
-    let list = this.waiting.get(key);
-    if (list === undefined) {
-      list = [];
-      this.waiting.set(key, list);
-    }
-    const entries = list;
+    const entries = this.waiting.get(key) ?? [];
+    if (entries.length === 0) this.waiting.set(key, entries);
     let usable = true;
     const drop = (): void => {
       if (!usable) return;

@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import t from 'tap';
-import { buildConnector, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
 import { loadConfig } from '../../src/config.js';
 import { providerUrls, warmUp } from '../../src/engine/warm-up.js';
 import { AheadConnections } from '../../src/net/ahead.js';
@@ -53,7 +53,6 @@ t.test('requests go out on the connections opened ahead, and only then on new on
   t.equal(s.accepted.length, 2, 'the server saw them before any request');
   t.equal(ahead.size, 2);
 
-  const { Agent } = await import('undici');
   const agent = new Agent({ connect: ahead.connector });
   t.teardown(() => agent.close());
   // Three at once: two on the connections opened ahead, the third on a new one.
@@ -91,7 +90,6 @@ t.test('a connection closed or written to by the far end while it waits is never
   t.equal(await ahead.open([url], 2, 10_000, 2000), 2);
   await settle(100);
   t.equal(ahead.size, 0, 'both were dropped while they waited');
-  const { Agent } = await import('undici');
   const agent = new Agent({ connect: ahead.connector });
   t.teardown(() => agent.close());
   const r = await request(`${url}/x`, { dispatcher: agent });
