@@ -8,6 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { StoreError } from './errors.js';
+import { Checkpointer } from './checkpointer.js';
 import { decideBatch, KeyedBatcher, reserveKey, summedAdds, unionLimits } from './batch.js';
 import { MIGRATIONS_TABLE_SQL, pending } from './migrations.js';
 import {
@@ -128,7 +129,14 @@ export class SqliteStore implements Store {
   private readonly countGroup: Database.Transaction<(group: QuotaAsk[]) => UsageResult[]>;
   private readonly reserveTx: Database.Transaction<(asks: ReserveRequest[]) => ReserveResult[]>;
 
-  private constructor(private readonly db: Database.Database) {
+  /** The WAL's checkpoints, on a thread of their own for a file (./checkpointer.ts); null in memory. */
+  readonly checkpoints: Checkpointer | null;
+
+  private constructor(
+    private readonly db: Database.Database,
+    file: string | null,
+  ) {
+    this.checkpoints = file === null ? null : new Checkpointer(db, file);
     this.countGroup = db.transaction((group: QuotaAsk[]) => this.countAsks(group));
     this.reserveTx = db.transaction((asks: ReserveRequest[]) => this.reserveIn(asks));
   }
@@ -144,7 +152,7 @@ export class SqliteStore implements Store {
       db.pragma('synchronous = NORMAL');
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.pragma('foreign_keys = ON');
-      return new SqliteStore(db);
+      return new SqliteStore(db, memory ? null : file);
     } catch (err) {
       throw new StoreError(`cannot open the SQLite database at ${file} (DATABASE_URL): ${(err as Error).message}`, {
         cause: err,
@@ -179,6 +187,7 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (!this.db.open) return;
     if (this.quotaGroup.length > 0) this.commitQuotaGroup();
+    await this.checkpoints?.close();
     this.db.close();
   }
 

@@ -1,0 +1,112 @@
+/**
+ * WAL checkpoints off the answers' thread (bench/README.md, "Eighth pass"; README, "Bench").
+ *
+ * SQLite in WAL mode appends each commit to the `-wal` file; by default the connection whose commit
+ * takes the WAL past 1,000 pages copies them into the database file and syncs it, inside that
+ * commit. On the service's event loop that is a pause of milliseconds every few thousand answers,
+ * and a share of every reservation's cost. Here the store's connection sets
+ * `wal_autocheckpoint = 0` and a thread of its own (workers/checkpoint-worker.ts), with a second
+ * connection, checkpoints whenever the WAL has changed, every CHECKPOINT_INTERVAL_MS. A PASSIVE
+ * checkpoint blocks no writer and no reader, so nothing on the event loop waits for it.
+ *
+ * Should the thread fail to start or end unasked, the connection takes checkpoints back
+ * (`wal_autocheckpoint = 1000`, SQLite's default): the WAL never grows without bound.
+ */
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+
+/** How often the thread looks at the WAL. */
+export const CHECKPOINT_INTERVAL_MS = 100;
+/** SQLite's own default, restored on the store's connection when the thread is gone. */
+const AUTOCHECKPOINT_PAGES = 1000;
+
+export interface CheckpointResult {
+  /** 1 when the checkpoint could not finish for a lock held elsewhere. */
+  busy: number;
+  /** Frames in the WAL. */
+  log: number;
+  /** Frames copied into the database file. */
+  checkpointed: number;
+}
+
+type Reply = { id: number; result?: CheckpointResult; error?: string };
+
+export class Checkpointer {
+  readonly #worker: Worker;
+  readonly #waiting = new Map<number, { resolve: (r: CheckpointResult) => void; reject: (e: Error) => void }>();
+  #nextId = 1;
+  #closing = false;
+  #state: 'starting' | 'running' | 'gone' = 'starting';
+  readonly #ready: Promise<void>;
+
+  constructor(
+    private readonly db: Database.Database,
+    file: string,
+    intervalMs = CHECKPOINT_INTERVAL_MS,
+  ) {
+    this.#worker = new Worker(new URL('../../workers/checkpoint-worker.js', import.meta.url), {
+      workerData: { file, intervalMs },
+    });
+    // Held open while starting, answering or closing; unref'd while it only keeps the WAL short.
+    this.#ready = new Promise<void>((resolve) => {
+      this.#worker.on('message', (m: 'ready' | Reply) => {
+        if (m === 'ready') {
+          if (this.#state === 'starting' && this.db.open) {
+            this.db.pragma('wal_autocheckpoint = 0');
+            this.#state = 'running';
+          }
+          if (!this.#closing) this.#worker.unref();
+          resolve();
+          return;
+        }
+        const w = this.#waiting.get(m.id);
+        this.#waiting.delete(m.id);
+        if (this.#waiting.size === 0 && !this.#closing) this.#worker.unref();
+        if (m.result) w?.resolve(m.result);
+        else w?.reject(new Error(`checkpoint failed: ${m.error}`));
+      });
+      // An error is followed by 'exit'; only the exit changes the state.
+      this.#worker.on('error', () => undefined);
+      this.#worker.on('exit', () => {
+        this.#state = 'gone';
+        if (!this.#closing && this.db.open) this.db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+        for (const w of this.#waiting.values()) w.reject(new Error('the checkpoint thread has ended'));
+        this.#waiting.clear();
+        resolve();
+      });
+    });
+  }
+
+  /** Resolves once the thread runs the checkpoints, or has ended and left them to the connection. */
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  /** Whether the thread is running the checkpoints now (false while starting or once gone). */
+  get running(): boolean {
+    return this.#state === 'running';
+  }
+
+  /** A checkpoint at once, on the thread. */
+  now(): Promise<CheckpointResult> {
+    if (this.#state === 'gone') return Promise.reject(new Error('the checkpoint thread has ended'));
+    const id = this.#nextId++;
+    return new Promise<CheckpointResult>((resolve, reject) => {
+      this.#waiting.set(id, { resolve, reject });
+      this.#worker.ref();
+      this.#worker.postMessage({ op: 'now', id });
+    });
+  }
+
+  /** Ends the thread after its connection is closed; the store's connection closes after it. */
+  async close(): Promise<void> {
+    if (this.#state === 'gone') return;
+    this.#closing = true;
+    this.#worker.ref();
+    const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
+    this.#worker.postMessage({ op: 'close' });
+    const timer = setTimeout(() => void this.#worker.terminate(), 2000);
+    await exited;
+    clearTimeout(timer);
+  }
+}

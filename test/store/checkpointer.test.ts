@@ -1,0 +1,110 @@
+/**
+ * The SQLite store's WAL checkpoints on a thread of their own (src/store/checkpointer.ts,
+ * bench/README.md "Eighth pass"): commits reach the database file without the store's
+ * connection copying them, the WAL starts afresh under steady writes instead of growing, and a
+ * thread that cannot start leaves checkpoints to the connection as SQLite's default has them.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import t from 'tap';
+import { Checkpointer } from '../../src/store/checkpointer.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import type { VerdictRecord } from '../../src/store/types.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'preflight-checkpoint-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+const row = (accountId: string): VerdictRecord => ({
+  id: `0x${randomBytes(32).toString('hex')}`,
+  accountId,
+  at: Date.now(),
+  keyId: accountId,
+  keyName: 'owner',
+  endpoint: '/v1/guard',
+  verdict: 'proceed',
+  risk: 'low',
+  failureModes: [],
+  policy: null,
+  reservedUsd: null,
+});
+
+/** Rows of the account in a copy of the database file alone, without its WAL: what has been checkpointed. */
+function rowsInFile(file: string, accountId: string): number {
+  const copy = join(dir, `copy-${randomUUID()}.db`);
+  copyFileSync(file, copy);
+  const db = new Database(copy, { readonly: true });
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM verdict_log WHERE account_id = ?').get(accountId) as { n: number }).n;
+  } catch {
+    return -1; // a copy taken while a checkpoint wrote it
+  } finally {
+    db.close();
+  }
+}
+
+async function openFileStore(name: string): Promise<{ store: SqliteStore; file: string }> {
+  const file = join(dir, name);
+  const store = SqliteStore.open(file);
+  await store.migrate();
+  await store.checkpoints?.ready();
+  return { store, file };
+}
+
+t.test('commits reach the database file within moments, far below 1,000 pages of WAL', async (t) => {
+  const { store, file } = await openFileStore('a.db');
+  t.teardown(() => store.close());
+  t.ok(store.checkpoints?.running, 'the thread runs the checkpoints');
+  const account = randomUUID();
+  // A few pages: the store's own connection would not checkpoint them before 1,000.
+  await store.appendVerdicts(Array.from({ length: 200 }, () => row(account)));
+  let seen = 0;
+  for (let i = 0; i < 100 && seen !== 200; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    seen = rowsInFile(file, account);
+  }
+  t.equal(seen, 200, 'the database file alone holds every row');
+});
+
+t.test('under steady writes the WAL is started afresh rather than grown', async (t) => {
+  const { store, file } = await openFileStore('b.db');
+  t.teardown(() => store.close());
+  const account = randomUUID();
+  // Each commit writes at least two WAL frames (a table page and an index page): a WAL never started
+  // afresh would end with 20,000 or more.
+  const commits = 10_000;
+  for (let i = 0; i < commits; i++) {
+    await store.appendVerdicts([row(account)]);
+    // Paced about as the service writes under load, a few hundred commits per look of the thread.
+    if (i % 10 === 9) await new Promise((r) => setTimeout(r, 2));
+  }
+  const frameBytes = 4096 + 24;
+  const frames = Math.round(statSync(`${file}-wal`).size / frameBytes);
+  t.ok(frames < commits, `the WAL's high-water mark is ${frames} frames for ${commits} commits`);
+  const last = await store.checkpoints!.now();
+  t.equal(last.busy, 0);
+  t.equal(last.checkpointed, last.log, 'once the writes stop, everything is checkpointed');
+  t.equal(rowsInFile(file, account), commits);
+});
+
+t.test('a thread that cannot start leaves checkpoints to the connection, at SQLite’s default', async (t) => {
+  const file = join(dir, 'c.db');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  t.teardown(() => db.close());
+  // The thread opens only an existing file: this one is not there.
+  const c = new Checkpointer(db, join(dir, 'missing', 'c.db'));
+  await c.ready();
+  t.equal(c.running, false);
+  t.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000);
+  await t.rejects(c.now(), /ended/);
+
+  const good = new Checkpointer(db, file);
+  await good.ready();
+  t.equal(good.running, true);
+  t.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the connection no longer checkpoints');
+  await good.close();
+  t.equal(good.running, false);
+});

@@ -1,0 +1,99 @@
+/**
+ * The SQLite store's checkpoint thread (src/store/checkpointer.ts): its own connection to the
+ * store's file, copying committed WAL frames into the database file so that the answers' thread,
+ * whose connection has `wal_autocheckpoint = 0`, never copies pages or waits for fsync in a
+ * commit. A PASSIVE checkpoint takes no lock that a writer or a reader waits for.
+ *
+ * Every `intervalMs` it looks at the `-wal` file and checkpoints when the file changed since the
+ * last look. Messages in: `{ op: 'now', id }` (checkpoint at once, answer `{ id, result }`),
+ * `{ op: 'close' }` (close the connection and end). Out: `'ready'` once the connection is open.
+ */
+import { statSync } from 'node:fs';
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+
+const data = workerData as { file: string; intervalMs: number };
+const port = parentPort;
+if (port === null) throw new Error('the checkpoint thread runs as a worker');
+
+const db = new Database(data.file, { fileMustExist: true });
+// The checkpoint syncs the WAL before it copies and the database file after, as the answers'
+// connection would have (synchronous = NORMAL in WAL mode).
+db.pragma('synchronous = NORMAL');
+db.pragma('wal_autocheckpoint = 0');
+// A checkpoint never waits here for a lock: one that cannot have it now is tried at the next look.
+db.pragma('busy_timeout = 0');
+
+/**
+ * WAL frames past which the WAL is started again from its beginning (SQLite's own checkpoint
+ * threshold). A PASSIVE checkpoint copies while the store writes, so under steady writes it never
+ * copies the last frames and the WAL only grows; a RESTART checkpoint, which holds the write lock,
+ * copies the few frames the PASSIVE one left and lets the next commit start the WAL afresh.
+ */
+const RESTART_FRAMES = 1000;
+
+interface Result {
+  busy: number;
+  log: number;
+  checkpointed: number;
+}
+
+function checkpoint(): Result {
+  const passive = (db.pragma('wal_checkpoint(PASSIVE)') as Result[])[0];
+  if (passive.log < RESTART_FRAMES) return passive;
+  return (db.pragma('wal_checkpoint(RESTART)') as Result[])[0];
+}
+
+let seen = '';
+function walState(): string {
+  try {
+    const s = statSync(`${data.file}-wal`);
+    return `${s.size}/${s.mtimeMs}`;
+  } catch {
+    return 'none';
+  }
+}
+
+/** A RESTART that found the write lock or a reader busy is tried again this soon, not at the next look. */
+const RETRY_MS = 5;
+let retry: NodeJS.Timeout | null = null;
+
+function look(): void {
+  retry = null;
+  const now = walState();
+  if (now === seen || now === 'none') return;
+  // The state is read before the checkpoint: a commit during it is seen at the next look.
+  seen = now;
+  try {
+    const r = checkpoint();
+    if (r.busy === 1 && r.log >= RESTART_FRAMES) {
+      seen = '';
+      retry = setTimeout(look, RETRY_MS);
+    }
+  } catch (err) {
+    // A checkpoint that could not run (the disk, a lock) is tried again when the WAL changes;
+    // the thread ends only when its connection cannot work at all (src/store/checkpointer.ts).
+    if (!db.open) throw err;
+  }
+}
+
+const timer = setInterval(() => {
+  if (retry === null) look();
+}, data.intervalMs);
+
+port.on('message', (m: { op: 'now'; id: number } | { op: 'close' }) => {
+  if (m.op === 'close') {
+    clearInterval(timer);
+    if (retry !== null) clearTimeout(retry);
+    db.close();
+    port.close();
+    return;
+  }
+  try {
+    port.postMessage({ id: m.id, result: checkpoint() });
+  } catch (err) {
+    port.postMessage({ id: m.id, error: (err as Error).message });
+  }
+});
+
+port.postMessage('ready');
