@@ -6,7 +6,7 @@
  *
  * Every `intervalMs` it looks at the `-wal` file and checkpoints when the file changed since the
  * last look. Messages in: `{ op: 'now', id }` (checkpoint at once, answer `{ id, result }`),
- * `{ op: 'close' }` (close the connection and end). Out: `'ready'` once the connection is open.
+ * `{ op: 'close' }` (close the connection, answer `'closed'`). Out: `'ready'` once the connection is open.
  */
 import { statSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -86,7 +86,8 @@ port.on('message', (m: { op: 'now'; id: number } | { op: 'close' }) => {
     clearInterval(timer);
     if (retry !== null) clearTimeout(retry);
     db.close();
-    port.close();
+    // The connection is closed: the store ends the thread on this word.
+    port.postMessage('closed');
     return;
   }
   try {

@@ -98,15 +98,27 @@ export class Checkpointer {
     });
   }
 
-  /** Ends the thread after its connection is closed; the store's connection closes after it. */
+  /** Ends the thread once its connection is closed; the store's connection closes after it. */
   async close(): Promise<void> {
     if (this.#state === 'gone') return;
+    const starting = this.#state === 'starting';
     this.#closing = true;
+    // A thread still starting has checkpointed nothing: it is ended without waiting for it to be up.
+    if (starting) {
+      await this.#worker.terminate();
+      return;
+    }
     this.#worker.ref();
     const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
+    const closed = new Promise<void>((resolve) => {
+      this.#worker.on('message', (m: unknown) => {
+        if (m === 'closed') resolve();
+      });
+      // A thread that does not answer in time is ended all the same.
+      setTimeout(resolve, 2000).unref();
+    });
     this.#worker.postMessage({ op: 'close' });
-    const timer = setTimeout(() => void this.#worker.terminate(), 2000);
-    await exited;
-    clearTimeout(timer);
+    await Promise.race([closed, exited]);
+    await this.#worker.terminate();
   }
 }
