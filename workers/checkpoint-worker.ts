@@ -1,8 +1,9 @@
 /**
  * The SQLite store's checkpoint thread (src/store/checkpointer.ts): its own connection to the
  * store's file, copying committed WAL frames into the database file so that the answers' thread,
- * whose connection has `wal_autocheckpoint = 0`, never copies pages or waits for fsync in a
- * commit. A PASSIVE checkpoint takes no lock that a writer or a reader waits for.
+ * whose connection has `wal_autocheckpoint = 0`, does not copy pages or sync the file in a commit.
+ * A PASSIVE checkpoint takes no lock that a writer or a reader waits for; the RESTART that follows
+ * it once the WAL is long holds the write lock for the frames the PASSIVE one left (RESTART_FRAMES).
  *
  * Every `intervalMs` it looks at the `-wal` file and checkpoints when the file changed since the
  * last look. Messages in: `{ op: 'now', id }` (checkpoint at once, answer `{ id, result }`),

@@ -6,8 +6,11 @@
  * commit. On the service's event loop that is a pause of milliseconds every few thousand answers,
  * and a share of every reservation's cost. Here the store's connection sets
  * `wal_autocheckpoint = 0` and a thread of its own (workers/checkpoint-worker.ts), with a second
- * connection, checkpoints whenever the WAL has changed, every CHECKPOINT_INTERVAL_MS. A PASSIVE
- * checkpoint blocks no writer and no reader, so nothing on the event loop waits for it.
+ * connection, checkpoints whenever the WAL has changed, every CHECKPOINT_INTERVAL_MS. Its PASSIVE
+ * checkpoint, which copies nearly everything, blocks no writer and no reader. Once the WAL holds
+ * 1,000 frames it follows with a RESTART checkpoint, which holds the write lock while it copies
+ * the few frames left and syncs: a commit that meets it waits that long (the connection's
+ * busy_timeout), where before a commit copied and synced a thousand pages itself.
  *
  * Should the thread fail to start or end unasked, the connection takes checkpoints back
  * (`wal_autocheckpoint = 1000`, SQLite's default): the WAL never grows without bound.
