@@ -5,7 +5,6 @@
  * and the writer: batched rows wait at most a second, a reservation's row is durable before its
  * answer, rows past VERDICT_LOG_DAYS go.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +19,7 @@ import { startCoinGecko } from '../emulators/coingecko.js';
 import { captureLogger, startTestApp, type TestApp } from '../helpers/app.js';
 import { agentKey, call, signup } from '../policy/helpers.js';
 import { spawnService } from '../helpers/spawn.js';
+import { verdictRow } from '../helpers/verdict-row.js';
 
 const DECIDE = { goal: 'usdc holds its peg', checks: [{ type: 'price', asset_id: 'usd-coin', min_price: 0.99 }] };
 const LOW = { goal: 'usdc above 2', checks: [{ type: 'price', asset_id: 'usd-coin', min_price: 2 }] };
@@ -161,21 +161,8 @@ t.test('an MCP tool call is logged under the endpoint that answered it, with the
   );
 });
 
-function row(accountId: string, at: number, reservedUsd: number | null = null): VerdictRecord {
-  return {
-    id: `0x${randomBytes(32).toString('hex')}`,
-    accountId,
-    at,
-    keyId: 'k',
-    keyName: 'owner',
-    endpoint: '/v1/guard',
-    verdict: 'proceed',
-    risk: 'low',
-    failureModes: [],
-    policy: null,
-    reservedUsd,
-  };
-}
+const row = (accountId: string, at: number, reservedUsd: number | null = null): VerdictRecord =>
+  verdictRow(accountId, at, { keyId: 'k', reservedUsd });
 
 t.test('the writer: batched rows within a second, a reservation durable at once, retention', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pf-vlog-'));

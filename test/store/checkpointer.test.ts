@@ -4,7 +4,7 @@
  * connection copying them, the WAL starts afresh under steady writes instead of growing, and a
  * thread that cannot start leaves checkpoints to the connection as SQLite's default has them.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,24 +12,12 @@ import Database from 'better-sqlite3';
 import t from 'tap';
 import { Checkpointer } from '../../src/store/checkpointer.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import type { VerdictRecord } from '../../src/store/types.js';
+import { verdictRow } from '../helpers/verdict-row.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'preflight-checkpoint-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-const row = (accountId: string): VerdictRecord => ({
-  id: `0x${randomBytes(32).toString('hex')}`,
-  accountId,
-  at: Date.now(),
-  keyId: accountId,
-  keyName: 'owner',
-  endpoint: '/v1/guard',
-  verdict: 'proceed',
-  risk: 'low',
-  failureModes: [],
-  policy: null,
-  reservedUsd: null,
-});
+const row = (accountId: string) => verdictRow(accountId);
 
 /** Rows of the account in a copy of the database file alone, without its WAL: what has been checkpointed. */
 function rowsInFile(file: string, accountId: string): number {

@@ -13,25 +13,11 @@ import { openStore } from '../../src/store/index.js';
 import type { Store, VerdictQuery, VerdictRecord } from '../../src/store/types.js';
 import { pgAdmin } from '../helpers/pg.js';
 import { newKey } from './suite.js';
+import { verdictRow } from '../helpers/verdict-row.js';
 
 const hex32 = () => `0x${randomBytes(32).toString('hex')}`;
 
-function row(accountId: string, at: number, over: Partial<VerdictRecord> = {}): VerdictRecord {
-  return {
-    id: hex32(),
-    accountId,
-    at,
-    keyId: accountId,
-    keyName: 'owner',
-    endpoint: '/v1/guard',
-    verdict: 'proceed',
-    risk: 'low',
-    failureModes: [],
-    policy: null,
-    reservedUsd: null,
-    ...over,
-  };
-}
+const row = verdictRow;
 
 const page = (accountId: string, over: Partial<VerdictQuery> = {}): VerdictQuery => ({
   accountId,
