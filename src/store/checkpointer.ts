@@ -52,7 +52,7 @@ export class Checkpointer {
     });
     // Held open while starting, answering or closing; unref'd while it only keeps the WAL short.
     this.#ready = new Promise<void>((resolve) => {
-      this.#worker.on('message', (m: 'ready' | Reply) => {
+      this.#worker.on('message', (m: 'ready' | 'closed' | Reply) => {
         if (m === 'ready') {
           if (this.#state === 'starting' && this.db.open) {
             this.db.pragma('wal_autocheckpoint = 0');
@@ -62,6 +62,7 @@ export class Checkpointer {
           resolve();
           return;
         }
+        if (typeof m === 'string') return; // 'closed': close() waits for it
         const w = this.#waiting.get(m.id);
         this.#waiting.delete(m.id);
         if (this.#waiting.size === 0 && !this.#closing) this.#worker.unref();
