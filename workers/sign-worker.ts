@@ -35,7 +35,11 @@ data.prepared.on('message', (count: number) => {
   data.prepared.postMessage(prepareNonces(native, key, Math.max(1, Math.min(4096, Math.floor(count)))));
 });
 
-parentPort!.on('message', (batch: ArrayBuffer) => {
+parentPort!.on('message', (batch: ArrayBuffer | 'close') => {
+  // Asked to end (SignThread.close): the thread leaves between two messages, never inside a call to
+  // the binding. A thread terminated from outside while the binding builds a result aborts the
+  // whole process (the addon's C++ error cannot be thrown into a stopping thread).
+  if (batch === 'close') process.exit(0);
   const b = Buffer.from(batch);
   // One answer per job, written in place into the buffer that is transferred back.
   let jobs = 0;

@@ -71,6 +71,9 @@ export function packJob(job: SignJob): Buffer {
  */
 const MAX_BATCH = 8;
 
+/** How long close() lets the thread finish the message it is on before terminating it. */
+const CLOSE_GRACE_MS = 10_000;
+
 interface Batch {
   resolve: Array<(signed: Signed) => void>;
   reject: Array<(err: Error) => void>;
@@ -88,6 +91,7 @@ export class SignThread {
   #scheduled = false;
   readonly #ready: Promise<void>;
   #up = false;
+  #exited = false;
   /** Prepared nonces (src/attest/prepared.ts) come on a port of their own, in the order asked. */
   readonly #prepared: MessagePort;
   readonly #preparing: Array<{ resolve: (c: PreparedChunk) => void; reject: (err: Error) => void }> = [];
@@ -136,7 +140,10 @@ export class SignThread {
       for (const p of this.#preparing.splice(0)) p.reject(err);
     };
     this.#worker.on('error', fail);
-    this.#worker.on('exit', (code) => fail(new Error(`the signing thread exited (${code})`)));
+    this.#worker.on('exit', (code) => {
+      this.#exited = true;
+      fail(new Error(`the signing thread exited (${code})`));
+    });
   }
 
   /** Resolves once the thread has loaded and listens; rejects when it failed to start. */
@@ -216,10 +223,25 @@ export class SignThread {
     this.#worker.postMessage(buf, [buf]);
   }
 
+  /**
+   * Ends the thread between two of its messages (workers/sign-worker.ts): a thread terminated while
+   * it is inside the native binding takes the process down with it. A thread still loading reads
+   * the request once it listens. One that has not ended after CLOSE_GRACE_MS is terminated.
+   */
   async close(): Promise<void> {
     this.#failed ??= new Error('the signing thread is closed');
     for (const p of this.#preparing.splice(0)) p.reject(this.#failed);
     this.#prepared.close();
-    await this.#worker.terminate();
+    if (this.#exited) return;
+    const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
+    // Held until it has ended, so a caller awaiting close() is not left behind by an empty loop.
+    this.#worker.ref();
+    this.#worker.postMessage('close');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), CLOSE_GRACE_MS);
+    });
+    if ((await Promise.race([exited, late])) === 'late') await this.#worker.terminate();
+    clearTimeout(timer);
   }
 }

@@ -4,7 +4,11 @@
  * half of the order, and an empty pool, a closed one or a failed thread fall back to the usual
  * signature rather than wait or fail.
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { SigningKey, Wallet, verifyTypedData as ethersVerifyTypedData } from 'ethers';
 import { recoverAddress, verifyTypedData, type Hex } from 'viem';
@@ -136,3 +140,29 @@ t.test('with its thread gone, the prepared signer signs the usual way', async (t
     "RFC 6979: ethers' own signature",
   );
 });
+
+t.test(
+  'a signing thread closed while it prepares nonces ends cleanly: the process does not abort',
+  { skip: native === null },
+  async (t) => {
+    // In a process of its own: a thread stopped inside the native binding aborts its whole process.
+    const module = new URL('../../src/attest/sign-thread.js', import.meta.url).href;
+    const script = `
+      const { SignThread } = await import(${JSON.stringify(module)});
+      for (let i = 0; i < 40; i++) {
+        const thread = new SignThread(${JSON.stringify(key)}, { background: true });
+        await thread.ready();
+        thread.prepare(4096).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, i % 5));
+        await thread.close();
+      }
+      console.log('closed 40');`;
+    const dir = mkdtempSync(join(tmpdir(), 'sign-close-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'close.mjs'), script);
+    const run = spawnSync(process.execPath, [join(dir, 'close.mjs')], { encoding: 'utf8', timeout: 60_000 });
+    t.equal(run.signal, null, `no signal (stderr: ${run.stderr.trim().slice(0, 200)})`);
+    t.equal(run.status, 0, 'exit code 0');
+    t.equal(run.stdout.trim(), 'closed 40');
+  },
+);
