@@ -157,6 +157,11 @@ t.test(
       t.match(price, { status: 'error', reason: 'worker_crashed' });
       t.equal(res.body.verdict, 'wait');
       cg.fault = null;
+      // piscina replaces the dead threads; a replacement loads the check modules before it takes a
+      // task, which on a loaded machine takes seconds. Wait until each new thread has answered a
+      // warm-up task, so the next request measures the pool serving, not a thread starting.
+      await until(() => pool.threads.length === 2, 30_000);
+      await Promise.all([pool.run({ warm: true }), pool.run({ warm: true })]);
       const next = await post(`${app.url}/v1/decide`, {
         goal: 'after',
         checks: [{ type: 'price', asset_id: 'usd-coin' }],
