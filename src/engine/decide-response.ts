@@ -13,14 +13,24 @@ export interface ResponseMeta {
 
 const LEAD: Record<string, string> = { proceed: 'Proceed', wait: 'Wait', block: 'Block' };
 
-export function summarize(v: Judgement, total: number): string {
-  const c = v.counts;
+/** The counts of `decision.counts`, by status. */
+export type StatusCounts = Judgement['counts'];
+
+/**
+ * The summary's opening: the verdict, then what the checks came to, "Proceed: of 4 checks, 4
+ * passed, …". What decided it, if anything did, follows after one space.
+ */
+export function summaryOpening(verdict: string, c: StatusCounts, total: number): string {
   const tally = `${c.pass} passed, ${c.warn} warned, ${c.fail} failed, ${c.error} could not be evaluated${c.skipped ? `, ${c.skipped} skipped` : ''}`;
+  return `${LEAD[verdict]}: of ${total} checks, ${tally}.`;
+}
+
+export function summarize(v: Judgement, total: number): string {
   if (total === 0 || v.failure_modes.includes('no_checks'))
     return 'Wait: no check could be evaluated, so nothing supports acting now.';
   const first = v.deciding.find((r) => r.status !== 'pass');
   const why = first ? ` ${first.message}` : '';
-  return `${LEAD[v.verdict]}: of ${total} checks, ${tally}.${why}`;
+  return `${summaryOpening(v.verdict, v.counts, total)}${why}`;
 }
 
 export function buildDecideResponse(

@@ -4,6 +4,7 @@
  * atomic check-and-reserve when everything else would proceed; and what the answer becomes.
  */
 import type { CheckResult } from '../checks/types.js';
+import { type StatusCounts, summaryOpening } from '../engine/decide-response.js';
 import type { CheckStatus } from '../wire.js';
 import type { GuardRequest } from '../generated/types.js';
 import type { Logger } from '../log.js';
@@ -309,9 +310,12 @@ export function applyPolicy<A extends JudgedAnswer>(
   out.evidence = [...out.evidence, item];
   if (item.status !== 'pass') out.failure_modes = [...out.failure_modes, `policy:${item.reason}`];
   if (out.checks) out.checks.policy = item.status;
-  const counts = decision.counts as Record<string, number> | undefined;
-  if (counts) counts[item.status] = (counts[item.status] ?? 0) + 1;
+  const counts = decision.counts as StatusCounts | undefined;
   const was = out.verdict;
+  // The summary's opening as the checks left it, to be told again with the policy item counted.
+  const total = counts ? Object.values(counts).reduce((a, n) => a + n, 0) : 0;
+  const opening = counts ? summaryOpening(was, counts, total) : null;
+  if (counts) counts[item.status] = (counts[item.status] ?? 0) + 1;
   if (item.status === 'fail') {
     out.verdict = 'block';
     out.risk = 'high';
@@ -326,7 +330,16 @@ export function applyPolicy<A extends JudgedAnswer>(
     decision.retry_after_s = was === 'wait' && typeof before === 'number' ? Math.max(before, retry) : retry;
   }
   decision.verdict = out.verdict;
-  if (typeof decision.summary === 'string') decision.summary = reopen(decision.summary, out.verdict);
+  if (typeof decision.summary === 'string') {
+    const summary = decision.summary;
+    if (counts && opening !== null && summary.startsWith(opening)) {
+      // What decided the answer: the policy item when it is what moved the verdict (or the checks
+      // had nothing to say), else what the checks said.
+      const moved = item.status !== 'pass' && (out.verdict !== was || summary.length === opening.length);
+      const why = moved ? ` ${item.message}` : summary.slice(opening.length);
+      decision.summary = `${summaryOpening(out.verdict, counts, total + 1)}${why}`;
+    } else decision.summary = reopen(summary, out.verdict);
+  }
   if (out.reasoning !== undefined)
     out.reasoning = `${reopen(out.reasoning, out.verdict)} ${item.name} ${item.status}: ${item.message}`;
   return out;

@@ -110,6 +110,7 @@ const tuple = (a: any): unknown[] => {
   const m = a.typed_data.message;
   return [m.id, m.verdict, m.risk, m.confidenceBps, m.requestHash, m.actionHash, m.policyHash, m.issuedAt, m.expiresAt];
 };
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const policyOf = (b: any) => b.evidence.find((e: any) => e.name === 'policy');
 const codes = (b: any) => policyOf(b).observed.violations.map((v: any) => v.code);
 
@@ -123,6 +124,14 @@ t.test('a USDC transfer to a listed payee proceeds under the policy', async (t) 
   t.equal(b.checks.policy, 'pass');
   t.ok(b.attestation, 'signed');
   t.equal(b.evidence[b.evidence.length - 1].name, 'policy', 'the policy item comes after the plan checks');
+  const n = b.evidence.length;
+  const c = b.decision.counts;
+  t.equal(c.pass + c.warn + c.fail + c.error + c.skipped, n, 'decision.counts counts the policy item too');
+  t.match(
+    b.decision.summary,
+    new RegExp(`^Proceed: of ${n} checks, ${c.pass} passed, 0 warned, 0 failed`),
+    'so does the summary',
+  );
 });
 
 t.test('the same transfer to an unlisted address blocks with policy_no_rule_matched, strict or not', async (t) => {
@@ -131,6 +140,17 @@ t.test('the same transfer to an unlisted address blocks with policy_no_rule_matc
     t.equal(b.verdict, 'block', `strict_mode ${strict}`);
     t.equal(policyOf(b).reason, 'policy_no_rule_matched');
     t.ok(b.failure_modes.includes('policy:policy_no_rule_matched'));
+    // The summary counts what the evidence holds, and says what blocked.
+    const counted = Object.values(b.decision.counts as Record<string, number>).reduce((a, n) => a + n, 0);
+    t.equal(counted, b.evidence.length, 'decision.counts counts every evidence item, the policy one included');
+    t.equal(b.decision.counts.fail, b.evidence.filter((e: any) => e.status === 'fail').length);
+    t.match(
+      b.decision.summary,
+      new RegExp(
+        `^Block: of ${b.evidence.length} checks, .*${b.decision.counts.fail} failed.*\\. ${escape(policyOf(b).message)}$`,
+      ),
+      'the summary tells the counts and the policy item that blocked',
+    );
   }
 });
 
