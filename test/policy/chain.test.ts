@@ -110,7 +110,7 @@ const tuple = (a: any): unknown[] => {
   const m = a.typed_data.message;
   return [m.id, m.verdict, m.risk, m.confidenceBps, m.requestHash, m.actionHash, m.policyHash, m.issuedAt, m.expiresAt];
 };
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const policyOf = (b: any) => b.evidence.find((e: any) => e.name === 'policy');
 const codes = (b: any) => policyOf(b).observed.violations.map((v: any) => v.code);
 
@@ -147,7 +147,7 @@ t.test('the same transfer to an unlisted address blocks with policy_no_rule_matc
     t.match(
       b.decision.summary,
       new RegExp(
-        `^Block: of ${b.evidence.length} checks, .*${b.decision.counts.fail} failed.*\\. ${escape(policyOf(b).message)}$`,
+        `^Block: of ${b.evidence.length} checks, .*${b.decision.counts.fail} failed.*\\. ${escapeRegExp(policyOf(b).message)}$`,
       ),
       'the summary tells the counts and the policy item that blocked',
     );
