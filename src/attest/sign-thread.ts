@@ -237,11 +237,8 @@ export class SignThread {
     // Held until it has ended, so a caller awaiting close() is not left behind by an empty loop.
     this.#worker.ref();
     this.#worker.postMessage('close');
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), CLOSE_GRACE_MS);
-    });
-    if ((await Promise.race([exited, late])) === 'late') await this.#worker.terminate();
-    clearTimeout(timer);
+    const late = setTimeout(() => void this.#worker.terminate(), CLOSE_GRACE_MS);
+    await exited;
+    clearTimeout(late);
   }
 }

@@ -17,8 +17,6 @@ import { verdictRow } from '../helpers/verdict-row.js';
 const dir = mkdtempSync(join(tmpdir(), 'preflight-checkpoint-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-const row = (accountId: string) => verdictRow(accountId);
-
 /** Rows of the account in a copy of the database file alone, without its WAL: what has been checkpointed. */
 function rowsInFile(file: string, accountId: string): number {
   const copy = join(dir, `copy-${randomUUID()}.db`);
@@ -47,7 +45,7 @@ t.test('commits reach the database file within moments, far below 1,000 pages of
   t.ok(store.checkpoints?.running, 'the thread runs the checkpoints');
   const account = randomUUID();
   // A few pages: the store's own connection would not checkpoint them before 1,000.
-  await store.appendVerdicts(Array.from({ length: 200 }, () => row(account)));
+  await store.appendVerdicts(Array.from({ length: 200 }, () => verdictRow(account)));
   let seen = 0;
   for (let i = 0; i < 100 && seen !== 200; i++) {
     await new Promise((r) => setTimeout(r, 50));
@@ -64,7 +62,7 @@ t.test('under steady writes the WAL is started afresh rather than grown', async 
   // afresh would end with 20,000 or more.
   const commits = 10_000;
   for (let i = 0; i < commits; i++) {
-    await store.appendVerdicts([row(account)]);
+    await store.appendVerdicts([verdictRow(account)]);
     // Paced about as the service writes under load, a few hundred commits per look of the thread.
     if (i % 10 === 9) await new Promise((r) => setTimeout(r, 2));
   }
