@@ -8,7 +8,7 @@
  * (across processes the transaction's lock orders them).
  */
 import { bucketsOf, overflowing, usageFromCounters, type CounterRow } from './rows.js';
-import type { LimitWindow, ReserveRequest, ReserveResult } from './types.js';
+import type { LimitUsage, LimitWindow, ReserveRequest, ReserveResult } from './types.js';
 
 /** At most this many asks per transaction (PostgreSQL takes at most 65,535 parameters a statement). */
 export const MAX_BATCH = 200;
@@ -102,32 +102,83 @@ export function unionLimits(asks: ReserveRequest[]): LimitWindow[] {
   return [...by.values()];
 }
 
+/** What a batch's accepted asks took from one (limit, window, bucket). */
+interface TakenRow extends CounterRow {
+  bucket: number;
+  usd: number;
+  n: number;
+  reserved_usd: number;
+}
+
 /**
  * Decides the asks in order against the counter rows read for the batch: an ask that fits takes
  * its amounts (unless a dry run), so the asks after it see them. The accepted asks are to be written.
+ * The stored rows are summed once per limit and window start; what the accepted asks took is kept
+ * summed per (limit, window, bucket), as the counters' upserts will write it. Each ask then reads
+ * a few sums, not every row and every ask before it.
  */
 export function decideBatch(
   asks: ReserveRequest[],
   rows: CounterRow[],
 ): { results: ReserveResult[]; accepted: ReserveRequest[] } {
-  const taken: CounterRow[] = [];
+  const taken: TakenRow[] = [];
   const accepted: ReserveRequest[] = [];
+  // What the stored rows count for a limit from a bucket on, summed once per batch, not once per
+  // ask. A batch holds a few (limit, window, start)s: a short list is searched faster than a map's
+  // string key is built.
+  const stored: Array<{ l: LimitWindow; u: LimitUsage }> = [];
+  const usageOf = (l: LimitWindow): LimitUsage => {
+    let base: LimitUsage | undefined;
+    for (const s of stored)
+      if (s.l.id === l.id && s.l.windowKey === l.windowKey && s.l.from === l.from) {
+        base = s.u;
+        break;
+      }
+    if (base === undefined) {
+      base = usageFromCounters([l], rows)[0];
+      stored.push({ l, u: base });
+    }
+    const u: LimitUsage = {
+      id: l.id,
+      committedUsd: base.committedUsd,
+      reservedUsd: base.reservedUsd,
+      count: base.count,
+    };
+    for (const c of taken) {
+      if (c.limit_id !== l.id || c.window_key !== l.windowKey || c.bucket < l.from) continue;
+      u.reservedUsd += c.reserved_usd;
+      u.committedUsd += c.usd - c.reserved_usd;
+      u.count += c.n;
+    }
+    return u;
+  };
   const results = asks.map((r): ReserveResult => {
-    const all = taken.length > 0 ? rows.concat(taken) : rows;
-    const usage = usageFromCounters(r.limits, all);
+    const usage = r.limits.map(usageOf);
     const over = overflowing(r.limits, usage, r.usd);
-    if (over.length > 0) return { ok: false, usage, full: over.map((l) => ({ id: l.id, buckets: bucketsOf(l, all) })) };
+    if (over.length > 0) {
+      const all = rows.concat(taken);
+      return { ok: false, usage, full: over.map((l) => ({ id: l.id, buckets: bucketsOf(l, all) })) };
+    }
     if (!r.dryRun) {
       accepted.push(r);
-      for (const l of r.limits)
-        taken.push({
-          limit_id: l.id,
-          window_key: l.windowKey,
-          bucket: l.bucket,
-          usd: r.usd,
-          n: 1,
-          reserved_usd: r.expiresAt === null ? 0 : r.usd,
-        });
+      const reserved = r.expiresAt === null ? 0 : r.usd;
+      for (const l of r.limits) {
+        const t = taken.find((c) => c.limit_id === l.id && c.window_key === l.windowKey && c.bucket === l.bucket);
+        if (t === undefined)
+          taken.push({
+            limit_id: l.id,
+            window_key: l.windowKey,
+            bucket: l.bucket,
+            usd: r.usd,
+            n: 1,
+            reserved_usd: reserved,
+          });
+        else {
+          t.usd += r.usd;
+          t.n += 1;
+          t.reserved_usd += reserved;
+        }
+      }
     }
     return { ok: true, usage };
   });

@@ -5,7 +5,9 @@
  * its own result.
  */
 import t from 'tap';
-import { KeyedBatcher, MAX_OPEN_TURNS } from '../../src/store/batch.js';
+import { decideBatch, KeyedBatcher, MAX_OPEN_TURNS } from '../../src/store/batch.js';
+import type { CounterRow } from '../../src/store/rows.js';
+import type { LimitWindow, ReserveRequest } from '../../src/store/types.js';
 
 function rig() {
   const turns: Array<() => void> = [];
@@ -69,4 +71,151 @@ t.test('asks after the first in its turn keep the batch open one turn more; each
   await endTurn();
   t.same(batches, [[3], [1, 2]], 'a turn that added nothing closed it');
   t.same(await Promise.all(out), [10, 20, 30]);
+});
+
+/**
+ * The reference: each ask alone, in order, against the stored rows plus one row per limit of every
+ * ask accepted before it (what a batch of one would have read after their commits).
+ */
+function oneByOne(asks: ReserveRequest[], stored: CounterRow[]) {
+  const rows = [...stored];
+  return asks.map((r) => {
+    const usage = r.limits.map((l) => {
+      let committed = 0;
+      let reserved = 0;
+      let count = 0;
+      for (const c of rows)
+        if (c.limit_id === l.id && c.window_key === l.windowKey && Number(c.bucket) >= l.from) {
+          reserved += Number(c.reserved_usd);
+          committed += Number(c.usd) - Number(c.reserved_usd);
+          count += Number(c.n);
+        }
+      return { committed, reserved, count };
+    });
+    const fullIds = r.limits
+      .filter((l, i) => {
+        const u = usage[i];
+        return (
+          (l.maxUsd !== null && u.committed + u.reserved + r.usd > l.maxUsd + 1e-6) ||
+          (l.maxCount !== null && u.count + 1 > l.maxCount)
+        );
+      })
+      .map((l) => l.id);
+    const ok = fullIds.length === 0;
+    if (ok && !r.dryRun)
+      for (const l of r.limits)
+        rows.push({
+          limit_id: l.id,
+          window_key: l.windowKey,
+          bucket: l.bucket,
+          usd: r.usd,
+          n: 1,
+          reserved_usd: r.expiresAt === null ? 0 : r.usd,
+        });
+    return { ok, usage, fullIds };
+  });
+}
+
+t.test('a batch decides each ask as deciding it alone, in order, would have', async (t) => {
+  // A seeded generator: the same asks every run.
+  let seed = 7;
+  const rand = (n: number) => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  const minute = 60_000;
+  const t0 = 1_800_000_000_000;
+  const stored: CounterRow[] = [];
+  for (let b = 0; b < 60; b++)
+    stored.push({
+      limit_id: 'hour',
+      window_key: 'rolling:3600',
+      bucket: t0 - b * minute,
+      usd: '5',
+      n: '1',
+      reserved_usd: b % 3 === 0 ? '5' : '0',
+    });
+  stored.push({ limit_id: 'day', window_key: 'day', bucket: t0 - (t0 % 86_400_000), usd: 120, n: 9, reserved_usd: 20 });
+  let checked = 0;
+  let refused = 0;
+  for (let round = 0; round < 40; round++) {
+    const asks: ReserveRequest[] = [];
+    for (let i = 0; i < 50; i++) {
+      const at = t0 + rand(3) * minute; // three buckets of the rolling window in one batch
+      const hour: LimitWindow = {
+        id: 'hour',
+        windowKey: 'rolling:3600',
+        bucket: at - (at % minute),
+        from: at - 59 * minute - (at % minute),
+        step: minute,
+        maxUsd: 400 + rand(200),
+        maxCount: null,
+      };
+      const day: LimitWindow = {
+        id: 'day',
+        windowKey: 'day',
+        bucket: t0 - (t0 % 86_400_000),
+        from: t0 - (t0 % 86_400_000),
+        step: 86_400_000,
+        maxUsd: null,
+        maxCount: 30 + rand(20),
+      };
+      asks.push({
+        id: `a${round}.${i}`,
+        accountId: 'acct',
+        policy: 'p',
+        limits: rand(4) === 0 ? [hour] : [hour, day],
+        usd: [0.1, 0.2, 7.25, 30][rand(4)],
+        at,
+        expiresAt: rand(2) === 0 ? null : at + 60_000,
+        chain: 'base',
+        actor: null,
+        dryRun: rand(10) === 0,
+      });
+    }
+    const { results, accepted } = decideBatch(asks, stored);
+    const want = oneByOne(asks, stored);
+    for (let i = 0; i < asks.length; i++) {
+      const got = results[i];
+      const w = want[i];
+      if (got.ok !== w.ok) {
+        t.fail(`round ${round} ask ${i}: ok ${got.ok}, alone ${w.ok}`);
+        continue;
+      }
+      const close = got.usage.every(
+        (u, k) =>
+          Math.abs(u.committedUsd - w.usage[k].committed) < 1e-6 &&
+          Math.abs(u.reservedUsd - w.usage[k].reserved) < 1e-6 &&
+          u.count === w.usage[k].count,
+      );
+      if (!close)
+        t.fail(`round ${round} ask ${i}: usage ${JSON.stringify(got.usage)}, alone ${JSON.stringify(w.usage)}`);
+      if (!got.ok) {
+        refused++;
+        t.same(
+          got.full.map((f) => f.id),
+          w.fullIds,
+          'the same limits are full',
+        );
+        for (const f of got.full) {
+          // What each full limit's buckets hold adds up to what it counted.
+          const k = asks[i].limits.findIndex((l) => l.id === f.id);
+          const sum = f.buckets.reduce((s, b) => s + b.usd, 0);
+          const counted = w.usage[k].committed + w.usage[k].reserved;
+          if (Math.abs(sum - counted) > 1e-6)
+            t.fail(`round ${round} ask ${i}: buckets of ${f.id} hold ${sum}, counted ${counted}`);
+        }
+      }
+      checked++;
+    }
+    t.same(
+      accepted.map((r) => r.id),
+      asks.filter((r, i) => want[i].ok && !r.dryRun).map((r) => r.id),
+      `round ${round}: the accepted asks`,
+    );
+  }
+  t.equal(checked, 2000, 'every ask compared');
+  // Both outcomes occur often, or the comparison would show little.
+  t.ok(refused > 200, `${refused} asks refused`);
+  t.ok(refused < 1800, `${2000 - refused} asks fit`);
 });
