@@ -26,7 +26,7 @@ import { probe } from './delegation_scan.js';
 import { checkError, fromUpstreamFail, neverThrow } from './outcome.js';
 import { SIMULATION_TTL_S } from './transaction_simulation.js';
 import { isOperatorUrl } from './trust.js';
-import type { CheckContext, CheckModule, CheckOutcome, CounterpartyScreenCheck } from './types.js';
+import type { CheckContext, CheckModule, CheckOutcome, CounterpartyScreenCheck, RecipientCode } from './types.js';
 
 export type { CounterpartyScreenCheck };
 
@@ -52,11 +52,7 @@ const CODE_TTL_MS = SIMULATION_TTL_S * 1000;
 /** A screening answer is reused at most this long: lists change fleet-wide within a minute. */
 export const SCREEN_TTL_S = 60;
 
-interface Sweep {
-  delegate: string | null;
-  sweeps: boolean | null;
-  error: CheckOutcome | null;
-}
+type Sweep = RecipientCode;
 const sweeps = new Map<string, { at: number; r: Promise<Sweep> }>();
 
 /** Whether `address` is delegated to a delegate that sweeps what it receives, read on the node. */
@@ -98,6 +94,38 @@ function sweepOf(url: string, address: string, rpcOpts: RpcOptions): Promise<Swe
   return r;
 }
 
+/** How the screen reads the node at `url`: the address rules of a URL the operator did not configure. */
+function readOptions(config: CheckContext['config'], url: string, signal: AbortSignal): RpcOptions {
+  return {
+    signal,
+    safe: !isOperatorUrl(config, url),
+    allowPrivate: config.allowPrivateTargets,
+    source: rpcSource(url),
+  };
+}
+
+/**
+ * Starts the code reads (and a delegated one's sweep probe) of addresses the screen will read as
+ * recipients, before it runs: the guard calls it as its checks start, so a recipient's code is
+ * read beside the simulation instead of after it, and hands the reads to its screen
+ * (CheckContext.readsAhead), which takes them as they are: a read kept from the last
+ * CODE_TTL_MS when the request came, or one started now. Each runs under the check's hard
+ * timeout, like the screen's own reads.
+ */
+export function readAhead(
+  config: CheckContext['config'],
+  url: string | null,
+  addresses: readonly string[],
+): Map<string, Promise<RecipientCode>> {
+  const reads = new Map<string, Promise<RecipientCode>>();
+  if (url === null || addresses.length === 0) return reads;
+  const hard = deadline(undefined, config.checkHardTimeoutMs);
+  const opts = readOptions(config, url, hard.signal);
+  for (const a of addresses) reads.set(a, sweepOf(url, a, opts));
+  void Promise.allSettled(reads.values()).then(hard.done);
+  return reads;
+}
+
 /** Forget kept code reads (tests). */
 export function forgetSweeps(): void {
   sweeps.clear();
@@ -131,7 +159,7 @@ function byDeadline(p: Promise<Sweep>, signal: AbortSignal): Promise<Sweep> {
 /** Screens every address; the per-address answers and the lists' state, for the guard and /v1/screen. */
 export async function screenAll(
   check: CounterpartyScreenCheck,
-  ctx: Pick<CheckContext, 'config' | 'signal'>,
+  ctx: Pick<CheckContext, 'config' | 'signal' | 'readsAhead'>,
   screening: ScreeningView,
 ): Promise<{ results: AddressResult[]; bookError: string | null; sweeperSkipped: boolean; source: string | null }> {
   const books: KnownBook[] = [screening.book(check.known_addresses)];
@@ -149,21 +177,13 @@ export async function screenAll(
   // timer is cleared once every read this call started has settled.
   const hard = url ? deadline(undefined, ctx.config.checkHardTimeoutMs) : null;
   const reads: Promise<Sweep>[] = [];
-  const rpcOpts: RpcOptions | null =
-    url && hard
-      ? {
-          signal: hard.signal,
-          safe: !isOperatorUrl(ctx.config, url),
-          allowPrivate: ctx.config.allowPrivateTargets,
-          source: rpcSource(url),
-        }
-      : null;
+  const rpcOpts: RpcOptions | null = url && hard ? readOptions(ctx.config, url, hard.signal) : null;
   const stale = screening.stale();
   const results = await Promise.all(
     check.addresses.map(async ({ address, roles }): Promise<AddressResult> => {
       const s: AddressScreen = screenAddress(address, roles, (a) => screening.find(a), books);
       const receives = roles.some((r) => RECEIVES.has(r));
-      const read = receives && url && rpcOpts ? sweepOf(url, address, rpcOpts) : null;
+      const read = receives && url && rpcOpts ? (ctx.readsAhead?.get(address) ?? sweepOf(url, address, rpcOpts)) : null;
       if (read) reads.push(read);
       const sweep = read ? await byDeadline(read, ctx.signal) : null;
       const swept = sweep?.sweeps === true;
@@ -221,7 +241,7 @@ function listsNote(screening: ScreeningView): string {
 
 export async function runScreen(
   check: CounterpartyScreenCheck,
-  ctx: Pick<CheckContext, 'config' | 'signal'>,
+  ctx: Pick<CheckContext, 'config' | 'signal' | 'readsAhead'>,
   screening: ScreeningView,
 ): Promise<CheckOutcome> {
   const { results, sweeperSkipped, source } = await screenAll(check, ctx, screening);

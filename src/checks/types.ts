@@ -160,6 +160,19 @@ export interface CheckContext {
   timeoutMs: number;
   /** The screening lists, on the main thread only (counterparty_screen; docs/screening.md §4). */
   screening?: ScreeningView;
+  /**
+   * counterparty_screen: the recipients' code reads the guard started beside its checks, by
+   * lower-case address (readRecipientsAhead); the screen takes these instead of reading again.
+   */
+  readsAhead?: ReadonlyMap<string, Promise<RecipientCode>>;
+}
+
+/** A recipient's code as counterparty_screen reads it: its EIP-7702 delegate, and whether that sweeps. */
+export interface RecipientCode {
+  delegate: string | null;
+  sweeps: boolean | null;
+  /** Why it could not be read, as the check's outcome. */
+  error: CheckOutcome | null;
 }
 
 /**

@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Engine } from '../engine/runner.js';
 import { planGuard } from './plan.js';
-import { screenGuard, learnFromProceed } from './screen.js';
+import { screenGuard, learnFromProceed, readRecipientsAhead } from './screen.js';
 import type { ScreeningView } from '../screening/view.js';
 import type { Screening } from '../screening/service.js';
 import { guardResponse, type GuardResponse } from './guard-response.js';
@@ -100,12 +100,14 @@ export async function judgeGuard(
   const storeDown = res.locals.billing?.storeDown === true;
   const loading = under && policies && !storeDown ? policies.load(under) : null;
   const plan = planGuard(body, config);
-  // counterparty_screen runs here, on the main thread, after the checks whose counterparties it reads.
+  // counterparty_screen runs here, on the main thread, after the checks whose counterparties it
+  // reads; the code reads of the recipients the request names start now, beside the checks.
+  const screen = plan.planned.find((p) => p.entry === 'counterparty_screen');
+  const readsAhead = screen && deps.screening ? readRecipientsAhead(config, screen, body) : undefined;
   const planned = plan.planned
     .filter((p) => p.entry !== 'counterparty_screen')
     .map(({ name, check }) => ({ name, check }));
   const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
-  const screen = plan.planned.find((p) => p.entry === 'counterparty_screen');
   const account = accountOf(res.locals.billing);
   if (screen) {
     // The policy's address sets are known counterparties too; a store that cannot answer leaves
@@ -119,6 +121,7 @@ export async function judgeGuard(
         account,
         deadlineMs - (performance.now() - started),
         sets === null ? null : sets.flat(),
+        readsAhead,
       ),
     );
   }

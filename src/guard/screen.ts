@@ -3,10 +3,11 @@
  * counterparties join the addresses the request named, the check runs on the main thread with the
  * lists, and the counterparties of an answered proceed are learned for the account.
  */
-import { counterpartyScreen, type CounterpartyScreenCheck } from '../checks/counterparty_screen.js';
+import { counterpartyScreen, readAhead, type CounterpartyScreenCheck } from '../checks/counterparty_screen.js';
 import { checkError } from '../checks/outcome.js';
-import type { CheckResult } from '../checks/types.js';
+import type { CheckResult, RecipientCode } from '../checks/types.js';
 import type { Config } from '../config.js';
+import type { GuardRequest } from '../generated/types.js';
 import { result } from '../engine/runner.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -34,6 +35,39 @@ function simulated(results: readonly CheckResult[], into: Map<string, Set<Role>>
   }
 }
 
+/** ERC-20 `transfer(to, amount)` and `transferFrom(from, to, amount)`: where their `to` sits in the calldata. */
+const TRANSFER_TO: Readonly<Record<string, number>> = { '0xa9059cbb': 10, '0x23b872dd': 74 };
+
+/**
+ * Who a transaction's calldata pays, read before the simulation: an ERC-20 transfer's `to`, when
+ * the word holding it is a well-formed address. Only a hint for reading ahead; the screen's
+ * recipients are still the simulation's.
+ */
+export function calldataRecipient(data: unknown): string | null {
+  if (typeof data !== 'string' || data.length < 10) return null;
+  const at = TRANSFER_TO[data.slice(0, 10).toLowerCase()];
+  if (at === undefined || data.length < at + 64) return null;
+  const word = data.slice(at, at + 64).toLowerCase();
+  return /^0{24}[0-9a-f]{40}$/.test(word) ? `0x${word.slice(24)}` : null;
+}
+
+/**
+ * Starts the screen's code reads for the recipients the request names (and an ERC-20 transfer's
+ * `to`) while the checks run (readAhead): a fresh recipient then costs one round of the node's
+ * latency, not a second one after the simulation. The reads go to screenGuard.
+ */
+export function readRecipientsAhead(
+  config: Readonly<Config>,
+  planned: GuardPlannedCheck,
+  body: GuardRequest,
+): Map<string, Promise<RecipientCode>> {
+  const check = planned.check as unknown as CounterpartyScreenCheck;
+  const roles = new Map<string, Set<Role>>();
+  for (const a of check.addresses) if (a.roles.includes('recipient')) addRole(roles, a.address, 'recipient');
+  addRole(roles, calldataRecipient(body.transaction?.data), 'recipient');
+  return readAhead(config, check.rpc_url, [...roles.keys()]);
+}
+
 export async function screenGuard(
   deps: { config: Readonly<Config>; screening?: ScreeningView | null; metrics?: Metrics },
   planned: GuardPlannedCheck,
@@ -42,6 +76,8 @@ export async function screenGuard(
   remainingMs: number,
   /** The addresses of the policy's sets; null: the policy store could not be read. */
   policySets: readonly string[] | null = [],
+  /** The recipients' code reads started with the checks (readRecipientsAhead). */
+  readsAhead?: ReadonlyMap<string, Promise<RecipientCode>>,
 ): Promise<CheckResult> {
   const started = performance.now();
   const base = planned.check as unknown as CounterpartyScreenCheck;
@@ -73,6 +109,7 @@ export async function screenGuard(
       signal: limit.signal,
       timeoutMs,
       ...(deps.screening ? { screening: deps.screening } : {}),
+      ...(readsAhead ? { readsAhead } : {}),
     })
     .finally(limit.done);
   const latency = Math.round(performance.now() - started);
