@@ -52,15 +52,14 @@ const CODE_TTL_MS = SIMULATION_TTL_S * 1000;
 /** A screening answer is reused at most this long: lists change fleet-wide within a minute. */
 export const SCREEN_TTL_S = 60;
 
-type Sweep = RecipientCode;
-const sweeps = new Map<string, { at: number; r: Promise<Sweep> }>();
+const sweeps = new Map<string, { at: number; r: Promise<RecipientCode> }>();
 
 /** Whether `address` is delegated to a delegate that sweeps what it receives, read on the node. */
-function sweepOf(url: string, address: string, rpcOpts: RpcOptions): Promise<Sweep> {
+function sweepOf(url: string, address: string, rpcOpts: RpcOptions): Promise<RecipientCode> {
   const key = `${url} ${address}`;
   const hit = sweeps.get(key);
   if (hit && performance.now() - hit.at < CODE_TTL_MS) return hit.r;
-  const r = (async (): Promise<Sweep> => {
+  const r = (async (): Promise<RecipientCode> => {
     const code = await rpcBatch(url, [{ method: 'eth_getCode', params: [address, 'latest'] }], rpcOpts);
     const c = code.ok ? code.data[0]?.result : undefined;
     if (!code.ok) return { delegate: null, sweeps: null, error: fromUpstreamFail(code, 0) };
@@ -134,8 +133,8 @@ export function forgetSweeps(): void {
 const RANK = { fail: 3, error: 2, warn: 1, pass: 0 } as const;
 
 /** The sweep read, or a deadline error when the request's deadline comes first. */
-function byDeadline(p: Promise<Sweep>, signal: AbortSignal): Promise<Sweep> {
-  const late: Sweep = {
+function byDeadline(p: Promise<RecipientCode>, signal: AbortSignal): Promise<RecipientCode> {
+  const late: RecipientCode = {
     delegate: null,
     sweeps: null,
     error: checkError(
@@ -176,7 +175,7 @@ export async function screenAll(
   // (CODE_TTL_MS), so the retry a deadline asks for is answered from it, as the engine does. Its
   // timer is cleared once every read this call started has settled.
   const hard = url ? deadline(undefined, ctx.config.checkHardTimeoutMs) : null;
-  const reads: Promise<Sweep>[] = [];
+  const reads: Promise<RecipientCode>[] = [];
   const rpcOpts: RpcOptions | null = url && hard ? readOptions(ctx.config, url, hard.signal) : null;
   const stale = screening.stale();
   const results = await Promise.all(

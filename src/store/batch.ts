@@ -7,7 +7,7 @@
  * one per answer, and no batch of a policy overlaps another of the same policy in this process
  * (across processes the transaction's lock orders them).
  */
-import { bucketsOf, overflowing, usageFromCounters, type CounterRow } from './rows.js';
+import { addCounted, bucketsOf, overflowing, usageFromCounters, type CounterRow } from './rows.js';
 import type { LimitUsage, LimitWindow, ReserveRequest, ReserveResult } from './types.js';
 
 /** At most this many asks per transaction (PostgreSQL takes at most 65,535 parameters a statement). */
@@ -138,19 +138,7 @@ export function decideBatch(
       base = usageFromCounters([l], rows)[0];
       stored.push({ l, u: base });
     }
-    const u: LimitUsage = {
-      id: l.id,
-      committedUsd: base.committedUsd,
-      reservedUsd: base.reservedUsd,
-      count: base.count,
-    };
-    for (const c of taken) {
-      if (c.limit_id !== l.id || c.window_key !== l.windowKey || c.bucket < l.from) continue;
-      u.reservedUsd += c.reserved_usd;
-      u.committedUsd += c.usd - c.reserved_usd;
-      u.count += c.n;
-    }
-    return u;
+    return addCounted({ ...base }, l, taken);
   };
   const results = asks.map((r): ReserveResult => {
     const usage = r.limits.map(usageOf);

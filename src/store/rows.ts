@@ -185,16 +185,18 @@ export interface CounterRow {
 
 /** Per-limit sums from the counter rows that count now, in the order of `limits`. */
 export function usageFromCounters(limits: LimitWindow[], rows: CounterRow[]): LimitUsage[] {
-  return limits.map((l) => {
-    const u: LimitUsage = { id: l.id, committedUsd: 0, reservedUsd: 0, count: 0 };
-    for (const r of rows) {
-      if (r.limit_id !== l.id || r.window_key !== l.windowKey || Number(r.bucket) < l.from) continue;
-      u.reservedUsd += Number(r.reserved_usd);
-      u.committedUsd += Number(r.usd) - Number(r.reserved_usd);
-      u.count += Number(r.n);
-    }
-    return u;
-  });
+  return limits.map((l) => addCounted({ id: l.id, committedUsd: 0, reservedUsd: 0, count: 0 }, l, rows));
+}
+
+/** Adds to `u` what the rows count for `l` now (its buckets from `l.from` on); returns `u`. */
+export function addCounted(u: LimitUsage, l: LimitWindow, rows: readonly CounterRow[]): LimitUsage {
+  for (const r of rows) {
+    if (r.limit_id !== l.id || r.window_key !== l.windowKey || Number(r.bucket) < l.from) continue;
+    u.reservedUsd += Number(r.reserved_usd);
+    u.committedUsd += Number(r.usd) - Number(r.reserved_usd);
+    u.count += Number(r.n);
+  }
+  return u;
 }
 
 /** A limit's counted buckets, oldest first (for a rolling window's retry). */
