@@ -7,7 +7,10 @@
  * from the moment it is forked until `/health` says `ok`, then, at once, 20 cold decides one after
  * another (four fresh checks each, upstreams at the bench's latency); then a second fresh process
  * answers 200 bridge-risk calls one after another, each over three status pages it has never read,
- * which answer in 120 ms. Every latency is kept, the first included.
+ * which answer in 120 ms; then a third fresh process, whose first request is a guard, answers
+ * FIRST_GUARD_ROUNDS rounds of one guard of each kind that reads the node (a simulation, an
+ * authorization's delegate, a signed order), each on a token or delegate it has never seen. Every
+ * latency is kept, the first included.
  *
  * Capacity ramp: after the 300 req/s scenario, the same load at rising rates, each on keys no
  * earlier step used, until p99 reaches 300 ms or an answer fails; the highest rate that held is
@@ -20,7 +23,7 @@ import { generateApiKey } from '../src/billing/keys.js';
 import { openStore } from '../src/store/index.js';
 import { startServerChild, type Child } from './child.js';
 import { fill, serviceEnv, type Row } from './session.js';
-import { COLD_DECIDE, type Scenario } from './scenarios.js';
+import { COLD_DECIDE, GUARD_DELEGATION, GUARD_ORDER, GUARD_SIMULATION, type Scenario } from './scenarios.js';
 import type { Upstreams } from './upstreams.js';
 
 /** How many cold decides, and bridge-risk calls, a fresh process answers for the measurement. */
@@ -30,6 +33,19 @@ export const BRIDGE_CALLS = 200;
 export const STATUS_PAGE_MS = 120;
 /** Cold keys of the first decides: above every load's range, below the fleet's and the probe's. */
 const FIRST_N = 50_000;
+/**
+ * Rounds of first guards, one of each kind per round, and their cold keys (after the decides' and
+ * the warm-up's): each kind has a range of its own, so no guard finds a token another kind priced.
+ */
+export const FIRST_GUARD_ROUNDS = 10;
+const FIRST_GUARD_N = FIRST_N + 100;
+const guardN = (kind: number, i: number): number => FIRST_GUARD_N + 100 * kind + i;
+/** The guards a fresh process answers first: each reads the node and the price provider on fresh keys. */
+const FIRST_GUARDS: ReadonlyArray<readonly [string, string]> = [
+  ['simulation', GUARD_SIMULATION],
+  ['delegation', GUARD_DELEGATION],
+  ['order', GUARD_ORDER],
+];
 
 export interface FirstAnswers {
   /** From the fork to the first `/health` that said `ok`, and the states it said before. */
@@ -39,6 +55,8 @@ export interface FirstAnswers {
   decideMs: number[];
   /** Each bridge-risk call's latency in ms, in order (on a fresh process of its own). */
   bridgeMs: number[];
+  /** Each guard kind's latencies in ms, in order (on a third fresh process, kinds taken in turn). */
+  guardMs: Array<{ kind: string; ms: number[] }>;
   /** Answers that were not a 200 carrying `proceed`, with the first one's text. */
   failures: number;
   firstFailure: string | null;
@@ -132,6 +150,8 @@ async function warmUpstreams(upstreams: Upstreams): Promise<void> {
     for (let i = 0; i < WARM_DECIDES; i++) {
       const body = fill(COLD_DECIDE, FIRST_N + FIRST_DECIDES + i);
       await timedPost(`${warm.url}/v1/decide`, headers, body, () => undefined);
+      for (const [k, [, guard]] of FIRST_GUARDS.entries())
+        await timedPost(`${warm.url}/v1/guard`, headers, fill(guard, guardN(k, FIRST_GUARD_ROUNDS + i)), () => {});
     }
   } finally {
     await (await warm.child).stop();
@@ -193,7 +213,21 @@ export async function measureFirstAnswers(upstreams: Upstreams): Promise<FirstAn
   } finally {
     await Promise.all(pages.map((p) => p.close()));
   }
-  return { healthOkMs: first.ms, healthStates: first.states, decideMs, bridgeMs, failures, firstFailure };
+
+  // The guards: a third fresh process with a key already in its database, its first request a guard.
+  const guardEnv = serviceEnv(upstreams, null, {});
+  const guardKey = await keyBeforeStart(guardEnv.DATABASE_URL);
+  const third = await startAndAwaitHealth(guardEnv);
+  const guardMs = FIRST_GUARDS.map(([kind]) => ({ kind, ms: [] as number[] }));
+  try {
+    const headers = { 'content-type': 'application/json', 'x-api-key': guardKey };
+    for (let i = 0; i < FIRST_GUARD_ROUNDS; i++)
+      for (const [k, [, guard]] of FIRST_GUARDS.entries())
+        guardMs[k]?.ms.push(await timedPost(`${third.url}/v1/guard`, headers, fill(guard, guardN(k, i)), note));
+  } finally {
+    await (await third.child).stop();
+  }
+  return { healthOkMs: first.ms, healthStates: first.states, decideMs, bridgeMs, guardMs, failures, firstFailure };
 }
 
 /** The rates the ramp tries after the 300 req/s scenario, in order. */

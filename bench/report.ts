@@ -92,5 +92,6 @@ export function printCold(ramp: Ramp | null, first: FirstAnswers | null): void {
     process.stdout.write(
       `  bridge-risk (another fresh process): first ${first.bridgeMs[0]} ms, p50 ${percentile(first.bridgeMs, 50)}, p99 ${percentile(first.bridgeMs, 99)}, max ${percentile(first.bridgeMs, 100)} ms\n`,
     );
+    for (const g of first.guardMs) process.stdout.write(`  ${g.kind} guards (a third fresh process): ${ms(g.ms)} ms\n`);
   }
 }

@@ -80,6 +80,8 @@ export const LIMITS = Object.freeze({
   /** A fresh process's first cold decide, and its first 20 at p99, over the upstream latency. */
   firstColdOverUpstreamMs: 15,
   firstColdP99OverUpstreamMs: 25,
+  /** A fresh process's first guard of each kind that reads the node, over the median of its next ones. */
+  firstGuardOverLaterMs: 15,
   /** Every bridge-risk call over three status pages (120 ms), the first included, over the pages' delay. */
   bridgeMaxOverPagesMs: 80,
   /** A signed order's price call and decimals batch run side by side: one upstream round. */
@@ -108,6 +110,7 @@ export interface FirstAnswersFigures {
   healthOkMs: number;
   decideMs: readonly number[];
   bridgeMs: readonly number[];
+  guardMs: ReadonlyArray<{ kind: string; ms: readonly number[] }>;
   failures: number;
   firstFailure: string | null;
 }
@@ -140,6 +143,15 @@ export function checkFirstAnswers(
       ok: fa.bridgeMs.length > 0 && bridgeMax <= bridgeLimit,
       detail: `first ${fa.bridgeMs[0]} ms, p50 ${percentile(fa.bridgeMs, 50)}, p99 ${percentile(fa.bridgeMs, 99)}, max ${bridgeMax} ms (limit ${bridgeLimit})`,
     },
+    ...fa.guardMs.map(({ kind, ms }) => {
+      const later = percentile(ms.slice(1), 50);
+      const limit = later + LIMITS.firstGuardOverLaterMs;
+      return {
+        target: `first-answers: the first ${kind} guard of a fresh process <= the median of its next ${ms.length - 1} + ${LIMITS.firstGuardOverLaterMs} ms`,
+        ok: ms.length > 1 && (ms[0] ?? Number.NaN) <= limit,
+        detail: `${ms[0]} ms (limit ${limit}): ${list(ms)}`,
+      };
+    }),
     {
       target: 'first-answers: every answer a 200 with proceed',
       ok: fa.failures === 0,

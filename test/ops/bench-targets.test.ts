@@ -185,12 +185,16 @@ t.test('cold capacity: 300 fresh decides a second held to p99 < 150 ms and p50 <
 });
 
 t.test(
-  'first answers: the first within upstream + 15 ms, the first 20 at p99 within + 25, bridge calls all within 200 ms',
+  'first answers: the first within upstream + 15 ms, the first 20 at p99 within + 25, bridge calls all within 200 ms, first guards within 15 ms of the next',
   async (t) => {
     const ok = {
       healthOkMs: 900,
       decideMs: [64, ...Array.from({ length: 19 }, () => 58)],
       bridgeMs: Array.from({ length: 200 }, (_, i): number => (i === 0 ? 199 : 130)),
+      guardMs: [
+        { kind: 'simulation', ms: [129, 112, 114, 300, 113, 116, 115, 111, 114, 118] },
+        { kind: 'order', ms: [78, 62, 64, 63, 65, 61, 64, 66, 63, 62] },
+      ],
       failures: 0,
       firstFailure: null,
     };
@@ -211,6 +215,17 @@ t.test(
       ['200 bridge-risk calls'],
       'the first call counts',
     );
+    t.same(
+      miss({ ...ok, guardMs: [ok.guardMs[0], { kind: 'order', ms: [79, ...ok.guardMs[1].ms.slice(1)] }] }),
+      ['the first order'],
+      'the median of the next nine (63) + 15',
+    );
+    t.same(
+      miss({ ...ok, guardMs: [{ kind: 'simulation', ms: [Number.NaN, ...ok.guardMs[0].ms.slice(1)] }] }),
+      ['the first simulation'],
+      'a failed first guard misses',
+    );
+    t.same(miss({ ...ok, guardMs: [{ kind: 'order', ms: [60] }] }), ['the first order'], 'one guard alone cannot pass');
     t.same(miss({ ...ok, failures: 1, firstFailure: '200: wait' }), ['every answer a']);
     t.equal(percentile([3, 1, 2, 4], 50), 2);
     t.equal(percentile([3, 1, 2, 4], 99), 4);
