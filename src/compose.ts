@@ -4,6 +4,7 @@
  * exercise is the production wiring.
  */
 import { warmEventLoop } from './http/warm-up.js';
+import { guardWarmChecks, warmGuards } from './guard/warm-up.js';
 import { accountQuotaHeaders } from './billing/account-quota.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -70,7 +71,8 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     metrics.circuitState(upstream, state);
     logger.warn({ upstream, state }, 'circuit breaker');
   });
-  const executor = createExecutor(config);
+  // Each check thread warms the checks the guards plan too (src/guard/warm-up.ts).
+  const executor = createExecutor(config, guardWarmChecks(config));
   metrics.setPoolSource(() => executor.stats());
   const shared =
     config.redisUrl === null
@@ -178,7 +180,11 @@ export async function compose(config: Readonly<Config>, logger: Logger, opts: Co
     payments,
     async ready() {
       // The event loop warms while the threads do; what it could not do is logged, never fatal.
-      const [problems] = await Promise.all([warmEventLoop(config, store), executor.ready(), attester?.ready()]);
+      const warmLoop = async (): Promise<string[]> => [
+        ...(await warmEventLoop(config, store)),
+        ...(await warmGuards(config, screening).catch((err: Error) => [`the guards' warm-up failed: ${err.message}`])),
+      ];
+      const [problems] = await Promise.all([warmLoop(), executor.ready(), attester?.ready()]);
       if (problems.length > 0) logger.warn({ problems }, 'the event loop warm-up was incomplete');
       // One answer signed and thrown away: the signing path's first run is not a caller's.
       await attester?.attest(

@@ -35,7 +35,10 @@ export interface Executor {
 class InlineExecutor implements Executor {
   readonly kind = 'inline' as const;
   readonly pool = null;
-  constructor(private readonly config: Readonly<Config>) {}
+  constructor(
+    private readonly config: Readonly<Config>,
+    private readonly warmChecks: ReadonlyArray<Record<string, unknown>> = [],
+  ) {}
   async execute(items: ExecItem[], hardTimeoutMs: number, onResult: (r: ExecResult) => void): Promise<void> {
     await Promise.all(items.map(async (it) => onResult(await runTimedCheck(it, this.config, hardTimeoutMs))));
   }
@@ -46,7 +49,7 @@ class InlineExecutor implements Executor {
   warmThreads = 0;
   /** The main thread's own warm-up (src/engine/warm-up.ts), once. */
   ready(): Promise<void> {
-    this.#warmed ??= warmUp(this.config).then(
+    this.#warmed ??= warmUp(this.config, this.warmChecks).then(
       () => {
         this.warmThreads = 1;
       },
@@ -64,8 +67,8 @@ class PoolExecutor implements Executor {
   /** Until every worker has loaded, checks run inline, so start-up never waits on the pool. */
   private warm = false;
   private readonly inline: InlineExecutor;
-  constructor(config: Readonly<Config>) {
-    this.inline = new InlineExecutor(config);
+  constructor(config: Readonly<Config>, warmChecks: ReadonlyArray<Record<string, unknown>>) {
+    this.inline = new InlineExecutor(config, warmChecks);
     this.pool = new Piscina({
       filename: new URL('../../workers/check-worker.js', import.meta.url).href,
       minThreads: config.poolThreads,
@@ -73,7 +76,7 @@ class PoolExecutor implements Executor {
       concurrentTasksPerWorker: config.poolConcurrency,
       maxQueue: config.poolMaxQueue,
       idleTimeout: 60_000,
-      workerData: { config },
+      workerData: { config, warmChecks },
     });
     // A dying worker is replaced by piscina; its tasks are rejected and answered as errors.
     this.pool.on('error', () => {});
@@ -81,6 +84,7 @@ class PoolExecutor implements Executor {
     // task (workers/check-worker.ts): one channel per worker for the pool's life, where a channel
     // made, transferred and closed per task cost the event loop 20 to 50 µs a request.
     this.pool.on('message', (m: { task?: number; results?: ExecResult[] }) => {
+      // A readiness task's results (task -1) belong to no request: they only warm this path.
       if (typeof m?.task !== 'number' || !Array.isArray(m.results)) return;
       const deliver = this.#tasks.get(m.task);
       if (deliver) for (const r of m.results) deliver(r);
@@ -178,6 +182,13 @@ class PoolExecutor implements Executor {
   }
 }
 
-export function createExecutor(config: Readonly<Config>): Executor {
-  return config.poolThreads === 0 ? new InlineExecutor(config) : new PoolExecutor(config);
+/**
+ * `warmChecks`: check bodies each thread's warm-up runs besides its own (src/engine/warm-up.ts),
+ * such as the checks the service's guards plan.
+ */
+export function createExecutor(
+  config: Readonly<Config>,
+  warmChecks: ReadonlyArray<Record<string, unknown>> = [],
+): Executor {
+  return config.poolThreads === 0 ? new InlineExecutor(config, warmChecks) : new PoolExecutor(config, warmChecks);
 }

@@ -70,6 +70,8 @@ t.test('/health says starting (503) until the service is warm, then ok, and neve
   t.ok(readyLoggedAtOk, 'the service logged ready by the time it said ok');
   const ready = svc.logs.find((l) => l.msg === 'ready') as { warm_threads?: number } | undefined;
   t.equal(ready?.warm_threads, 2, 'both check threads ran the warm-up before ready');
+  const incomplete = svc.logs.find((l) => l.msg === 'the event loop warm-up was incomplete');
+  t.notOk(incomplete, `the decide and each warm guard proceeded on the stand-in: ${JSON.stringify(incomplete ?? {})}`);
   // The first request after ok is served by the app at once (nothing held), and its check runs on
   // a warm thread: the price provider is asked once, and nothing else was asked of it before.
   t.equal(cg.stats.requests, 0, 'the warm-up asked the real price provider nothing');
