@@ -16,10 +16,19 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.js';
+import type { Metrics } from '../metrics.js';
 import { openAhead } from '../net/dispatchers.js';
 import { runTimedCheck, type ExecItem, type ExecResult } from './timed-check.js';
 
 export const WARM_TIMEOUT_MS = 5000;
+
+/** What a warm-up's own engine counts: nothing (the service's metrics are for real calls only). */
+export const UNCOUNTED = {
+  check() {},
+  cacheEvent() {},
+  upstream() {},
+  poolTask() {},
+} as unknown as Metrics;
 /** Rounds of the warm-up's checks: V8 compiles a function on its first call and optimises it after several. */
 export const WARM_ROUNDS = 3;
 const WARM_ID = 'preflight-warm-up';

@@ -13,13 +13,13 @@
  */
 import type { Config } from '../config.js';
 import { createEngine } from '../engine/runner.js';
-import { WARM_ROUNDS, WARM_TIMEOUT_MS, withStandIn } from '../engine/warm-up.js';
+import { UNCOUNTED, WARM_ROUNDS, WARM_TIMEOUT_MS, withStandIn } from '../engine/warm-up.js';
 import { createExecutor } from '../engine/worker-pool.js';
 import type { GuardRequest } from '../generated/types.js';
 import type { ApiResponse } from '../http/api.js';
 import { bodyProblems } from '../http/validation.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import { pino } from 'pino';
+import type { Screening } from '../screening/service.js';
 import type { ScreeningView } from '../screening/view.js';
 import { judgeGuard } from './handler.js';
 import { planGuard } from './plan.js';
@@ -105,23 +105,8 @@ export function guardWarmChecks(config: Readonly<Config>): Array<Record<string, 
   );
 }
 
-/** What the warm-up's engine counts: nothing (the service's metrics are for real calls only). */
-const UNCOUNTED = {
-  check() {},
-  cacheEvent() {},
-  upstream() {},
-  poolTask() {},
-} as unknown as Metrics;
-
-const QUIET = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child() {
-    return QUIET;
-  },
-} as unknown as Logger;
+/** The warm-up's guards log nothing. */
+const QUIET = pino({ level: 'silent' });
 
 /**
  * WARM_ROUNDS rounds of the warm guards, validated and judged whole on this thread against the
@@ -129,7 +114,7 @@ const QUIET = {
  */
 export async function warmGuards(
   config: Readonly<Config>,
-  screening: (ScreeningView & { learn(...args: never[]): unknown }) | null,
+  screening: (ScreeningView & Pick<Screening, 'learn'>) | null,
 ): Promise<string[]> {
   const problems: string[] = [];
   await withStandIn(config, async (local) => {
@@ -145,7 +130,7 @@ export async function warmGuards(
           for (const p of bodyProblems('GuardRequest', body)) problems.push(`${kind} ${p.loc.join('.')}: ${p.msg}`);
           const res = { locals: {} } as unknown as ApiResponse;
           const run = { body, requestId: 'warm-up', deadlineMs: WARM_TIMEOUT_MS, started: performance.now() };
-          const deps = { config: local, engine, logger: QUIET, screening: screening as never };
+          const deps = { config: local, engine, logger: QUIET, screening };
           const answer = JSON.parse(JSON.stringify(await judgeGuard(deps, res, run, null, true)));
           if (round === WARM_ROUNDS - 1 && answer.verdict !== 'proceed')
             problems.push(`the warm-up ${kind} guard answered ${answer.verdict}: ${answer.reasoning}`);

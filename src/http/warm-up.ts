@@ -14,9 +14,8 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
 import { buildDecideResponse } from '../engine/decide-response.js';
 import { createEngine } from '../engine/runner.js';
-import { WARM_ROUNDS, WARM_TIMEOUT_MS, warmUpItems, withStandIn } from '../engine/warm-up.js';
+import { UNCOUNTED, WARM_ROUNDS, WARM_TIMEOUT_MS, warmUpItems, withStandIn } from '../engine/warm-up.js';
 import { createExecutor } from '../engine/worker-pool.js';
-import type { Metrics } from '../metrics.js';
 import type { Store } from '../store/types.js';
 import type { SchemaId } from './validation.js';
 import { bodyProblems } from './validation.js';
@@ -49,14 +48,6 @@ export function warmValidators(): string[] {
     for (const p of bodyProblems(id, body)) found.push(`${id} ${p.loc.join('.')}: ${p.msg}`);
   return found;
 }
-
-/** What the warm-up's engine counts: nothing (the service's metrics are for real calls only). */
-const UNCOUNTED = {
-  check() {},
-  cacheEvent() {},
-  upstream() {},
-  poolTask() {},
-} as unknown as Metrics;
 
 /**
  * WARM_ROUNDS decides' worth of the engine, judge and answer on this thread against the stand-in;
