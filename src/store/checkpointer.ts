@@ -10,7 +10,9 @@
  * checkpoint, which copies nearly everything, blocks no writer and no reader. Once the WAL holds
  * 1,000 frames it follows with a RESTART checkpoint, which holds the write lock while it copies
  * the few frames left and syncs: a commit that meets it waits that long (the connection's
- * busy_timeout), where before a commit copied and synced a thousand pages itself.
+ * busy_timeout), where before a commit copied and synced a thousand pages itself. Once a
+ * checkpoint has copied every frame, the thread also starts the WAL afresh with a commit of its
+ * own, so that the header a fresh WAL writes and syncs is not written in the store's next commit.
  *
  * Should the thread fail to start or end unasked, the connection takes checkpoints back
  * (`wal_autocheckpoint = 1000`, SQLite's default): the WAL never grows without bound.

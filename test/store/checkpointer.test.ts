@@ -1,11 +1,12 @@
 /**
  * The SQLite store's WAL checkpoints on a thread of their own (src/store/checkpointer.ts,
  * bench/README.md "Eighth pass"): commits reach the database file without the store's
- * connection copying them, the WAL starts afresh under steady writes instead of growing, and a
- * thread that cannot start leaves checkpoints to the connection as SQLite's default has them.
+ * connection copying them, the WAL starts afresh under steady writes instead of growing, the
+ * thread (not the store's commits) starts it afresh once it has caught up, and a thread that
+ * cannot start leaves checkpoints to the connection as SQLite's default has them.
  */
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -73,6 +74,58 @@ t.test('under steady writes the WAL is started afresh rather than grown', async 
   t.equal(last.busy, 0);
   t.equal(last.checkpointed, last.log, 'once the writes stop, everything is checkpointed');
   t.equal(rowsInFile(file, account), commits);
+});
+
+/**
+ * The WAL header's checkpoint sequence and salts (bytes 12 to 24 of the file, per SQLite's WAL
+ * format): a commit that starts the WAL afresh writes new ones, and syncs them; one that appends
+ * leaves them as they are.
+ */
+function walHeader(file: string): string {
+  const fd = openSync(`${file}-wal`, 'r');
+  try {
+    const b = Buffer.alloc(24);
+    readSync(fd, b, 0, 24, 0);
+    return b.subarray(12, 24).toString('hex');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+t.test("once it has caught up the thread starts the WAL afresh, and the store's commits append", async (t) => {
+  const { store, file } = await openFileStore('d.db');
+  t.teardown(() => store.close());
+  const account = randomUUID();
+  for (let round = 0; round < 5; round++) {
+    await store.appendVerdicts([verdictRow(account)]);
+    const before = walHeader(file);
+    let after = before;
+    for (let i = 0; i < 40 && after === before; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      after = walHeader(file);
+    }
+    t.not(after, before, `round ${round}: the thread started the WAL afresh after its checkpoint`);
+    await store.appendVerdicts([verdictRow(account)]);
+    t.equal(walHeader(file), after, `round ${round}: the store's commit appended, with no header to write and sync`);
+  }
+  // Idle, the thread writes nothing: its own commit is not taken for a change to checkpoint.
+  await new Promise((r) => setTimeout(r, 150));
+  const idle = [walHeader(file), statSync(`${file}-wal`).mtimeMs];
+  await new Promise((r) => setTimeout(r, 500));
+  t.same([walHeader(file), statSync(`${file}-wal`).mtimeMs], idle, 'nothing written while nothing is committed');
+  t.equal(rowsInFile(file, account), 10, 'every commit reached the database file');
+});
+
+t.test('a store opened again finds its WAL started by the thread before its first commit', async (t) => {
+  const first = await openFileStore('e.db');
+  await first.store.close();
+  t.equal(statSync(`${first.file}-wal`, { throwIfNoEntry: false }), undefined, 'closing removed the WAL');
+  const { store, file } = await openFileStore('e.db');
+  t.teardown(() => store.close());
+  const started = walHeader(file);
+  t.ok(statSync(`${file}-wal`).size > 32, "the WAL holds the thread's commit once the thread is ready");
+  await store.appendVerdicts([verdictRow(randomUUID())]);
+  t.equal(walHeader(file), started, "the store's first commit appended");
 });
 
 t.test('a thread that cannot start leaves checkpoints to the connection, at SQLite’s default', async (t) => {
