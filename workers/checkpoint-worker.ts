@@ -78,10 +78,20 @@ function startAfresh(after: string): boolean {
   }
 }
 
+/**
+ * The most frames a checkpoint may have copied for the thread to start the WAL afresh after it.
+ * Past that the store commits often enough that its next commit would likely come while the
+ * thread's own commit holds the write lock, and wait for it at least a millisecond (SQLite's busy
+ * handler sleeps), more than the sync it would save; and under such load the WAL is caught up at
+ * most once a look. The thread then leaves the new WAL to the store's next commit.
+ */
+const AFRESH_FRAMES = 64;
+
 function checkpoint(): Result {
   const passive = (db.pragma('wal_checkpoint(PASSIVE)') as Result[])[0];
   const r = passive.log < RESTART_FRAMES ? passive : (db.pragma('wal_checkpoint(RESTART)') as Result[])[0];
-  if (r.busy === 0 && r.log > 0 && r.checkpointed === r.log && startAfresh(walState())) seen = walState();
+  const caughtUp = r.busy === 0 && r.log > 0 && r.checkpointed === r.log;
+  if (caughtUp && r.log <= AFRESH_FRAMES && startAfresh(walState())) seen = walState();
   return r;
 }
 

@@ -100,7 +100,7 @@ t.test("once it has caught up the thread starts the WAL afresh, and the store's 
     await store.appendVerdicts([verdictRow(account)]);
     const before = walHeader(file);
     let after = before;
-    for (let i = 0; i < 40 && after === before; i++) {
+    for (let i = 0; i < 80 && after === before; i++) {
       await new Promise((r) => setTimeout(r, 25));
       after = walHeader(file);
     }
@@ -108,7 +108,11 @@ t.test("once it has caught up the thread starts the WAL afresh, and the store's 
     await store.appendVerdicts([verdictRow(account)]);
     t.equal(walHeader(file), after, `round ${round}: the store's commit appended, with no header to write and sync`);
   }
-  // Idle, the thread writes nothing: its own commit is not taken for a change to checkpoint.
+  // Idle, the thread writes nothing: its own commit is not taken for a change to checkpoint. The
+  // last commit is left to be checkpointed, and the WAL started afresh after it, first.
+  const last = walHeader(file);
+  for (let i = 0; i < 80 && walHeader(file) === last; i++) await new Promise((r) => setTimeout(r, 25));
+  t.not(walHeader(file), last, 'the last commit was checkpointed and the WAL started afresh after it');
   await new Promise((r) => setTimeout(r, 150));
   const idle = [walHeader(file), statSync(`${file}-wal`).mtimeMs];
   await new Promise((r) => setTimeout(r, 500));
