@@ -44,6 +44,19 @@ function postJson(url: string, body: unknown, headers: Record<string, string> = 
   });
 }
 
+/** Polls `/health` until it says `ok`, for up to a minute. */
+async function untilReady(url: string): Promise<void> {
+  const end = performance.now() + 60_000;
+  while (performance.now() < end) {
+    const status = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5000) })
+      .then(async (r) => ((await r.json()) as { status?: string }).status)
+      .catch(() => undefined);
+    if (status === 'ok') return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${url} did not say ok on /health within 60 s`);
+}
+
 const decideBody = (n: number) => ({
   goal: 'crash test',
   checks: [{ type: 'approval_amount', amount: String(n), spender: '0x1111111111111111111111111111111111111111' }],
@@ -122,6 +135,9 @@ async function crashAndRestart(t: Test, databaseUrl: string): Promise<void> {
 
   const second = await spawnService(env(databaseUrl));
   t.teardown(() => void second.child.kill('SIGKILL'));
+  // Calls wait for the warm-up; on a host the rest of the suite loads, it alone has taken longer
+  // than a call's 10 s bound. The keys are tried once the restarted service says it is ready.
+  await untilReady(second.url);
   const broken: string[] = [];
   const miscounted: string[] = [];
   for (let i = 0; i < keys.length; i += CLIENTS) {
