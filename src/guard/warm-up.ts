@@ -21,6 +21,7 @@ import { bodyProblems } from '../http/validation.js';
 import { pino } from 'pino';
 import type { Screening } from '../screening/service.js';
 import type { ScreeningView } from '../screening/view.js';
+import { COW_ORDER, ORDER_VENUES } from '../scan/orders.js';
 import { judgeGuard } from './handler.js';
 import { planGuard } from './plan.js';
 
@@ -33,33 +34,15 @@ const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
 /** A guard of each kind that reads the node: a token transfer's simulation, an authorization, a signed order. */
 export function warmGuardBodies(nowS: number): GuardRequest[] {
   const word = (hex: string): string => hex.replace(/^0x/, '').padStart(64, '0');
+  // The CoW Protocol venue and order type the order scan knows (src/scan/orders.ts).
+  const cow = ORDER_VENUES.find((v) => v.protocol === 'cow');
   const order = {
     action: 'contract_call',
     chain: 'base',
     signer: SENDER,
     typed_data: {
-      domain: {
-        name: 'Gnosis Protocol',
-        version: 'v2',
-        chainId: 8453,
-        verifyingContract: '0x9008D19f58AAbD9eD0D60971565AA8510560ab41',
-      },
-      types: {
-        Order: [
-          { name: 'sellToken', type: 'address' },
-          { name: 'buyToken', type: 'address' },
-          { name: 'receiver', type: 'address' },
-          { name: 'sellAmount', type: 'uint256' },
-          { name: 'buyAmount', type: 'uint256' },
-          { name: 'validTo', type: 'uint32' },
-          { name: 'appData', type: 'bytes32' },
-          { name: 'feeAmount', type: 'uint256' },
-          { name: 'kind', type: 'string' },
-          { name: 'partiallyFillable', type: 'bool' },
-          { name: 'sellTokenBalance', type: 'string' },
-          { name: 'buyTokenBalance', type: 'string' },
-        ],
-      },
+      domain: { name: cow?.name, version: cow?.version, chainId: 8453, verifyingContract: cow?.address },
+      types: { Order: Object.entries(COW_ORDER).map(([name, type]) => ({ name, type })) },
       primaryType: 'Order',
       message: {
         sellToken: TOKEN,

@@ -38,7 +38,7 @@ export type OrderKind =
 
 /** A field: a primitive type name, or a struct (by its shape), possibly an array of it. */
 type FieldSpec = string | { struct: Shape; array?: true };
-type Shape = Readonly<Record<string, FieldSpec>>;
+export type Shape = Readonly<Record<string, FieldSpec>>;
 type Types = TypedDataInput['types'];
 
 /** `types[name]` has exactly the fields of `shape` (order free), nested structs included. */
@@ -75,7 +75,8 @@ const SEAPORT_ORDER: Shape = {
   conduitKey: 'bytes32',
   counter: 'uint256',
 };
-const COW_ORDER: Shape = {
+/** A CoW Protocol order's fields, in the order of its EIP-712 type. */
+export const COW_ORDER: Shape = {
   sellToken: 'address',
   buyToken: 'address',
   receiver: 'address',
