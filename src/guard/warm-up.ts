@@ -25,11 +25,13 @@ import { COW_ORDER, ORDER_VENUES } from '../scan/orders.js';
 import { judgeGuard } from './handler.js';
 import { planGuard } from './plan.js';
 
+// Addresses no real account, token or delegate has: the threads keep what they learn of a token
+// (its price, decimals and symbol) by its address, and the stand-in's answers must not stand in
+// for a real one's.
 const SENDER = `0x${'00'.repeat(18)}a11c`;
 const TOKEN = `0x${'00'.repeat(18)}70c1`;
+const BUY_TOKEN = `0x${'00'.repeat(18)}70c2`;
 const DELEGATE = `0x${'00'.repeat(18)}de1e`;
-/** The order's buy token: USDC on Base. */
-const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
 
 /** A guard of each kind that reads the node: a token transfer's simulation, an authorization, a signed order. */
 export function warmGuardBodies(nowS: number): GuardRequest[] {
@@ -46,7 +48,7 @@ export function warmGuardBodies(nowS: number): GuardRequest[] {
       primaryType: 'Order',
       message: {
         sellToken: TOKEN,
-        buyToken: USDC,
+        buyToken: BUY_TOKEN,
         receiver: `0x${'00'.repeat(20)}`,
         sellAmount: '100000000',
         buyAmount: '100000000',

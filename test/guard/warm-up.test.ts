@@ -81,6 +81,18 @@ t.test('the stand-in node answers one call, a batch, and a body it cannot parse'
 t.test('the warm guards pass the request rules and plan the checks that read the node', async (t) => {
   for (const body of warmGuardBodies(Math.floor(Date.now() / 1000)))
     t.same(bodyProblems('GuardRequest', body), [], 'a body the rules accept');
+  // The threads keep a token's price, decimals and symbol by its address: the warm guards name no
+  // real one, so the stand-in's answers never stand in for a real token's (the CoW settlement
+  // contract, a venue, is the one real address).
+  const named = [...JSON.stringify(warmGuardBodies(0)).matchAll(/"(0x[0-9a-fA-F]{40})"/g)].map((m) => m[1]);
+  t.ok(named.length >= 5, `${named.length} addresses named`);
+  t.same(
+    [...new Set(named.map((a) => a.toLowerCase()))].filter(
+      (a) => !a.startsWith(`0x${'00'.repeat(17)}`) && a !== '0x9008d19f58aabd9ed0d60971565aa8510560ab41',
+    ),
+    [],
+    'no real token, account or delegate',
+  );
   const types = guardWarmChecks(config).map((c) => c.type);
   for (const type of ['transaction_simulation', 'delegation_scan', 'signature_scan'])
     t.ok(types.includes(type), `${type} is warmed`);
