@@ -7,8 +7,9 @@
  *
  * Every `intervalMs` it looks at the `-wal` file and checkpoints when the file changed since the
  * last look; once a checkpoint has copied every frame, it starts the WAL afresh itself
- * (startAfresh), so that the store's next commit does not. Messages in: `{ op: 'now', id }` (checkpoint at once, answer `{ id, result }`),
- * `{ op: 'close' }` (close the connection, answer `'closed'`). Out: `'ready'` once the connection is open.
+ * (startAfresh), so that the store's next commit does not. Messages in: `{ op: 'now', id }`
+ * (checkpoint at once, answer `{ id, result }`), `{ op: 'close' }` (close the connection, answer
+ * `'closed'`). Out: `'ready'` once the connection is open.
  */
 import { statSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -58,11 +59,12 @@ function walState(): string {
  * light load is nearly every commit (0.8 ms against 0.08 ms for a commit that appends, on the
  * bench's host; an fsync takes the disk's own time). Here a commit that changes nothing a reader
  * sees (the schema's `user_version`, set to itself) takes that sync, and the store's next commit
- * appends after it. It runs only if the WAL has not changed since `after` (nothing was committed
- * since the checkpoint: that commit is then the one that started the WAL, and its frames wait for
- * the next look), and never waits for the write lock: a writer that holds it is starting the WAL
- * itself. Returns whether it wrote; `seen` then takes its own change, so that it is not
- * checkpointed and started afresh again at the next look.
+ * appends after it. It runs only if the WAL has not changed since `after`, its state when the
+ * checkpoint began (nothing was committed since: a commit then is the one that started the WAL,
+ * or its frames were not all copied, and either way they wait for the next look), and never waits
+ * for the write lock: a writer that holds it is starting the WAL itself. Returns whether it
+ * wrote; `seen` then takes its own change, so that it is not checkpointed and started afresh again
+ * at the next look.
  */
 function startAfresh(after: string): boolean {
   try {
@@ -88,10 +90,13 @@ function startAfresh(after: string): boolean {
 const AFRESH_FRAMES = 64;
 
 function checkpoint(): Result {
+  // A checkpoint reads the WAL and writes the database file: the WAL's state changes only by a commit.
+  const before = walState();
   const passive = (db.pragma('wal_checkpoint(PASSIVE)') as Result[])[0];
   const r = passive.log < RESTART_FRAMES ? passive : (db.pragma('wal_checkpoint(RESTART)') as Result[])[0];
   const caughtUp = r.busy === 0 && r.log > 0 && r.checkpointed === r.log;
-  if (caughtUp && r.log <= AFRESH_FRAMES && startAfresh(walState())) seen = walState();
+  // A commit during the checkpoint left frames it did not copy: they are for the next look.
+  if (caughtUp && r.log <= AFRESH_FRAMES && startAfresh(before)) seen = walState();
   return r;
 }
 
