@@ -152,7 +152,7 @@ t.test(
       for (let i = 0; i < 40; i++) {
         const thread = new SignThread(${JSON.stringify(key)}, { background: true });
         await thread.ready();
-        thread.prepare(4096).catch(() => undefined);
+        thread.prepare(512).catch(() => undefined);
         await new Promise((r) => setTimeout(r, i % 5));
         await thread.close();
       }
