@@ -138,17 +138,22 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     let last = '';
     for (let attempt = 0; attempt < 5; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, 500));
+      // A probe with no answer is the scenario's failure, named in its row, not the whole run's.
       const probe = await fetch(`${ctx.url}${s.path}`, {
         method: 'POST',
         headers: probeHeaders,
         body: fill(s.body, PROBE_N),
         signal: AbortSignal.timeout(10_000),
-      });
-      const text = await probe.text();
+      })
+        .then(async (res) => ({ status: res.status, text: await res.text() }))
+        .catch((err: Error) => ({ status: 0, text: `${err.name}: ${err.message}` }));
+      const { text } = probe;
       last =
         probe.status === s.expectStatus && text.includes(s.expectBody) && text.includes(s.probeAlso ?? '')
           ? ''
-          : `probe answered ${probe.status} (expected ${s.expectStatus} with ${s.expectBody}${s.probeAlso ? ` and ${s.probeAlso}` : ''}): ${text.slice(0, 300)}`;
+          : probe.status === 0
+            ? `probe got no answer (${text})`
+            : `probe answered ${probe.status} (expected ${s.expectStatus} with ${s.expectBody}${s.probeAlso ? ` and ${s.probeAlso}` : ''}): ${text.slice(0, 300)}`;
       if (last === '' || s.auth === 'x402') break; // a payment header buys one answer only
     }
     if (last !== '') return { ...row, note: last };
