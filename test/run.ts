@@ -128,6 +128,14 @@ function runFile(file: string, jobId: number): Promise<{ outcome: Outcome; tap: 
     parser.write(b);
   });
   child.stderr?.on('data', (b: Buffer) => errChunks.push(b));
+  // A process a test left behind can hold the file's stdout open after the file's process has
+  // ended: its output is then read for 2 s more, not waited for.
+  child.on('exit', () => {
+    setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    }, 2000).unref();
+  });
   return new Promise((resolve) => {
     child.on('close', async (code, signal) => {
       clearTimeout(timer);

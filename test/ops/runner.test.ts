@@ -2,7 +2,8 @@
  * The suite's runner (test/run.ts, `npm test`): a file passes only when its process exits 0 and its
  * TAP parses as passing; a failed assertion, a nested plan that does not match, a bad exit with every
  * assertion passed, a missing file and a file that spins past its own timeout each fail the run
- * (exit 1) and are named with their reasons; the counts are every assertion's, nested ones included.
+ * (exit 1) and are named with their reasons; the counts are every assertion's, nested ones included;
+ * a process a file leaves behind does not hold the run.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +31,10 @@ t.test('a', async (t) => { t.equal(1, 2, 'one is two'); });`,
 t.test('outer', async (t) => { t.test('inner', (t) => { t.plan(2); t.pass('one'); t.end(); }); });`,
   'exit.test.mjs': `import t from 'tap';
 t.pass('fine'); t.teardown(() => process.exit(3));`,
+  'leftover.test.mjs': `import t from 'tap';
+import { spawn } from 'node:child_process';
+spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000)'], { stdio: 'inherit', detached: true }).unref();
+t.pass('left a process holding stdout');`,
   'spin.test.mjs': `import t from 'tap';
 t.setTimeout(1000);
 t.test('spins', async () => { const end = Date.now() + 60_000; while (Date.now() < end); });`,
@@ -76,6 +81,13 @@ t.test('each way a file can fail fails the run and is named with its reason', as
   t.match(reasons('exit.test.mjs'), /"exit code 3"/, 'every assertion passed, the exit code did not');
   t.match(reasons('missing.test.mjs'), /"exit code 1"/);
   t.match(stdout, new RegExp(`^ok \\d - ${rel('pass.test.mjs')}`, 'm'), 'the passing one still passes');
+});
+
+t.test('a process a file leaves behind holding its stdout does not hold the run', async (t) => {
+  const { code, stdout, ms } = await runner('leftover.test.mjs');
+  t.equal(code, 0);
+  t.match(stdout, new RegExp(`^ok 1 - ${rel('leftover.test.mjs')}`, 'm'));
+  t.ok(ms < 20_000, `done in ${Math.round(ms)} ms, not when the leftover ends (30 s)`);
 });
 
 t.test('a file that spins past its own timeout is ended and fails', async (t) => {
