@@ -63,6 +63,17 @@ interface Outcome {
   why: string[];
 }
 
+/** Why a (sub)test's results are not ok, each reason prefixed with `at`. */
+function reasons(r: FinalResults, at: string): string[] {
+  if (r.ok) return [];
+  const out: string[] = [];
+  if (r.bailout) out.push(`${at}bailed out: ${r.bailout}`);
+  if (r.plan && r.plan.end !== r.count && !r.plan.skipAll)
+    out.push(`${at}plan 1..${r.plan.end}, ${r.count} test points`);
+  for (const f of r.failures) out.push(`${at}not ok ${f.id ?? ''} ${f.name ?? ''}`.trim());
+  return out;
+}
+
 /** Runs one file: its outcome, its TAP and its stderr. */
 function runFile(file: string, jobId: number): Promise<{ outcome: Outcome; tap: string; stderr: string }> {
   const started = performance.now();
@@ -111,15 +122,7 @@ function runFile(file: string, jobId: number): Promise<{ outcome: Outcome; tap: 
   const nested: string[] = [];
   const watch = (p: Parser, path: string[]) => {
     p.on('child', (c: Parser) => watch(c, [...path, c.name || '(unnamed)']));
-    if (path.length === 0) return;
-    p.on('complete', (r: FinalResults) => {
-      if (r.ok) return;
-      const at = `${path.join(' > ')}: `;
-      if (r.bailout) nested.push(`${at}bailed out: ${r.bailout}`);
-      if (r.plan && r.plan.end !== r.count && !r.plan.skipAll)
-        nested.push(`${at}plan 1..${r.plan.end}, ${r.count} test points`);
-      for (const f of r.failures) nested.push(`${at}not ok ${f.id ?? ''} ${f.name ?? ''}`.trim());
-    });
+    if (path.length > 0) p.on('complete', (r: FinalResults) => nested.push(...reasons(r, `${path.join(' > ')}: `)));
   };
   watch(parser, []);
   const done = new Promise<FinalResults>((resolve) => parser.on('complete', resolve));
@@ -143,11 +146,7 @@ function runFile(file: string, jobId: number): Promise<{ outcome: Outcome; tap: 
       const r = await done;
       // tap can exit 1 with every assertion counted as passed (a nested plan that does not match, a
       // bail-out inside a subtest): the nested reasons come first, each named by its subtests' path.
-      why.push(...nested);
-      if (r.plan && r.plan.end !== r.count && !r.plan.skipAll)
-        why.push(`plan 1..${r.plan.end}, ${r.count} test points`);
-      for (const f of r.failures) why.push(`not ok ${f.id ?? ''} ${f.name ?? ''}`.trim());
-      if (r.bailout) why.push(`bailed out: ${r.bailout}`);
+      why.push(...nested, ...reasons(r, ''));
       if (timedOut) why.push(`timed out after ${limitMs} ms`);
       if (code !== 0) why.push(signal ? `ended by ${signal}` : `exit code ${code}`);
       if (r.count === 0 && !r.plan?.skipAll) why.push('no test points');
@@ -194,11 +193,7 @@ async function main(): Promise<number> {
       const saved = join(RESULTS, `${file.replace(/^(\.\.\/)+/, '')}.tap`);
       mkdirSync(dirname(saved), { recursive: true });
       writeFileSync(saved, tap);
-      totals.total += outcome.total;
-      totals.pass += outcome.pass;
-      totals.fail += outcome.fail;
-      totals.skip += outcome.skip;
-      totals.todo += outcome.todo;
+      for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += outcome[k];
       reported++;
       const time = `# time=${outcome.ms.toFixed(3)}ms`;
       process.stdout.write(`# Subtest: ${file}\n${indent(tap.replace(/^TAP version \d+\n/, ''))}\n`);

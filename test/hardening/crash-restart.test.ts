@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { spawnService, type ServiceProcess } from '../helpers/spawn.js';
+import { spawnService, type ServiceProcess, untilReady } from '../helpers/spawn.js';
 
 const CLIENTS = 10;
 /** Load runs at least MIN_LOAD_MS and until MIN_SERVED keyed calls were answered (at most MAX_LOAD_MS). */
@@ -42,19 +42,6 @@ function postJson(url: string, body: unknown, headers: Record<string, string> = 
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(10_000),
   });
-}
-
-/** Polls `/health` until it says `ok`, for up to a minute. */
-async function untilReady(url: string): Promise<void> {
-  const end = performance.now() + 60_000;
-  while (performance.now() < end) {
-    const status = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5000) })
-      .then(async (r) => ((await r.json()) as { status?: string }).status)
-      .catch(() => undefined);
-    if (status === 'ok') return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${url} did not say ok on /health within 60 s`);
 }
 
 const decideBody = (n: number) => ({
@@ -137,7 +124,7 @@ async function crashAndRestart(t: Test, databaseUrl: string): Promise<void> {
   t.teardown(() => void second.child.kill('SIGKILL'));
   // Calls wait for the warm-up; on a host the rest of the suite loads, it alone has taken longer
   // than a call's 10 s bound. The keys are tried once the restarted service says it is ready.
-  await untilReady(second.url);
+  await untilReady(second.url, 60_000);
   const broken: string[] = [];
   const miscounted: string[] = [];
   for (let i = 0; i < keys.length; i += CLIENTS) {
