@@ -83,7 +83,11 @@ export interface AttestInput {
   idHash?: Buffer | null;
 }
 
-const hex = (b: Uint8Array): string => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`;
+const hex = (b: Uint8Array): string =>
+  `0x${(Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength)).toString('hex')}`;
+/** The zero word's hex: the action hash of a decide and the policy hash of an answer under no policy. */
+const ZERO32_HEX = hex(ZERO32);
+const wordHex = (b: Buffer): string => (b === ZERO32 ? ZERO32_HEX : hex(b));
 
 /** EIP-55 checksummed address of a 20-byte value. */
 function checksum(addr: Buffer): string {
@@ -230,8 +234,8 @@ export class Attester {
         : this.#signHere(job, input);
     const id = hex(signed.id);
     const requestHash = hex(signed.requestHash);
-    const actionHex = hex(action);
-    const policyHex = hex(policy);
+    const actionHex = wordHex(action);
+    const policyHex = wordHex(policy);
     // Every value below is hex, a decimal integer or a fixed name: nothing to escape.
     const json =
       `{"signer":"${this.address}","signature":"${signed.signature}","typed_data":{"domain":${domainText(input.chainId)},` +

@@ -3,7 +3,7 @@
  * their encoding done by hand. The type hashes and each chain's domain separator are computed
  * once; an answer costs one 320-byte struct hash, one 66-byte digest hash and one signature.
  */
-import { keccak256 } from '../crypto/keccak.js';
+import { keccak256, keccak256Into } from '../crypto/keccak.js';
 
 export const DOMAIN_NAME = 'Preflight';
 /** Version 2 signs the policy hash (docs/attestations.md §1); version 1 had no `policyHash`. */
@@ -43,8 +43,18 @@ export const ZERO32 = Buffer.alloc(32);
 function writeUint(out: Buffer, off: number, n: number | bigint): void {
   out.fill(0, off, off + 32);
   if (typeof n === 'number' && n <= Number.MAX_SAFE_INTEGER) {
-    out.writeUInt32BE(Math.floor(n / 2 ** 32), off + 24);
-    out.writeUInt32BE(n % 2 ** 32, off + 28);
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`not a uint64 this encoder takes: ${n}`);
+    // Byte by byte: writeUInt32BE validates its arguments on every call, which costs more here.
+    const hi = Math.floor(n / 2 ** 32);
+    const lo = n % 2 ** 32;
+    out[off + 24] = hi >>> 24;
+    out[off + 25] = (hi >>> 16) & 0xff;
+    out[off + 26] = (hi >>> 8) & 0xff;
+    out[off + 27] = hi & 0xff;
+    out[off + 28] = lo >>> 24;
+    out[off + 29] = (lo >>> 16) & 0xff;
+    out[off + 30] = (lo >>> 8) & 0xff;
+    out[off + 31] = lo & 0xff;
     return;
   }
   let v = BigInt(n);
@@ -101,7 +111,7 @@ export function verdictDigest(chainId: number, v: VerdictFields): Buffer {
   d[0] = 0x19;
   d[1] = 0x01;
   domainSeparator(chainId).copy(d, 2);
-  keccak256(s).copy(d, 34);
+  keccak256Into(s, d, 34);
   return keccak256(d);
 }
 

@@ -19,3 +19,10 @@ export function keccak256(data: Uint8Array): Buffer {
   // more than the copy, and memory the collector then tracks apart).
   return Buffer.from(hasher.digest('binary'));
 }
+
+/** keccak256 of `data` written at `out[offset..offset+32)`, for a hash that is only part of a larger input. */
+export function keccak256Into(data: Uint8Array, out: Uint8Array, offset: number): void {
+  hasher.init();
+  hasher.update(data);
+  out.set(hasher.digest('binary'), offset);
+}
