@@ -4,6 +4,7 @@ import type { TargetCheck } from './targets.js';
 import type { PoolRow } from './pool-mode.js';
 import type { FirstAnswers, Ramp } from './cold.js';
 import type { BareSignature } from './signing.js';
+import type { InstructionResult } from './instructions.js';
 import { percentile } from './targets.js';
 
 function table(head: string[], rows: string[][]): string {
@@ -93,5 +94,41 @@ export function printCold(ramp: Ramp | null, first: FirstAnswers | null): void {
       `  bridge-risk (another fresh process): first ${first.bridgeMs[0]} ms, p50 ${percentile(first.bridgeMs, 50)}, p99 ${percentile(first.bridgeMs, 99)}, max ${percentile(first.bridgeMs, 100)} ms\n`,
     );
     for (const g of first.guardMs) process.stdout.write(`  ${g.kind} guards (a third fresh process): ${ms(g.ms)} ms\n`);
+  }
+}
+
+export function printInstructions(r: InstructionResult): void {
+  const k = (n: number): string => `${(n / 1000).toFixed(1)}k`;
+  process.stdout.write(
+    `\nInstructions per cached decide (${r.valgrind}, callgrind; ${r.warmup} answers to warm up, then ${r.answers} counted)\n`,
+  );
+  process.stdout.write(
+    table(
+      ['variant', 'event loop', 'signing thread', 'other threads', 'all', 'not proceed'],
+      r.counts.map((c) => [
+        `${c.variant} (${c.about})`,
+        k(c.eventLoop),
+        k(c.signingThread),
+        k(c.otherThreads),
+        k(c.all),
+        String(c.unexpected),
+      ]),
+    ) + '\n',
+  );
+  process.stdout.write(
+    `  idle, per second under valgrind (taken off at that rate): ${r.counts
+      .map(
+        (c) =>
+          `${c.variant} event loop ${k(c.idlePerSecond.eventLoop)}, other threads ${k(c.idlePerSecond.otherThreads)}`,
+      )
+      .join('; ')}\n`,
+  );
+  const base = r.counts.find((c) => c.variant === 'unsigned');
+  if (base === undefined) return;
+  for (const c of r.counts) {
+    if (c === base) continue;
+    process.stdout.write(
+      `  ${c.variant} against unsigned: event loop ${(c.eventLoop / base.eventLoop).toFixed(3)}x (+${k(c.eventLoop - base.eventLoop)}), all threads ${(c.all / base.all).toFixed(3)}x (+${k(c.all - base.all)})\n`,
+    );
   }
 }

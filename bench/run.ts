@@ -3,7 +3,9 @@
  * each in a child process, and autocannon in yet another, all on loopback. Prints a table, writes
  * bench/results/latest.json and exits non-zero when a target is missed.
  *
- *   --mode=all (default) | targets | pool    which part to run
+ *   --mode=all (default) | targets | pool    which part to run; `instructions` counts the cached
+ *                                            decide's machine instructions per answer and thread
+ *                                            under valgrind (bench/README.md, "Instructions per answer")
  *   --quick                                  3 s per scenario instead of 10 (a smoke run)
  *   --latency=50                             upstream answer delay in ms
  *   --billing=off                            run the service with BILLING=off (no key, no payment)
@@ -42,12 +44,13 @@ import { measureFleet, type FleetResult } from './fleet.js';
 import { profileServersInto, startServerChild, type Child } from './child.js';
 import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
-import { printCold, printPool, printSigning, printTable, printTargetChecks } from './report.js';
+import { printCold, printInstructions, printPool, printSigning, printTable, printTargetChecks } from './report.js';
+import { measureInstructions } from './instructions.js';
 import { checkScrapes, scrape } from './scrape.js';
 import { benchDatabase, measureReservations, policyKey, type ReservationCost } from './policy.js';
 
 interface Options {
-  mode: 'all' | 'targets' | 'pool';
+  mode: 'all' | 'targets' | 'pool' | 'instructions';
   quick: boolean;
   latencyMs: number;
   billing: boolean;
@@ -68,7 +71,7 @@ function parseArgs(argv: string[]): Options {
   };
   for (const a of argv) {
     const [k, v] = a.replace(/^--/, '').split('=');
-    if (k === 'mode' && (v === 'all' || v === 'targets' || v === 'pool')) opts.mode = v;
+    if (k === 'mode' && (v === 'all' || v === 'targets' || v === 'pool' || v === 'instructions')) opts.mode = v;
     else if (k === 'quick') opts.quick = true;
     else if (k === 'latency' && /^\d+$/.test(v ?? '')) opts.latencyMs = Number(v);
     else if (k === 'billing' && (v === 'on' || v === 'off')) opts.billing = v === 'on';
@@ -77,7 +80,7 @@ function parseArgs(argv: string[]): Options {
     else if (k === 'profile' && v) opts.profile = v;
     else
       throw new Error(
-        `unknown argument ${a} (--mode=all|targets|pool, --quick, --latency=MS, --billing=on|off, --only=a,b, --rounds=N, --profile=DIR)`,
+        `unknown argument ${a} (--mode=all|targets|pool|instructions, --quick, --latency=MS, --billing=on|off, --only=a,b, --rounds=N, --profile=DIR)`,
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
@@ -356,6 +359,29 @@ async function main(): Promise<number> {
   }
   const started = Date.now();
   const upstreams = await startUpstreams(opts.latencyMs, COLD_KEYS);
+  if (opts.mode === 'instructions') {
+    try {
+      const counted = await measureInstructions(upstreams, opts.quick);
+      if ('skipped' in counted) {
+        process.stdout.write(`instructions: skipped: ${counted.skipped}\n`);
+        return 0;
+      }
+      printInstructions(counted);
+      const dir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+      mkdirSync(dir, { recursive: true });
+      const out = {
+        date: new Date().toISOString(),
+        machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', node: process.version },
+        ...counted,
+        elapsedSec: Math.round((Date.now() - started) / 1000),
+      };
+      writeFileSync(`${dir}instructions.json`, JSON.stringify(out, null, 2) + '\n');
+      process.stdout.write(`\nwrote bench/results/instructions.json (${out.elapsedSec} s)\n`);
+      return 0;
+    } finally {
+      await upstreams.close();
+    }
+  }
   let rig: PaymentRig | null = null;
   try {
     const paid = opts.only === null || opts.only.includes('decide-paid');
