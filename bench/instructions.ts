@@ -179,7 +179,8 @@ function classify(threads: ThreadCost[]): { eventLoop: number; signing: number; 
   return out;
 }
 
-function which(cmd: string): string | null {
+/** The path of `cmd` on PATH, or null. */
+export function which(cmd: string): string | null {
   try {
     return execFileSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).trim() || null;
   } catch {

@@ -8,16 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseCallgrindThread } from '../../bench/instructions.js';
-
-function which(cmd: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { parseCallgrindThread, which } from '../../bench/instructions.js';
 
 t.test("a call's inclusive cost goes to the callee, never to the caller's object", async (t) => {
   const dump = [
@@ -54,7 +45,7 @@ t.test("a call's inclusive cost goes to the callee, never to the caller's object
 });
 
 t.test('a real dump: every instruction counted once, by object as callgrind_annotate counts them', async (t) => {
-  if (!which('valgrind') || !which('callgrind_annotate')) {
+  if (which('valgrind') === null || which('callgrind_annotate') === null) {
     if (process.env.CI === 'true') t.fail('valgrind is required in CI (.ci/run installs it)');
     else t.plan(0, 'skipped: valgrind is not installed (Debian: apt-get install valgrind)');
     return;
