@@ -16,9 +16,10 @@ export type ValidationDetail = HTTPValidationError['detail'][number];
 
 /**
  * A value's own JSON text, kept under this key by whoever made the value when that is cheaper
- * than JSON.stringify walking it (an answer's attestation: src/attest/attester.ts). A symbol key,
- * so JSON.stringify never sees it; sendJson (src/http/errors.ts) writes the text in the value's
- * place when the value is the last property of the body. The text must be exactly what
- * JSON.stringify of the value gives; the value must not change after it is made.
+ * than JSON.stringify walking it (an answer's attestation: src/attest/attester.ts; an evidence
+ * item: src/engine/runner.ts). A symbol key, so JSON.stringify never sees it; sendJson
+ * (src/http/errors.ts) writes the text in the value's place when the value is a property of the
+ * body or an element of an array that is. The text must be exactly what JSON.stringify of the
+ * value gives; a value that cannot vouch for that gives undefined and is walked.
  */
 export const JSON_TEXT: unique symbol = Symbol('JSON text');

@@ -13,6 +13,7 @@ import type { SharedCache } from './shared-cache.js';
 import { checkKey } from './canonical.js';
 import type { Executor } from './worker-pool.js';
 import type { ExecItem, ExecResult } from './timed-check.js';
+import { JSON_TEXT } from '../wire.js';
 
 export interface PlannedCheck {
   /** Stable evidence name: `price`, `http[2]`, `rpc_health`. */
@@ -38,6 +39,14 @@ export interface Engine {
 const SWEEP_MS = 5000;
 /** A fleet lock outlives its holder's hard timeout by this much, then lapses (the holder died). */
 export const LOCK_MARGIN_MS = 500;
+
+/** The JSON text of each outcome's status, reason, message, observed, expected and source, once made. */
+const OUTCOME_TEXT = new WeakMap<CheckOutcome, string>();
+
+/** A number's JSON text when it is a finite number (JSON writes anything else differently). */
+function numberText(n: unknown): string | undefined {
+  return typeof n === 'number' && Number.isFinite(n) ? `${n}` : undefined;
+}
 
 /**
  * An evidence item. Every item is built the same way, in the order of its schema, so answers
@@ -76,6 +85,49 @@ class Evidence implements CheckResult {
     this.ttl_s = outcome.ttl_s;
     if (outcome.retry_after_s !== undefined) this.retry_after_s = outcome.retry_after_s;
     this.#outcome = outcome;
+  }
+
+  /**
+   * This item's JSON text, for sendJson (JSON_TEXT, src/wire.ts). The outcome's part (status to
+   * source: most of an item's text, and the same for every answer the cached outcome serves) is
+   * serialized once per outcome; the item's own fields are written around it. Undefined, and
+   * the item walked by JSON.stringify instead, if a field no longer holds what the constructor
+   * put there or a number is not a finite number.
+   */
+  get [JSON_TEXT](): string | undefined {
+    const o = this.#outcome;
+    if (
+      this.status !== o.status ||
+      this.reason !== o.reason ||
+      this.message !== o.message ||
+      this.observed !== o.observed ||
+      this.expected !== o.expected ||
+      this.source !== o.source ||
+      typeof this.name !== 'string' ||
+      typeof this.type !== 'string' ||
+      typeof this.cached !== 'boolean'
+    )
+      return undefined;
+    const latency = numberText(this.latency_ms);
+    const age = numberText(this.age_s);
+    const ttl = numberText(this.ttl_s);
+    if (latency === undefined || age === undefined || ttl === undefined) return undefined;
+    let retry = '';
+    if (this.retry_after_s !== undefined) {
+      const r = numberText(this.retry_after_s);
+      if (r === undefined) return undefined;
+      retry = `,"retry_after_s":${r}`;
+    }
+    let part = OUTCOME_TEXT.get(o);
+    if (part === undefined) {
+      const { status, reason, message, observed, expected, source } = o;
+      // JSON.stringify of the same six fields in the same order: a field that is undefined is
+      // left out here exactly as it is left out of the item.
+      part = JSON.stringify({ status, reason, message, observed, expected, source }).slice(1, -1);
+      OUTCOME_TEXT.set(o, part);
+    }
+    const head = `{"name":${JSON.stringify(this.name)},"type":${JSON.stringify(this.type)}`;
+    return `${head}${part === '' ? '' : ','}${part},"latency_ms":${latency},"cached":${this.cached},"age_s":${age},"ttl_s":${ttl}${retry}}`;
   }
 
   get basis(): CheckOutcome['basis'] {

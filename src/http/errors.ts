@@ -31,33 +31,54 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 }
 
 /**
- * JSON.stringify(body), the same text, with a last property that carries its own JSON text
- * (JSON_TEXT, src/wire.ts) written from that text rather than walked: the body is stringified with
- * that property set to undefined, which JSON leaves out, and the text goes where it would have been.
+ * JSON.stringify(body), the same text, with the values that carry their own JSON text (JSON_TEXT,
+ * src/wire.ts: an answer's attestation, its evidence items) written from that text rather than
+ * walked. A body's own properties are written in JSON.stringify's order, each value by
+ * JSON.stringify or from its text, and so are the elements of an array among them. A body, a
+ * property or an element with a toJSON method is left to JSON.stringify whole, which calls that
+ * method with the key it expects; so is anything that is not a plain object.
  */
 export function bodyJson(body: unknown): string {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return JSON.stringify(body);
   const obj = body as Record<string, unknown>;
-  let last: string | undefined;
-  for (const k in obj) last = k;
-  const value = last === undefined ? undefined : obj[last];
-  const own = (value as { [JSON_TEXT]?: unknown } | null | undefined)?.[JSON_TEXT];
-  if (
-    typeof own !== 'string' ||
-    last === undefined ||
-    !Object.hasOwn(obj, last) ||
-    typeof obj.toJSON === 'function' ||
-    !Object.isExtensible(obj)
-  )
-    return JSON.stringify(body);
-  obj[last] = undefined;
-  let rest: string;
-  try {
-    rest = JSON.stringify(obj);
-  } finally {
-    obj[last] = value;
+  if (typeof obj.toJSON === 'function') return JSON.stringify(body);
+  let out = '{';
+  for (const key of Object.keys(obj)) {
+    const value = obj[key];
+    let text: string | undefined;
+    if (typeof value === 'object' && value !== null) {
+      const own = (value as { [JSON_TEXT]?: unknown })[JSON_TEXT];
+      if (typeof own === 'string') text = own;
+      else if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return JSON.stringify(body);
+      else if (Array.isArray(value)) {
+        const items = arrayText(value);
+        if (items === undefined) return JSON.stringify(body);
+        text = items;
+      } else text = JSON.stringify(value);
+    } else text = JSON.stringify(value);
+    // undefined, a function or a symbol: JSON leaves the property out.
+    if (text === undefined) continue;
+    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${text}`;
   }
-  return `${rest.slice(0, -1)}${rest.length > 2 ? ',' : ''}${JSON.stringify(last)}:${own}}`;
+  return `${out}}`;
+}
+
+/** An array's JSON text, its elements' own texts used where they carry one; undefined if an element has a toJSON method. */
+function arrayText(items: unknown[]): string | undefined {
+  let out = '[';
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    let text: string | undefined;
+    if (typeof item === 'object' && item !== null) {
+      const own = (item as { [JSON_TEXT]?: unknown })[JSON_TEXT];
+      if (typeof own === 'string') text = own;
+      else if (typeof (item as { toJSON?: unknown }).toJSON === 'function') return undefined;
+      else text = JSON.stringify(item);
+    } else text = JSON.stringify(item);
+    // In an array, JSON writes null for undefined, a function or a symbol.
+    out += `${i === 0 ? '' : ','}${text === undefined ? 'null' : text}`;
+  }
+  return `${out}]`;
 }
 
 /** The 422 for a body that is not JSON, with the parser's own sentence. */
