@@ -234,6 +234,7 @@ export function countersQuery(
     return `(limit_id = ${ph(n - 2)} AND window_key = ${ph(n - 1)} AND bucket >= ${ph(n)})`;
   });
   return {
+    // In this column order: the SQLite store reads these rows as arrays (src/store/sqlite.ts).
     sql: `SELECT limit_id, window_key, bucket, usd, n, reserved_usd FROM limit_counters
       WHERE account_id = ${ph(1)} AND policy = ${ph(2)} AND (${ors.join(' OR ')})`,
     params,

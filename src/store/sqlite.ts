@@ -103,6 +103,14 @@ interface QuotaAsk {
   reject(err: unknown): void;
 }
 
+/**
+ * The plain `?` placeholder, for a statement whose shared text (./rows.ts) names each parameter
+ * once and in order: its values are then bound by position, about half the binding's cost of the
+ * same values bound by number from an object (the limits' counter reads and upserts, on every
+ * reservation).
+ */
+const POSITIONAL = (): string => '?';
+
 /** Values for `?1`, `?2`, ... placeholders: better-sqlite3 binds numbered ones from an object. */
 function numbered(params: unknown[]): Record<number, unknown> {
   const out: Record<number, unknown> = {};
@@ -548,8 +556,22 @@ export class SqliteStore implements Store {
 
   private counters(accountId: string, policy: string, limits: LimitWindow[]): CounterRow[] {
     if (limits.length === 0) return [];
-    const { sql, params } = countersQuery(accountId, policy, limits, (i) => `?${i}`);
-    return this.q(sql).all(numbered(params)) as CounterRow[];
+    const { sql, params } = countersQuery(accountId, policy, limits, POSITIONAL);
+    // Read as arrays and made into rows here: better-sqlite3 builds a row object through V8's API
+    // at about twice the cost of the same object written in JavaScript.
+    const rows = this.q(sql)
+      .raw(true)
+      .all(...params) as unknown[][];
+    return rows.map(
+      (r): CounterRow => ({
+        limit_id: r[0] as string,
+        window_key: r[1] as string,
+        bucket: r[2] as number,
+        usd: r[3] as number,
+        n: r[4] as number,
+        reserved_usd: r[5] as number,
+      }),
+    );
   }
 
   /**
@@ -573,8 +595,8 @@ export class SqliteStore implements Store {
       `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
     );
     for (const r of accepted) insert.run(...reservationRow(r));
-    const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
-    for (const row of summedAdds(accepted)) add.run(numbered(row));
+    const add = this.q(COUNTER_UPSERT(POSITIONAL));
+    for (const row of summedAdds(accepted)) add.run(...row);
     // The accepted answers' verdict-log rows, in the same commit (docs/policies.md §10).
     let verdict: Database.Statement | null = null;
     for (const r of accepted)
@@ -600,8 +622,8 @@ export class SqliteStore implements Store {
           "UPDATE reservations SET state = ? WHERE at = ? AND id = ? AND state = 'reserved' RETURNING account_id, policy, usd, limits",
         ).get(state, key.at, key.id) as ReservationRow | undefined;
         if (row === undefined) return false;
-        const add = this.q(COUNTER_UPSERT((i) => `?${i}`));
-        for (const c of counterSettles(row, state)) add.run(numbered(c));
+        const add = this.q(COUNTER_UPSERT(POSITIONAL));
+        for (const c of counterSettles(row, state)) add.run(...c);
         return true;
       })
       .immediate();
