@@ -22,7 +22,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import type { Upstreams } from './upstreams.js';
-import { CACHED_DECIDE } from './scenarios.js';
+import { CACHED_DECIDE, GUARD_SWAP } from './scenarios.js';
+import { policyKey } from './policy.js';
 
 /**
  * The cached decide with the longest deadline the spec allows: a check whose 30 s entry expires
@@ -30,24 +31,62 @@ import { CACHED_DECIDE } from './scenarios.js';
  * valgrind's pace, so every answer counted is the same `proceed` (a few of them with the refresh).
  */
 export const COUNTED_DECIDE = JSON.stringify({ ...JSON.parse(CACHED_DECIDE), context: { deadline_ms: 10_000 } });
+/** The bench's cached guard for a swap, with the same longest deadline. */
+export const COUNTED_GUARD = JSON.stringify({ ...JSON.parse(GUARD_SWAP), context: { deadline_ms: 10_000 } });
 import { serviceEnv, signup } from './session.js';
 
 export interface InstructionVariant {
   name: string;
   about: string;
   env: Record<string, string>;
+  /** What each answer asks: the cached decide unless said otherwise. */
+  path?: string;
+  body?: string;
+  /** Ask with an agent key bound to the bench's 20-rule, two-limit policy (bench/policy.ts): every answer reserves. */
+  policy?: boolean;
+  /** Which variant's counts the ratios are taken against. */
+  against?: string;
+  /** Counted unless `--only` names others. */
+  byDefault: boolean;
 }
 
 export const INSTRUCTION_VARIANTS: readonly InstructionVariant[] = [
-  { name: 'unsigned', about: 'ATTESTATIONS=off', env: { ATTESTATIONS: 'off' } },
-  { name: 'signed', about: 'the default: prepared nonces', env: {} },
-  { name: 'signed-inline', about: 'ATTESTATION_SIGNING=inline', env: { ATTESTATION_SIGNING: 'inline' } },
+  { name: 'unsigned', about: 'ATTESTATIONS=off', env: { ATTESTATIONS: 'off' }, byDefault: true },
+  { name: 'signed', about: 'the default: prepared nonces', env: {}, against: 'unsigned', byDefault: true },
+  {
+    name: 'signed-inline',
+    about: 'ATTESTATION_SIGNING=inline',
+    env: { ATTESTATION_SIGNING: 'inline' },
+    against: 'unsigned',
+    byDefault: true,
+  },
+  // The policy's own cost: the same cached guard with and without an agent key bound to a policy.
+  {
+    name: 'guard-swap',
+    about: 'the cached guard, signed',
+    env: {},
+    path: '/v1/guard',
+    body: COUNTED_GUARD,
+    byDefault: false,
+  },
+  {
+    name: 'guard-policy',
+    about: 'the same under a 20-rule, two-limit policy',
+    env: {},
+    path: '/v1/guard',
+    body: COUNTED_GUARD,
+    policy: true,
+    against: 'guard-swap',
+    byDefault: false,
+  },
 ];
 
 /** Instructions per answer, by thread. */
 export interface InstructionCount {
   variant: string;
   about: string;
+  /** The variant its ratios are taken against, if any. */
+  against?: string;
   answers: number;
   /** Answers that were not a 200 `proceed`: none is expected. */
   unexpected: number;
@@ -235,8 +274,12 @@ async function countOne(
         reject(new Error(`${v.name}: exited (${code}) under valgrind: ${stderr.slice(-800)}`));
       });
     });
-    const key = await signup(url);
-    if (key === null) throw new Error(`${v.name}: no API key from signup`);
+    const owner = await signup(url);
+    if (owner === null) throw new Error(`${v.name}: no API key from signup`);
+    const key = v.policy ? await policyKey(url, owner) : owner;
+    if (key === null) throw new Error(`${v.name}: no agent key bound to the bench policy`);
+    const path = v.path ?? '/v1/decide';
+    const payload = v.body ?? COUNTED_DECIDE;
     // One answer at a time: the quota's grouped counts and the access log's one write per turn then
     // hold one answer each in every run, instead of however many the pace under valgrind happened
     // to gather. (The verdict log still commits its rows once a second, some 30 to a commit here.)
@@ -247,11 +290,11 @@ async function countOne(
       await Promise.all(
         Array.from({ length: 1 }, async () => {
           while (next++ < n) {
-            const r = await request(`${url}/v1/decide`, {
+            const r = await request(`${url}${path}`, {
               method: 'POST',
               dispatcher: agent,
               headers: { 'content-type': 'application/json', 'x-api-key': key },
-              body: COUNTED_DECIDE,
+              body: payload,
               headersTimeout: 60_000,
               bodyTimeout: 60_000,
             });
@@ -295,6 +338,7 @@ async function countOne(
     return {
       variant: v.name,
       about: v.about,
+      ...(v.against !== undefined ? { against: v.against } : {}),
       answers,
       unexpected,
       eventLoop: per(eventLoop),
@@ -320,13 +364,19 @@ async function countOne(
 export async function measureInstructions(
   upstreams: Upstreams,
   quick: boolean,
+  only: readonly string[] | null = null,
 ): Promise<InstructionResult | { skipped: string }> {
+  const variants = INSTRUCTION_VARIANTS.filter((v) => (only === null ? v.byDefault : only.includes(v.name)));
+  if (variants.length === 0)
+    throw new Error(
+      `--only names no variant of --mode=instructions (${INSTRUCTION_VARIANTS.map((v) => v.name).join(', ')})`,
+    );
   const valgrind = which('valgrind');
   if (valgrind === null || which('callgrind_control') === null)
     return { skipped: 'valgrind is not installed (Debian: apt-get install valgrind)' };
   const version = execFileSync(valgrind, ['--version'], { encoding: 'utf8' }).trim();
   const warmup = quick ? 1500 : 4000;
   const answers = quick ? 500 : 2000;
-  const counts = await Promise.all(INSTRUCTION_VARIANTS.map((v) => countOne(upstreams, v, valgrind, warmup, answers)));
+  const counts = await Promise.all(variants.map((v) => countOne(upstreams, v, valgrind, warmup, answers)));
   return { valgrind: version, warmup, answers, counts };
 }

@@ -100,7 +100,7 @@ export function printCold(ramp: Ramp | null, first: FirstAnswers | null): void {
 export function printInstructions(r: InstructionResult): void {
   const k = (n: number): string => `${(n / 1000).toFixed(1)}k`;
   process.stdout.write(
-    `\nInstructions per cached decide (${r.valgrind}, callgrind; ${r.warmup} answers to warm up, then ${r.answers} counted)\n`,
+    `\nInstructions per cached answer (${r.valgrind}, callgrind; ${r.warmup} answers to warm up, then ${r.answers} counted)\n`,
   );
   process.stdout.write(
     table(
@@ -123,12 +123,11 @@ export function printInstructions(r: InstructionResult): void {
       )
       .join('; ')}\n`,
   );
-  const base = r.counts.find((c) => c.variant === 'unsigned');
-  if (base === undefined) return;
   for (const c of r.counts) {
-    if (c === base) continue;
+    const base = r.counts.find((b) => b.variant === c.against);
+    if (base === undefined) continue;
     process.stdout.write(
-      `  ${c.variant} against unsigned: event loop ${(c.eventLoop / base.eventLoop).toFixed(3)}x (+${k(c.eventLoop - base.eventLoop)}), all threads ${(c.all / base.all).toFixed(3)}x (+${k(c.all - base.all)})\n`,
+      `  ${c.variant} against ${base.variant}: event loop ${(c.eventLoop / base.eventLoop).toFixed(3)}x (+${k(c.eventLoop - base.eventLoop)}), all threads ${(c.all / base.all).toFixed(3)}x (+${k(c.all - base.all)})\n`,
     );
   }
 }

@@ -13,7 +13,10 @@
  *                                            three-instance measurement (PostgreSQL and Redis),
  *                                            `first-answers` a fresh process's first answers,
  *                                            `reservation` the policy limits' check-and-reserve alone,
- *                                            `wallet-guard` what a guarded sendTransaction adds
+ *                                            `wallet-guard` what a guarded sendTransaction adds;
+ *                                            with --mode=instructions, the variants to count
+ *                                            (unsigned, signed, signed-inline by default;
+ *                                            guard-swap, guard-policy on request)
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
  *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
@@ -45,7 +48,7 @@ import { profileServersInto, startServerChild, type Child } from './child.js';
 import { medianRun, scenarioRunner, serviceEnv, signup, type Row } from './session.js';
 import { comparePool, type PoolRow } from './pool-mode.js';
 import { printCold, printInstructions, printPool, printSigning, printTable, printTargetChecks } from './report.js';
-import { measureInstructions } from './instructions.js';
+import { INSTRUCTION_VARIANTS, measureInstructions } from './instructions.js';
 import { checkScrapes, scrape } from './scrape.js';
 import { benchDatabase, measureReservations, policyKey, type ReservationCost } from './policy.js';
 
@@ -84,7 +87,10 @@ function parseArgs(argv: string[]): Options {
       );
   }
   if (opts.rounds === 0) opts.rounds = opts.quick ? 1 : 3;
-  const names = [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers', 'wallet-guard'];
+  const names =
+    opts.mode === 'instructions'
+      ? INSTRUCTION_VARIANTS.map((v) => v.name)
+      : [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers', 'wallet-guard'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -361,7 +367,7 @@ async function main(): Promise<number> {
   const upstreams = await startUpstreams(opts.latencyMs, COLD_KEYS);
   if (opts.mode === 'instructions') {
     try {
-      const counted = await measureInstructions(upstreams, opts.quick);
+      const counted = await measureInstructions(upstreams, opts.quick, opts.only);
       if ('skipped' in counted) {
         process.stdout.write(`instructions: skipped: ${counted.skipped}\n`);
         return 0;

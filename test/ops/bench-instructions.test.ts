@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseCallgrindThread, which } from '../../bench/instructions.js';
+import { INSTRUCTION_VARIANTS, measureInstructions, parseCallgrindThread, which } from '../../bench/instructions.js';
 
 t.test("a call's inclusive cost goes to the callee, never to the caller's object", async (t) => {
   const dump = [
@@ -102,3 +102,23 @@ t.test('a real dump: every instruction counted once, by object as callgrind_anno
     'what each object has beyond its listed functions is the inlined code listed without one',
   );
 });
+
+t.test(
+  '--only picks the variants to count; a name that is none of them is refused before anything starts',
+  async (t) => {
+    t.same(
+      INSTRUCTION_VARIANTS.filter((v) => v.byDefault).map((v) => v.name),
+      ['unsigned', 'signed', 'signed-inline'],
+      'the cached decide three by default',
+    );
+    const names = INSTRUCTION_VARIANTS.map((v) => v.name);
+    for (const v of INSTRUCTION_VARIANTS)
+      if (v.against !== undefined) t.ok(names.includes(v.against), `${v.name} is compared with a variant there is`);
+    const policy = INSTRUCTION_VARIANTS.find((v) => v.name === 'guard-policy');
+    const swap = INSTRUCTION_VARIANTS.find((v) => v.name === 'guard-swap');
+    t.equal(policy?.body, swap?.body, 'the policy pair asks the same guard');
+    t.ok(policy?.policy && !swap?.policy, 'one under a policy, one without');
+    const upstreams = {} as Parameters<typeof measureInstructions>[0];
+    await t.rejects(measureInstructions(upstreams, true, ['nope']), /--only names no variant/);
+  },
+);
