@@ -24,6 +24,7 @@ import { Agent, request } from 'undici';
 import type { Upstreams } from './upstreams.js';
 import { CACHED_DECIDE, GUARD_SWAP } from './scenarios.js';
 import { policyKey } from './policy.js';
+import { serviceEnv, signup } from './session.js';
 
 /**
  * The cached decide with the longest deadline the spec allows: a check whose 30 s entry expires
@@ -33,7 +34,6 @@ import { policyKey } from './policy.js';
 export const COUNTED_DECIDE = JSON.stringify({ ...JSON.parse(CACHED_DECIDE), context: { deadline_ms: 10_000 } });
 /** The bench's cached guard for a swap, with the same longest deadline. */
 export const COUNTED_GUARD = JSON.stringify({ ...JSON.parse(GUARD_SWAP), context: { deadline_ms: 10_000 } });
-import { serviceEnv, signup } from './session.js';
 
 export interface InstructionVariant {
   name: string;

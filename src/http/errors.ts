@@ -44,18 +44,8 @@ export function bodyJson(body: unknown): string {
   if (typeof obj.toJSON === 'function') return JSON.stringify(body);
   let out = '{';
   for (const key of Object.keys(obj)) {
-    const value = obj[key];
-    let text: string | undefined;
-    if (typeof value === 'object' && value !== null) {
-      const own = (value as { [JSON_TEXT]?: unknown })[JSON_TEXT];
-      if (typeof own === 'string') text = own;
-      else if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return JSON.stringify(body);
-      else if (Array.isArray(value)) {
-        const items = arrayText(value);
-        if (items === undefined) return JSON.stringify(body);
-        text = items;
-      } else text = JSON.stringify(value);
-    } else text = JSON.stringify(value);
+    const text = valueText(obj[key], true);
+    if (text === null) return JSON.stringify(body);
     // undefined, a function or a symbol: JSON leaves the property out.
     if (text === undefined) continue;
     out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${text}`;
@@ -63,18 +53,25 @@ export function bodyJson(body: unknown): string {
   return `${out}}`;
 }
 
-/** An array's JSON text, its elements' own texts used where they carry one; undefined if an element has a toJSON method. */
-function arrayText(items: unknown[]): string | undefined {
+/**
+ * A value's JSON text: its own (JSON_TEXT) when it carries one, else JSON.stringify's, an array
+ * of the body's (`top`) written element by element; undefined where JSON.stringify gives
+ * undefined, and null when the value has a toJSON method (the body is then JSON.stringify's whole).
+ */
+function valueText(value: unknown, top: boolean): string | undefined | null {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  const own = (value as { [JSON_TEXT]?: unknown })[JSON_TEXT];
+  if (typeof own === 'string') return own;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return null;
+  return top && Array.isArray(value) ? arrayText(value) : JSON.stringify(value);
+}
+
+/** An array's JSON text, its elements' own texts used where they carry one; null if an element has a toJSON method. */
+function arrayText(items: unknown[]): string | null {
   let out = '[';
   for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    let text: string | undefined;
-    if (typeof item === 'object' && item !== null) {
-      const own = (item as { [JSON_TEXT]?: unknown })[JSON_TEXT];
-      if (typeof own === 'string') text = own;
-      else if (typeof (item as { toJSON?: unknown }).toJSON === 'function') return undefined;
-      else text = JSON.stringify(item);
-    } else text = JSON.stringify(item);
+    const text = valueText(items[i], false);
+    if (text === null) return null;
     // In an array, JSON writes null for undefined, a function or a symbol.
     out += `${i === 0 ? '' : ','}${text === undefined ? 'null' : text}`;
   }
