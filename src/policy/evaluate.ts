@@ -53,6 +53,8 @@ interface CompiledRule {
 
 /** A stored version, parsed once, with its `$set` names expanded. */
 export interface CompiledPolicy extends PolicyRef {
+  /** The version as `decision.policy` names it: one frozen object, shared by every answer under it. */
+  ref: Readonly<PolicyRef>;
   document: PolicyDocument;
   rules: CompiledRule[];
   limits: PolicyLimit[];
@@ -87,7 +89,14 @@ export function compilePolicy(ref: PolicyRef, document: PolicyDocument): Compile
     };
   });
   const limits = document.limits ?? [];
-  return { ...ref, document, rules, limits, limitsBoundUsd: limits.some((l) => l.max_usd !== undefined) };
+  return {
+    ...ref,
+    ref: Object.freeze({ name: ref.name, version: ref.version, hash: ref.hash }),
+    document,
+    rules,
+    limits,
+    limitsBoundUsd: limits.some((l) => l.max_usd !== undefined),
+  };
 }
 
 /**
@@ -279,28 +288,32 @@ export interface ItemInput {
  * first violation of that status as the reason, and every violation in `observed.violations`.
  */
 export function policyItem(i: ItemInput): CheckResult {
-  const worst = i.violations.reduce<Violation | null>(
-    (w, v) => (w === null || SEVERITY[v.status] > SEVERITY[w.status] ? v : w),
-    null,
-  );
+  // Written without object spreads: this runs for every answer under a policy, and a literal with
+  // a spread is built property by property at run time instead of from its template.
+  let top: Violation | null = null;
+  for (const v of i.violations) if (top === null || SEVERITY[v.status] > SEVERITY[top.status]) top = v;
+  const worst = top;
+  const violations: Array<Record<string, unknown>> = [];
+  for (const v of i.violations) {
+    const o: Record<string, unknown> = { code: v.code };
+    if (v.rule !== undefined) o.rule = v.rule;
+    if (v.limit !== undefined) o.limit = v.limit;
+    o.observed = v.observed;
+    o.bound = v.bound;
+    violations.push(o);
+  }
   const observed = {
     policy: i.policy,
     matched_rule: i.matchedRule,
     outflow_usd: i.outflowUsd,
     reserved_usd: i.reservedUsd,
-    violations: i.violations.map((v) => ({
-      code: v.code,
-      ...(v.rule === undefined ? {} : { rule: v.rule }),
-      ...(v.limit === undefined ? {} : { limit: v.limit }),
-      observed: v.observed,
-      bound: v.bound,
-    })),
+    violations,
     limits: i.limits,
   };
   const ref = i.policy ? `${i.policy.name} v${i.policy.version}` : 'the key';
   const head = worst === null ? null : i.violations.find((v) => v.status === worst.status);
   const ttl = worst?.status === 'warn' && i.retryAfterS !== undefined ? i.retryAfterS : POLICY_TTL_S;
-  return {
+  const item: CheckResult = {
     name: 'policy',
     type: 'policy',
     status: worst === null ? 'pass' : worst.status,
@@ -316,6 +329,7 @@ export function policyItem(i: ItemInput): CheckResult {
     cached: false,
     age_s: 0,
     ttl_s: ttl,
-    ...(worst?.status === 'error' ? { retry_after_s: 5 } : {}),
   };
+  if (worst?.status === 'error') item.retry_after_s = 5;
+  return item;
 }

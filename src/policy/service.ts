@@ -8,7 +8,7 @@ import { type StatusCounts, summaryOpening } from '../engine/decide-response.js'
 import type { CheckStatus } from '../wire.js';
 import type { GuardRequest } from '../generated/types.js';
 import type { Logger } from '../log.js';
-import type { LimitUsage, PolicyVersion, Store } from '../store/types.js';
+import type { LimitUsage, LimitWindow, PolicyVersion, Store } from '../store/types.js';
 import type { PolicyDocument } from './document.js';
 import {
   compilePolicy,
@@ -178,7 +178,7 @@ export class PolicyService {
       return applyPolicy(i.base, item, null, i.dryRun);
     }
     const p = i.policy;
-    const ref: PolicyRef = { name: p.name, version: p.version, hash: p.hash };
+    const ref = p.ref;
     const now = this.now();
     const facts = actionFacts(i.body, i.results);
     const { violations, matchedRule } = evaluateRules(p, facts, Math.floor(now / 1000));
@@ -187,8 +187,10 @@ export class PolicyService {
     let retryAfterS: number | undefined;
     if (violations.length === 0 && i.base.verdict === 'proceed' && p.limits.length > 0) {
       const usd = facts.outflowUsd ?? 0;
-      const alone = p.limits.filter((l) => exceedsAlone(l, usd));
-      for (const l of alone)
+      let alone = false;
+      for (const l of p.limits) {
+        if (!exceedsAlone(l, usd)) continue;
+        alone = true;
         violations.push({
           code: 'policy_limit_exceeded',
           status: 'fail',
@@ -197,8 +199,9 @@ export class PolicyService {
           bound: { max_usd: l.max_usd ?? null, max_count: l.max_count ?? null },
           message: `Limit ${l.id} allows ${l.max_usd !== undefined ? `at most $${l.max_usd}` : `${l.max_count} actions`} per window; this action alone (${usd} USD) is more.`,
         });
-      if (alone.length === 0) {
-        const windows = limitWindows(p.limits, now);
+      }
+      if (!alone) {
+        const windows = windowsAt(p, now);
         const tx = i.body.transaction ?? null;
         try {
           const r = await this.store.reserve({
@@ -277,6 +280,34 @@ export class PolicyService {
   }
 }
 
+/** The windows last made for a policy, and the span of time [from, until) they hold for. */
+const WINDOWS = new WeakMap<CompiledPolicy, { from: number; until: number; windows: LimitWindow[] }>();
+
+/**
+ * The policy's limit windows at `now` (./windows.ts), made once per span in which they stay the
+ * same: a calendar window's until its end, a rolling window's until its next bucket begins or its
+ * oldest bucket leaves. The array and its objects are shared by the reservations made in that
+ * span; nothing changes them.
+ */
+export function windowsAt(p: CompiledPolicy, now: number): LimitWindow[] {
+  const hit = WINDOWS.get(p);
+  if (hit !== undefined && now >= hit.from && now < hit.until) return hit.windows;
+  const windows = limitWindows(p.limits, now);
+  let until = Number.POSITIVE_INFINITY;
+  for (let k = 0; k < windows.length; k++) {
+    const w = p.limits[k].window;
+    const l = windows[k];
+    if (typeof w === 'string') until = Math.min(until, l.bucket + l.step);
+    else {
+      // The bucket changes at the next multiple of the step; the oldest counted bucket when
+      // `now - window` reaches the next one.
+      until = Math.min(until, l.bucket + l.step, l.from + l.step + w.rolling_s * 1000);
+    }
+  }
+  WINDOWS.set(p, { from: now, until, windows });
+  return windows;
+}
+
 const fmt = (n: number): string => `$${Math.round(n * 100) / 100}`;
 
 /** Each limit's use after this answer: with its reservation when it made one. */
@@ -313,7 +344,9 @@ export function applyPolicy<A extends JudgedAnswer>(
   const counts = decision.counts as StatusCounts | undefined;
   const was = out.verdict;
   // The summary's opening as the checks left it, to be told again with the policy item counted.
-  const total = counts ? Object.values(counts).reduce((a, n) => a + n, 0) : 0;
+  const total = counts
+    ? (counts.pass ?? 0) + (counts.warn ?? 0) + (counts.fail ?? 0) + (counts.error ?? 0) + (counts.skipped ?? 0)
+    : 0;
   const opening = counts ? summaryOpening(was, counts, total) : null;
   if (counts) counts[item.status] = (counts[item.status] ?? 0) + 1;
   if (item.status === 'fail') {

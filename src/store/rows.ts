@@ -297,6 +297,21 @@ export const RESERVATION_COLUMNS = [
   'limits',
 ] as const;
 
+const LIMITS_TEXT = new WeakMap<readonly LimitWindow[], string>();
+
+/**
+ * The `limits` column of a reservation in these windows: made once per windows array, since the
+ * reservations of one span share it (src/policy/service.ts, windowsAt).
+ */
+function limitsText(limits: readonly LimitWindow[]): string {
+  let text = LIMITS_TEXT.get(limits);
+  if (text === undefined) {
+    text = JSON.stringify(limits.map((l) => [l.id, l.windowKey, l.bucket]));
+    LIMITS_TEXT.set(limits, text);
+  }
+  return text;
+}
+
 /** The reservation's row, in RESERVATION_COLUMNS order: its limits' (limit, window, bucket) in one JSON column. */
 export function reservationRow(r: ReserveRequest): unknown[] {
   return [
@@ -309,7 +324,7 @@ export function reservationRow(r: ReserveRequest): unknown[] {
     r.expiresAt,
     r.chain,
     r.actor,
-    JSON.stringify(r.limits.map((l) => [l.id, l.windowKey, l.bucket])),
+    limitsText(r.limits),
   ];
 }
 

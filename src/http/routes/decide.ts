@@ -41,7 +41,7 @@ export function decideHandler(deps: {
       },
     );
     const p = policy ? await policy : null;
-    if (under) response.decision.policy = p ? { name: p.name, version: p.version, hash: p.hash } : null;
+    if (under) response.decision.policy = p ? p.ref : null;
     return attach(attester, req, res, response, DECIDE_CHAIN_ID, null, p?.hash ?? null);
   });
 }
