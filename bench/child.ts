@@ -89,13 +89,15 @@ export async function runLoadInChild(job: LoadJob): Promise<LoadResult> {
 }
 
 /**
- * CPU seconds a process has used (user + system, all its threads), from /proc on Linux; null
- * elsewhere. CPU per request holds still when other work shares the cores, unlike req/s.
+ * CPU seconds a process has used (user + system, all its threads), or with `eventLoop` only its
+ * main thread's (the thread whose id is the process's: the event loop), from /proc on Linux; null
+ * elsewhere. CPU per request holds still when other work shares the cores, unlike req/s; the event
+ * loop's share is what bounds a cached answer's throughput, the other threads run beside it.
  */
-export function cpuSeconds(pid: number | undefined): number | null {
+export function cpuSeconds(pid: number | undefined, eventLoop = false): number | null {
   if (pid === undefined) return null;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(eventLoop ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may contain spaces) start at state; utime, stime are 14, 15.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ticks = Number(fields[11]) + Number(fields[12]);

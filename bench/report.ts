@@ -16,7 +16,7 @@ function table(head: string[], rows: string[][]): string {
 
 const cells = (r: Row): string[] =>
   r.result === null
-    ? [r.name, r.load, '-', '-', '-', 'not run', '-']
+    ? [r.name, r.load, '-', '-', '-', 'not run', '-', '-']
     : [
         r.name,
         r.load,
@@ -25,12 +25,13 @@ const cells = (r: Row): string[] =>
         String(r.result.p99),
         String(r.result.errors),
         r.cpuMsPerRequest === null ? '-' : r.cpuMsPerRequest.toFixed(2),
+        r.loopMsPerRequest == null ? '-' : r.loopMsPerRequest.toFixed(3),
       ];
 
 export function printTable(rows: Row[], latencyMs: number): void {
   process.stdout.write(`\nScenarios (upstream latency ${latencyMs} ms; latencies in ms)\n`);
   process.stdout.write(
-    table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows.map(cells)) + '\n',
+    table(['scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req', 'loop ms/req'], rows.map(cells)) + '\n',
   );
   for (const r of rows) {
     if (r.note) process.stdout.write(`  ${r.name}: ${r.note}\n`);
@@ -52,7 +53,7 @@ export function printPool(pool: PoolRow[]): void {
   process.stdout.write('\nWorker pool vs inline (latencies in ms)\n');
   const rows = pool.flatMap((p) => p.rows.map((r) => [p.setting.name, ...cells(r)]));
   process.stdout.write(
-    table(['setting', 'scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req'], rows) + '\n',
+    table(['setting', 'scenario', 'load', 'req/s', 'p50', 'p99', 'errors', 'cpu ms/req', 'loop ms/req'], rows) + '\n',
   );
   for (const p of pool)
     for (const r of p.rows) if (r.note) process.stdout.write(`  ${p.setting.name} ${r.name}: ${r.note}\n`);

@@ -334,6 +334,7 @@ async function runTargets(
             name: r.name,
             ...r.result,
             cpuMsPerRequest: r.cpuMsPerRequest,
+            loopMsPerRequest: r.loopMsPerRequest,
             ...(r.rounds ? { rounds: r.rounds } : {}),
             ...(r.cpuRounds ? { cpuRounds: r.cpuRounds } : {}),
             ...(r.rssMb === undefined ? {} : { rssMb: r.rssMb }),

@@ -22,6 +22,8 @@ export interface Row {
   upstreamCalls: Record<string, number>;
   /** Server CPU per answered request over warm-up and run, in ms (Linux). */
   cpuMsPerRequest: number | null;
+  /** The same for the service's event-loop thread alone (Linux). */
+  loopMsPerRequest: number | null;
   /** Paid scenarios: the payment ledger once settlement had up to 60 s to finish. */
   ledger?: Record<string, number>;
   /** Interleaved scenarios: each round's req/s in round order (0 for a run that failed). */
@@ -117,6 +119,7 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
       result: null,
       upstreamCalls: {},
       cpuMsPerRequest: null,
+      loopMsPerRequest: null,
     };
     const headers: Record<string, string> = { 'content-type': 'application/json', ...s.headers };
     let headerPool: LoadJob['headerPool'];
@@ -160,6 +163,7 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
 
     ctx.upstreams.reset();
     const cpuBefore = cpuSeconds(ctx.pid);
+    const loopBefore = cpuSeconds(ctx.pid, true);
     row.result = await runLoadInChild({
       url: ctx.url,
       path: s.path,
@@ -177,9 +181,14 @@ export function scenarioRunner(ctx: Ctx): (s: Scenario, nStart: number) => Promi
     });
     row.upstreamCalls = ctx.upstreams.counts();
     const cpuAfter = cpuSeconds(ctx.pid);
+    const loopAfter = cpuSeconds(ctx.pid, true);
     const answered = row.result.requests + row.result.warmupRequests;
-    if (cpuBefore !== null && cpuAfter !== null && answered > 0)
-      row.cpuMsPerRequest = Math.round((((cpuAfter - cpuBefore) * 1000) / answered) * 1000) / 1000;
+    const perAnswer = (before: number | null, after: number | null): number | null =>
+      before !== null && after !== null && answered > 0
+        ? Math.round((((after - before) * 1000) / answered) * 1000) / 1000
+        : null;
+    row.cpuMsPerRequest = perAnswer(cpuBefore, cpuAfter);
+    row.loopMsPerRequest = perAnswer(loopBefore, loopAfter);
     if (s.auth === 'x402') row.ledger = await settledLedger(ctx.url, 60_000);
     return row;
   };

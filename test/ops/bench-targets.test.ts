@@ -12,6 +12,8 @@ import {
   type Measured,
 } from '../../bench/targets.js';
 import { medianRun, type Row } from '../../bench/session.js';
+import { cpuSeconds } from '../../bench/child.js';
+import { Worker } from 'node:worker_threads';
 
 const m = (name: string, rps: number, p50: number, p99: number, errors = 0): Measured => ({
   name,
@@ -136,6 +138,7 @@ t.test('interleaved rounds: each scenario reports its median run, and notes them
           },
     upstreamCalls: {},
     cpuMsPerRequest: 0.05,
+    loopMsPerRequest: 0.03,
     ...(note ? { note } : {}),
   });
   const med = medianRun([row(30000), row(9000), row(20000)]);
@@ -167,6 +170,12 @@ t.test("a ratio of interleaved scenarios is the median of the rounds' own ratios
     'missed, as two rounds of three were',
   );
   t.equal(throughputRatio(m('a', 900, 1, 1), m('b', 1000, 1, 1)).ratio, 0.9, 'without rounds: the ratio of req/s');
+  t.match(
+    throughputRatio({ ...m('a', 900, 1, 1), loopMsPerRequest: 0.17 }, { ...m('b', 1000, 1, 1), loopMsPerRequest: 0.13 })
+      .detail,
+    /; event loop 0\.17 vs 0\.13 ms per answer$/,
+    "each side's event-loop CPU per answer beside the ratio",
+  );
   t.equal(
     throughputRatio({ ...m('a', 900, 1, 1), rounds: [900, 900] }, m('b', 1000, 1, 1)).ratio,
     0.9,
@@ -254,3 +263,19 @@ t.test('signing: >= 0.8 x unsigned, and its CPU within a bare signature and hash
   r.delete('decide-cached-unsigned');
   t.same(checkSigning(r, bare), []);
 });
+
+t.test(
+  "the event loop's CPU is its own thread's, not the process's",
+  { skip: process.platform !== 'linux' },
+  async (t) => {
+    const loop0 = cpuSeconds(process.pid, true);
+    const all0 = cpuSeconds(process.pid);
+    // Another thread spins for 400 ms while this one waits.
+    const w = new Worker('const end = Date.now() + 400; while (Date.now() < end);', { eval: true });
+    await new Promise((r) => w.once('exit', r));
+    const loop = (cpuSeconds(process.pid, true) ?? Number.NaN) - (loop0 ?? Number.NaN);
+    const all = (cpuSeconds(process.pid) ?? Number.NaN) - (all0 ?? Number.NaN);
+    t.ok(all >= 0.3, `the process used ${all.toFixed(2)} s`);
+    t.ok(loop < 0.15, `the event loop used ${loop.toFixed(2)} s of it`);
+  },
+);
