@@ -6,7 +6,7 @@
  * reservation at 00:00 of the next day, and a rolling one takes it once its oldest bucket has
  * aged out, not a millisecond before.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { PolicyService, windowsAt, type JudgedAnswer } from '../../src/policy/se
 import { limitWindows } from '../../src/policy/windows.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
+import { newKey } from '../store/suite.js';
 import type { PolicyDocument } from '../../src/policy/document.js';
 import type { GuardRequest } from '../../src/generated/types.js';
 
@@ -75,19 +76,9 @@ t.test('through the policy service on SQLite: a window that ends frees its budge
     rmSync(dir, { recursive: true, force: true });
   });
   store = await openStore({ databaseUrl: `sqlite:${join(dir, 'w.db')}` });
-  const account = randomUUID();
-  await store.createApiKey({
-    id: account,
-    keyHash: randomBytes(32).toString('hex'),
-    prefix: 'pvk_windows',
-    email: `${account}@example.com`,
-    plan: 'Basic',
-    requestedPlan: null,
-    company: null,
-    fullName: null,
-    useCase: null,
-    website: null,
-  });
+  const owner = newKey('windows@example.com');
+  await store.createApiKey(owner);
+  const account = owner.id;
   let clock = 0;
   const service = new PolicyService(store, { now: () => clock });
   // Each document its own version (the service compiles a (name, version, hash) once).
