@@ -287,12 +287,14 @@ const WINDOWS = new WeakMap<CompiledPolicy, { from: number; until: number; windo
  * The policy's limit windows at `now` (./windows.ts), made once per span in which they stay the
  * same: a calendar window's until its end, a rolling window's until its next bucket begins or its
  * oldest bucket leaves. The array and its objects are shared by the reservations made in that
- * span; nothing changes them.
+ * span, so they are frozen.
  */
 export function windowsAt(p: CompiledPolicy, now: number): LimitWindow[] {
   const hit = WINDOWS.get(p);
   if (hit !== undefined && now >= hit.from && now < hit.until) return hit.windows;
   const windows = limitWindows(p.limits, now);
+  for (const l of windows) Object.freeze(l);
+  Object.freeze(windows);
   let until = Number.POSITIVE_INFINITY;
   for (let k = 0; k < windows.length; k++) {
     const w = p.limits[k].window;

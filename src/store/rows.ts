@@ -300,10 +300,12 @@ export const RESERVATION_COLUMNS = [
 const LIMITS_TEXT = new WeakMap<readonly LimitWindow[], string>();
 
 /**
- * The `limits` column of a reservation in these windows: made once per windows array, since the
- * reservations of one span share it (src/policy/service.ts, windowsAt).
+ * The `limits` column of a reservation in these windows: made once per frozen windows array, which
+ * the reservations of one span share (src/policy/service.ts, windowsAt); any other array is
+ * serialized as it is now.
  */
 function limitsText(limits: readonly LimitWindow[]): string {
+  if (!Object.isFrozen(limits)) return JSON.stringify(limits.map((l) => [l.id, l.windowKey, l.bucket]));
   let text = LIMITS_TEXT.get(limits);
   if (text === undefined) {
     text = JSON.stringify(limits.map((l) => [l.id, l.windowKey, l.bucket]));

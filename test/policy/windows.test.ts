@@ -66,6 +66,10 @@ t.test('cached windows are what a fresh computation gives, at every step of a wa
   }
   t.equal(mismatches, 0, `${steps} instants, none different`);
   t.equal(windowsAt(p, now), windowsAt(p, now), 'within one span the same array is shared');
+  t.ok(
+    Object.isFrozen(windowsAt(p, now)) && windowsAt(p, now).every((w) => Object.isFrozen(w)),
+    'and frozen, so no reservation can change what another counts in',
+  );
 });
 
 t.test('through the policy service on SQLite: a window that ends frees its budget at once', async (t) => {
