@@ -11,6 +11,7 @@ import type {
   VerdictQuery,
   VerdictRecord,
 } from './types.js';
+import { frozenText } from './rows.js';
 
 export interface IdempotencyRow {
   fingerprint: string;
@@ -41,21 +42,8 @@ export const VERDICT_COLUMNS = [
   'reservation_id',
 ] as const;
 
+/** A verdict's `policy` column, made once per compiled version's shared (frozen) reference. */
 const POLICY_TEXT = new WeakMap<PolicyRefRecord, string>();
-
-/**
- * A verdict's `policy` column: made once per frozen reference (a compiled version's, which its
- * answers share); any other object is serialized as it is now.
- */
-function policyText(p: PolicyRefRecord): string {
-  if (!Object.isFrozen(p)) return JSON.stringify(p);
-  let text = POLICY_TEXT.get(p);
-  if (text === undefined) {
-    text = JSON.stringify(p);
-    POLICY_TEXT.set(p, text);
-  }
-  return text;
-}
 
 /** A verdict in VERDICT_COLUMNS order; an answer that reserved names its reservation by its own id. */
 export function verdictValues(v: VerdictRecord): unknown[] {
@@ -69,7 +57,7 @@ export function verdictValues(v: VerdictRecord): unknown[] {
     v.verdict,
     v.risk,
     JSON.stringify(v.failureModes),
-    v.policy === null ? null : policyText(v.policy),
+    v.policy === null ? null : frozenText(POLICY_TEXT, v.policy, JSON.stringify),
     v.reservedUsd,
     v.reservedUsd === null ? null : v.id,
   ];

@@ -297,22 +297,25 @@ export const RESERVATION_COLUMNS = [
   'limits',
 ] as const;
 
-const LIMITS_TEXT = new WeakMap<readonly LimitWindow[], string>();
-
 /**
- * The `limits` column of a reservation in these windows: made once per frozen windows array, which
- * the reservations of one span share (src/policy/service.ts, windowsAt); any other array is
- * serialized as it is now.
+ * A column's JSON text for `value`, made once per frozen object (one shared by many rows, such as
+ * a span's limit windows or a version's policy reference) and kept in `cache`; any other object's
+ * is made afresh, as it may have changed since.
  */
-function limitsText(limits: readonly LimitWindow[]): string {
-  if (!Object.isFrozen(limits)) return JSON.stringify(limits.map((l) => [l.id, l.windowKey, l.bucket]));
-  let text = LIMITS_TEXT.get(limits);
+export function frozenText<T extends object>(cache: WeakMap<T, string>, value: T, make: (v: T) => string): string {
+  if (!Object.isFrozen(value)) return make(value);
+  let text = cache.get(value);
   if (text === undefined) {
-    text = JSON.stringify(limits.map((l) => [l.id, l.windowKey, l.bucket]));
-    LIMITS_TEXT.set(limits, text);
+    text = make(value);
+    cache.set(value, text);
   }
   return text;
 }
+
+const LIMITS_TEXT = new WeakMap<readonly LimitWindow[], string>();
+/** The `limits` column: the windows' (limit, window, bucket)s; a span's shared windows are frozen (src/policy/service.ts, windowsAt). */
+const limitsText = (limits: readonly LimitWindow[]): string =>
+  JSON.stringify(limits.map((l) => [l.id, l.windowKey, l.bucket]));
 
 /** The reservation's row, in RESERVATION_COLUMNS order: its limits' (limit, window, bucket) in one JSON column. */
 export function reservationRow(r: ReserveRequest): unknown[] {
@@ -326,7 +329,7 @@ export function reservationRow(r: ReserveRequest): unknown[] {
     r.expiresAt,
     r.chain,
     r.actor,
-    limitsText(r.limits),
+    frozenText(LIMITS_TEXT, r.limits, limitsText),
   ];
 }
 
