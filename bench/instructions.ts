@@ -16,7 +16,7 @@
  * the other threads' a rough one.
  */
 import { fork, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,12 +46,19 @@ export interface InstructionVariant {
   policy?: boolean;
   /** Which variant's counts the ratios are taken against. */
   against?: string;
+  /**
+   * The program counted: the service (bench/service.ts) unless this names the floor, bare node:http
+   * + Ajv answering the same cached decide's bytes (bench/floor.ts), which takes no key.
+   */
+  program?: 'floor';
   /** Counted unless `--only` names others. */
   byDefault: boolean;
 }
 
 export const INSTRUCTION_VARIANTS: readonly InstructionVariant[] = [
-  { name: 'unsigned', about: 'ATTESTATIONS=off', env: { ATTESTATIONS: 'off' }, byDefault: true },
+  // The unsigned cached decide's yardstick in the throughput targets, counted the same way.
+  { name: 'floor', about: 'bare node:http + Ajv, the same answer', env: {}, program: 'floor', byDefault: false },
+  { name: 'unsigned', about: 'ATTESTATIONS=off', env: { ATTESTATIONS: 'off' }, against: 'floor', byDefault: true },
   { name: 'signed', about: 'the default: prepared nonces', env: {}, against: 'unsigned', byDefault: true },
   {
     name: 'signed-inline',
@@ -241,10 +248,11 @@ async function countOne(
   valgrind: string,
   warmup: number,
   answers: number,
+  keep: string | null,
 ): Promise<InstructionCount> {
   const dir = mkdtempSync(join(tmpdir(), `preflight-cg-${v.name}-`));
   const env = serviceEnv(upstreams, null, v.env);
-  const proc = fork(here('./service.js'), [], {
+  const proc = fork(here(v.program === 'floor' ? './floor.js' : './service.js'), [], {
     execPath: valgrind,
     execArgv: [
       '--tool=callgrind',
@@ -274,7 +282,7 @@ async function countOne(
         reject(new Error(`${v.name}: exited (${code}) under valgrind: ${stderr.slice(-800)}`));
       });
     });
-    const owner = await signup(url);
+    const owner = v.program === 'floor' ? 'the floor reads no key' : await signup(url);
     if (owner === null) throw new Error(`${v.name}: no API key from signup`);
     const key = v.policy ? await policyKey(url, owner) : owner;
     if (key === null) throw new Error(`${v.name}: no agent key bound to the bench policy`);
@@ -353,6 +361,10 @@ async function countOne(
     };
   } finally {
     proc.kill('SIGKILL');
+    if (keep !== null)
+      for (const f of readdirSync(dir))
+        if (/\.2-\d+$/.test(f))
+          copyFileSync(join(dir, f), join(keep, `callgrind.${v.name}.${f.replace(/^cg\.\d+\.2-/, 'thread-')}`));
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -360,11 +372,14 @@ async function countOne(
 /**
  * Counts every variant, all at once (each valgrind runs one thread at a time, so two cores carry
  * them side by side). Null with a reason when valgrind or callgrind_control is not installed.
+ * With `keep`, each variant's dump of the counted answers is kept there, one file per thread
+ * (`callgrind.<variant>.thread-<n>`), for callgrind_annotate.
  */
 export async function measureInstructions(
   upstreams: Upstreams,
   quick: boolean,
   only: readonly string[] | null = null,
+  keep: string | null = null,
 ): Promise<InstructionResult | { skipped: string }> {
   const variants = INSTRUCTION_VARIANTS.filter((v) => (only === null ? v.byDefault : only.includes(v.name)));
   if (variants.length === 0)
@@ -377,6 +392,7 @@ export async function measureInstructions(
   const version = execFileSync(valgrind, ['--version'], { encoding: 'utf8' }).trim();
   const warmup = quick ? 1500 : 4000;
   const answers = quick ? 500 : 2000;
-  const counts = await Promise.all(variants.map((v) => countOne(upstreams, v, valgrind, warmup, answers)));
+  if (keep !== null) mkdirSync(keep, { recursive: true });
+  const counts = await Promise.all(variants.map((v) => countOne(upstreams, v, valgrind, warmup, answers, keep)));
   return { valgrind: version, warmup, answers, counts };
 }

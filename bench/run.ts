@@ -16,11 +16,12 @@
  *                                            `wallet-guard` what a guarded sendTransaction adds;
  *                                            with --mode=instructions, the variants to count
  *                                            (unsigned, signed, signed-inline by default;
- *                                            guard-swap, guard-policy on request)
+ *                                            floor, guard-swap, guard-policy on request)
  *   --rounds=3                               the yardsticks and the cached decides run this many times,
  *                                            interleaved, and each reports its median run (1 with --quick)
  *   --profile=DIR                            every server child writes a V8 CPU profile per thread into
- *                                            DIR when it stops (bench/README.md, "Profiling")
+ *                                            DIR when it stops (bench/README.md, "Profiling"); with
+ *                                            --mode=instructions, the counted answers' callgrind dumps
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -360,7 +361,7 @@ async function runTargets(
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
-  if (opts.profile !== null) {
+  if (opts.profile !== null && opts.mode !== 'instructions') {
     mkdirSync(opts.profile, { recursive: true });
     profileServersInto(opts.profile);
   }
@@ -368,7 +369,7 @@ async function main(): Promise<number> {
   const upstreams = await startUpstreams(opts.latencyMs, COLD_KEYS);
   if (opts.mode === 'instructions') {
     try {
-      const counted = await measureInstructions(upstreams, opts.quick, opts.only);
+      const counted = await measureInstructions(upstreams, opts.quick, opts.only, opts.profile);
       if ('skipped' in counted) {
         process.stdout.write(`instructions: skipped: ${counted.skipped}\n`);
         return 0;

@@ -118,6 +118,14 @@ t.test(
     const swap = INSTRUCTION_VARIANTS.find((v) => v.name === 'guard-swap');
     t.equal(policy?.body, swap?.body, 'the policy pair asks the same guard');
     t.ok(policy?.policy && !swap?.policy, 'one under a policy, one without');
+    const floor = INSTRUCTION_VARIANTS.find((v) => v.name === 'floor');
+    t.equal(floor?.program, 'floor', 'the floor variant counts bench/floor.ts, not the service');
+    t.notOk(floor?.byDefault, 'on request only');
+    t.equal(
+      INSTRUCTION_VARIANTS.find((v) => v.name === 'unsigned')?.against,
+      'floor',
+      'the unsigned decide is compared with its yardstick when both are counted',
+    );
     const upstreams = {} as Parameters<typeof measureInstructions>[0];
     await t.rejects(measureInstructions(upstreams, true, ['nope']), /--only names no variant/);
   },
