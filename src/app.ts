@@ -9,7 +9,7 @@ import type http from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
-import type { Logger } from './log.js';
+import { accessLog, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { Engine } from './engine/runner.js';
 import { MAX_REQUEST_BODY_BYTES } from './pricing.js';
@@ -144,9 +144,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 function requestContext(deps: AppDeps): ApiHandler {
   const { metrics, isDraining } = deps;
-  // The access line carries only the fields below, none of them secret, so it skips the
-  // redaction pass every other line gets (a measurable share of a cached answer's cost).
-  const access = deps.logger.child({}, { redact: { paths: [] } });
+  // The access line carries only the fields below, none of them secret (src/log.ts, accessLog).
+  const access = accessLog(deps.logger);
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     const given = req.headers['x-request-id'];
@@ -161,17 +160,7 @@ function requestContext(deps: AppDeps): ApiHandler {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       const route = res.locals.route ?? 'unmatched';
       metrics.httpRequest(route, req.method ?? '', res.statusCode, seconds);
-      access.info(
-        {
-          reqId: id,
-          method: req.method,
-          route,
-          status: res.statusCode,
-          ms: Math.round(seconds * 1e5) / 100,
-          auth: res.locals.billing?.kind,
-        },
-        'request',
-      );
+      access(id, req.method ?? '', route, res.statusCode, Math.round(seconds * 1e5) / 100, res.locals.billing?.kind);
     });
     next();
   };
