@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { parseList } from '../../src/screening/formats.js';
-import { addressesOf, lookup, pack } from '../../src/screening/list.js';
+import { addressesOf, findKey, lookup, pack } from '../../src/screening/list.js';
 import { isLookalike, KnownBook, likeness } from '../../src/screening/rules.js';
 import { embeddedSanctions } from '../../src/screening/service.js';
 import snapshot from '../../src/screening/ofac-snapshot.json' with { type: 'json' };
@@ -130,6 +130,37 @@ t.test('the packed index: lookup, and the hash as SHA-256 of the sorted lowercas
   t.same(lookup(packed, addrs[7]), { reason: 'odd' });
   t.equal(lookup(packed, '0x0000000000000000000000000000000000000001'), null);
   t.equal(packed.table.length, 2, 'tags are shared');
+});
+
+t.test('findKey finds every listed key and no other, at every position of a sorted list', async (t) => {
+  // Keys that share long prefixes (down to the last byte) and keys at both ends, so that each
+  // step of the search meets equal leading bytes; the reference is a Set of hex strings.
+  const hex = new Set<string>();
+  for (let i = 0; i < 300; i++) hex.add(createHash('sha256').update(`k${i}`).digest('hex').slice(0, 40));
+  const base = createHash('sha256').update('base').digest('hex').slice(0, 38);
+  for (let b = 0; b < 256; b += 3) hex.add(base + b.toString(16).padStart(2, '0'));
+  hex.add('00'.repeat(20));
+  hex.add('ff'.repeat(20));
+  const packed = pack([...hex].map((h) => [`0x${h}`, { reason: null }]));
+  t.equal(packed.size, hex.size);
+  let found = 0;
+  for (const [i, a] of addressesOf(packed).entries()) {
+    if (findKey(packed, Buffer.from(a.slice(2), 'hex')) === i) found++;
+  }
+  t.equal(found, hex.size, 'every key at its own index');
+  const probes: string[] = [];
+  for (let b = 0; b < 256; b++) probes.push(base + b.toString(16).padStart(2, '0'));
+  for (let i = 0; i < 500; i++) probes.push(createHash('sha256').update(`p${i}`).digest('hex').slice(0, 40));
+  probes.push('00'.repeat(19) + '01', 'ff'.repeat(19) + 'fe', `${base}ff`);
+  const wrong: string[] = [];
+  for (const p of probes) {
+    const i = findKey(packed, Buffer.from(p, 'hex'));
+    const listed = hex.has(p);
+    if (listed ? i < 0 || addressesOf(packed)[i] !== `0x${p}` : i !== -1) wrong.push(p);
+  }
+  t.same(wrong, [], 'a probe is found exactly when the list holds it');
+  t.equal(findKey(packed, Buffer.from(`${base}00`.slice(0, 38), 'hex')), -1, 'a 19-byte key is never found');
+  t.equal(findKey({ keys: new Uint8Array(0), size: 0 }, Buffer.alloc(20)), -1, 'nothing in an empty list');
 });
 
 t.test('the embedded snapshot: every EVM address of the extraction, with its date and assets', async (t) => {
