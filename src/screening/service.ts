@@ -277,10 +277,7 @@ export class Screening implements ScreeningView {
   }
 
   #use(l: LoadedList): void {
-    // A Buffer view of the keys, made once: every lookup compares against it.
-    const k = l.packed.keys;
-    const keys = Buffer.isBuffer(k) ? k : Buffer.from(k.buffer, k.byteOffset, k.byteLength);
-    this.#lists.set(l.name, { ...l, packed: { ...l.packed, keys } });
+    this.#lists.set(l.name, l);
   }
 
   /** Fetches one list (this instance holds its lease), applies the shrink guard and stores the outcome. */
