@@ -345,6 +345,66 @@ export function accountsSuite(h: AccountsHarness): void {
     },
   );
 
+  t.test(
+    `${h.name}: migration 9 keeps every reservation and payment, and their states are still checked`,
+    async (t) => {
+      const fresh = await migratedTo(h, 8);
+      const now = Date.now();
+      const dayFrom = now - 1000;
+      const created = h.dialect === 'sqlite' ? String(now) : `to_timestamp(${now / 1000})`;
+      const old = h.dialect === 'sqlite' ? String(now - 600_000) : `to_timestamp(${(now - 600_000) / 1000})`;
+      const due = `0x${'e5'.repeat(32)}`;
+      const done = `0x${'f6'.repeat(32)}`;
+      const limits = JSON.stringify([['daily', 'day', dayFrom]]);
+      await h.exec(
+        fresh,
+        `INSERT INTO accounts (id, created_at) VALUES ('acc9', ${created});
+       INSERT INTO reservations (at, id, account_id, policy, usd, state, expires_at, chain, actor, limits) VALUES
+        (${now}, '${due}', 'acc9', 'p', 30, 'reserved', ${now + 1000}, 'base', '0x${'11'.repeat(20)}', '${limits}'),
+        (${now + 1}, '${done}', 'acc9', 'p', 20, 'committed', NULL, 'base', NULL, '${limits}');
+       INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd) VALUES
+        ('acc9', 'p', 'daily', 'day', ${dayFrom}, 50, 2, 30);
+       INSERT INTO payments (id, asset, payer, nonce, pay_to, value, network, x402_version, payload, valid_before, state,
+          tx_hash, attempts, last_error, resource, created_at, updated_at) VALUES
+        ('pay9', '0xasset', '0xpayer', '0x${'01'.repeat(32)}', '0xpayto', '10000', 'eip155:8453', 2, '{}', ${Math.floor(now / 1000) + 60},
+          'settling', NULL, 1, 'rpc down', '/v1/decide', ${old}, ${old});`,
+      );
+      const s = await openStore({ databaseUrl: fresh });
+      try {
+        const [u] = await s.limitUsage('acc9', 'p', [day(dayFrom, 1000)]);
+        t.same([u.reservedUsd, u.committedUsd, u.count], [30, 20, 2], 'the counters read as before');
+        const dueNow = await s.dueReservations(now + 2000, 10);
+        t.same(
+          dueNow.map((d) => [d.id, d.at]),
+          [[due, now]],
+          'the reserved one is due at its own time, the committed one is not',
+        );
+        t.equal(await s.settleReservation(dueNow[0], 'released'), true, 'and it is released');
+        const unsettled = await s.listUnsettledPayments(60_000, 10);
+        t.same(
+          unsettled.map((p) => [p.id, p.state, p.attempts, p.lastError]),
+          [['pay9', 'settling', 1, 'rpc down']],
+          'the payment is kept whole and still found unsettled',
+        );
+        t.equal(await s.updatePayment('pay9', ['settling'], 'settled', { txHash: '0xabc' }), true);
+        t.equal((await s.getPayment('pay9'))?.state, 'settled');
+        await t.rejects(
+          h.exec(fresh, `UPDATE reservations SET state = 'spent' WHERE id = '${done}'`),
+          'a reservation state outside the three is refused',
+        );
+        await t.rejects(
+          h.exec(fresh, "UPDATE payments SET state = 'lost' WHERE id = 'pay9'"),
+          'a payment state outside the four is refused',
+        );
+        for (const state of ['reserved', 'committed', 'released'])
+          await h.exec(fresh, `UPDATE reservations SET state = '${state}' WHERE id = '${done}'`);
+        t.pass('each of the three reservation states is accepted');
+      } finally {
+        await s.close();
+      }
+    },
+  );
+
   t.test(`${h.name}: 40 concurrent reservations of 100 under 1,000 on three stores: exactly 10`, async (t) => {
     const owner = newKey('race@example.com');
     await store.createApiKey(owner);

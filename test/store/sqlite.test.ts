@@ -6,6 +6,7 @@ import t from 'tap';
 import { openStore, StoreError } from '../../src/store/index.js';
 import { newKey, storeSuite } from './suite.js';
 import { accountsSuite } from './accounts-suite.js';
+import { PAYMENT_COLUMNS, RESERVATION_COLUMNS } from '../../src/store/rows.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'pf-sqlite-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -139,4 +140,43 @@ t.test('sqlite: a group that cannot commit fails every count in it, and none is 
   );
   t.equal(await s.getUsage(k.id, '2026-11'), 1, 'only the count from before');
   await s.close();
+});
+
+t.test('sqlite: writing a reservation or a payment builds no temporary table for its state check', async (t) => {
+  // A CHECK written as `state IN (...)` makes SQLite fill a temporary table with the listed
+  // values on every row written (migration 9); the reservation is written once per answer under
+  // a policy, the payment once per paid call.
+  const url = `sqlite:${join(dir, 'checks', 'c.db')}`;
+  const s = await openStore({ databaseUrl: url });
+  await s.close();
+  // Read and write: a read-only connection compiles no CHECK into its writes.
+  const db = new Database(url.slice(7));
+  try {
+    const ephemeral = (sql: string, params: number): number =>
+      (db.prepare(`EXPLAIN ${sql}`).all(...Array(params).fill(null)) as Array<{ opcode: string }>).filter(
+        (r) => r.opcode === 'OpenEphemeral',
+      ).length;
+    const writes: Array<[string, string, number]> = [
+      [
+        'a reservation',
+        `INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES (${RESERVATION_COLUMNS.map(() => '?').join(', ')})`,
+        RESERVATION_COLUMNS.length,
+      ],
+      ['a settled reservation', "UPDATE reservations SET state = ? WHERE at = ? AND id = ? AND state = 'reserved'", 3],
+      [
+        'a payment',
+        `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${PAYMENT_COLUMNS.map(() => '?').join(', ')})`,
+        PAYMENT_COLUMNS.length,
+      ],
+      ["a payment's new state", 'UPDATE payments SET state = ?, updated_at = ? WHERE id = ?', 3],
+    ];
+    for (const [what, sql, params] of writes) t.equal(ephemeral(sql, params), 0, what);
+    // The check itself still holds (the accounts suite writes each state through it).
+    t.match(
+      (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'reservations'").get() as { sql: string }).sql,
+      /CHECK \(state = 'reserved' OR state = 'committed' OR state = 'released'\)/,
+    );
+  } finally {
+    db.close();
+  }
 });
