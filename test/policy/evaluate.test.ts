@@ -10,6 +10,8 @@ import { applyPolicy, type JudgedAnswer } from '../../src/policy/service.js';
 import { limitWindows, secondsUntilFits } from '../../src/policy/windows.js';
 import type { GuardRequest } from '../../src/generated/types.js';
 import type { CheckResult } from '../../src/checks/types.js';
+import { bodyJson } from '../../src/http/errors.js';
+import { JSON_TEXT } from '../../src/wire.js';
 
 const A = '0x00000000000000000000000000000000000000a1';
 const B = '0x00000000000000000000000000000000000000b2';
@@ -182,4 +184,99 @@ t.test("a rolling window's retry: when enough of its oldest buckets have aged ou
   // 90 used; 30 more fits once the 60 of the oldest bucket ages out: 90 s ago + 1 s bucket + 100 s window.
   t.equal(secondsUntilFits(limit, lw, buckets, 30, now), 11);
   t.equal(secondsUntilFits({ id: 'd', window: 'day', max_usd: 1 }, lw, [], 5, Date.UTC(2026, 0, 1, 23, 0, 0)), 3600);
+});
+
+t.test("the policy item's own JSON text is JSON.stringify's, or none", async (t) => {
+  const frozen = Object.freeze({ name: 'pay "ops" \\ team\u2028', version: 3, hash: `0x${'cd'.repeat(32)}` });
+  const limits = [
+    { id: 'daily', used_usd: 123456.78, count: 0, max_usd: 1e15, max_count: null },
+    { id: 'hourly \u0001 count', used_usd: 0.1 + 0.2, count: 5123, max_usd: null, max_count: 1e21 },
+  ];
+  const inputs: Array<[string, Parameters<typeof policyItem>[0]]> = [
+    [
+      'a pass with two limits and a reservation',
+      {
+        policy: frozen,
+        violations: [],
+        matchedRule: 'swaps',
+        limits,
+        outflowUsd: 1234.5,
+        reservedUsd: 1234.5,
+        latencyMs: 0.4,
+      },
+    ],
+    [
+      'a reference that is not frozen, no rule, numbers JSON writes as null',
+      {
+        policy: { ...ref },
+        violations: [],
+        matchedRule: null,
+        limits: [],
+        outflowUsd: Number.NaN,
+        reservedUsd: null,
+        latencyMs: Number.POSITIVE_INFINITY,
+      },
+    ],
+    [
+      'a warn with a retry',
+      {
+        policy: frozen,
+        violations: [
+          {
+            code: 'policy_limit_exceeded',
+            status: 'warn',
+            limit: 'daily',
+            observed: { used_usd: 1 },
+            bound: { max_usd: 1 },
+            message: 'full "now"',
+          },
+        ],
+        matchedRule: 'r\ud800',
+        limits,
+        outflowUsd: 10,
+        reservedUsd: null,
+        retryAfterS: 3600,
+        latencyMs: 2,
+      },
+    ],
+    [
+      'no policy: an error with retry_after_s',
+      {
+        policy: null,
+        violations: [
+          { code: 'policy_unavailable', status: 'error', observed: null, bound: null, message: 'the store is down' },
+        ],
+        matchedRule: null,
+        limits: [],
+        outflowUsd: null,
+        reservedUsd: null,
+        latencyMs: 0,
+      },
+    ],
+  ];
+  for (const [what, input] of inputs) {
+    const item = policyItem(input);
+    const text = (item as unknown as { [JSON_TEXT]?: string })[JSON_TEXT];
+    t.equal(text, JSON.stringify(item), what);
+    t.notOk(Object.keys(item).includes(String(JSON_TEXT)), `${what}: the text is not a property JSON sees`);
+    t.equal(bodyJson({ evidence: [item] }), JSON.stringify({ evidence: [item] }), `${what}: as sent`);
+  }
+  // Changed after it was made: the text follows the change, or there is none and the item is walked.
+  const changes: Array<[string, (i: Record<string, unknown>) => void]> = [
+    ['a message changed', (i) => (i.message = 'other "text"')],
+    ['a field added', (i) => (i.extra = 1)],
+    ['a field removed', (i) => delete i.source],
+    ['observed replaced', (i) => (i.observed = { any: ['thing'] })],
+    ['a limit given a field', (i) => ((i.observed as { limits: Array<Record<string, unknown>> }).limits[0].note = 'x')],
+    ['a limit id made a number', (i) => ((i.observed as { limits: Array<Record<string, unknown>> }).limits[1].id = 7)],
+    ['expected set', (i) => (i.expected = { max: 1 })],
+    ['retry_after_s set to undefined', (i) => (i.retry_after_s = undefined)],
+  ];
+  for (const [what, change] of changes) {
+    const item = policyItem({ ...inputs[0][1], limits: limits.map((l) => ({ ...l })) });
+    change(item as unknown as Record<string, unknown>);
+    const text = (item as unknown as { [JSON_TEXT]?: string })[JSON_TEXT];
+    if (text !== undefined) t.equal(text, JSON.stringify(item), `${what}: the text follows`);
+    t.equal(bodyJson({ evidence: [item] }), JSON.stringify({ evidence: [item] }), `${what}: as sent`);
+  }
 });
