@@ -66,3 +66,72 @@ t.test('formatting', async (t) => {
   t.equal(hexQuantity('27'), null);
   t.equal(hexQuantity('0x'), null);
 });
+
+t.test('fmtUsd writes what en-US Intl.NumberFormat writes, without calling it below 1e21', async (t) => {
+  // The formatter's own text is the reference: at most 0 fraction digits from $1,000, 2 from $1,
+  // 6 below; rounded on the number's shortest decimal text, half away from zero.
+  const intl = (n: number): string => {
+    if (!Number.isFinite(n)) return String(n);
+    const digits = Math.abs(n) >= 1000 ? 0 : Math.abs(n) >= 1 ? 2 : 6;
+    return `$${new Intl.NumberFormat('en-US', { maximumFractionDigits: digits }).format(n)}`;
+  };
+  const edges = [
+    0,
+    -0,
+    1,
+    -1,
+    0.125,
+    2.675,
+    1.005,
+    999.995,
+    999.994,
+    999.999,
+    9.999995,
+    99.995,
+    0.9999995,
+    0.99999949,
+    1e-7,
+    -1e-7,
+    5e-7,
+    -5e-7,
+    4.9999999e-7,
+    9.5e-7,
+    1e-6,
+    1e-9,
+    0.0000015,
+    0.0000025,
+    1000,
+    1000.5,
+    2500.5,
+    -2500.5,
+    1234.5,
+    1234567.891,
+    123456.78,
+    2 ** 53,
+    -(2 ** 53),
+    1e15,
+    779681812043308900,
+    1e20,
+    9.99e20,
+    1e21,
+    2.5e22,
+    Number.POSITIVE_INFINITY,
+    Number.NaN,
+  ];
+  for (const n of edges) t.equal(fmtUsd(n), intl(n), `${n}`);
+  // And a seeded sweep over every magnitude the three precisions meet.
+  let seed = 42;
+  const next = (): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  let differ = 0;
+  for (let i = 0; i < 20_000; i++) {
+    let n = next() * 10 * 10 ** (Math.floor(next() * 32) - 12);
+    if (next() < 0.3) n = -n;
+    if (next() < 0.2) n = Math.round(n * 1000) / 1000;
+    if (next() < 0.2) n = Number(n.toPrecision(1 + Math.floor(next() * 8)));
+    if (fmtUsd(n) !== intl(n) && differ++ < 5) t.fail(`${n}: ${fmtUsd(n)} against ${intl(n)}`);
+  }
+  t.equal(differ, 0, '20,000 amounts written alike');
+});
