@@ -17,6 +17,30 @@ export interface Migration {
 const PLANS = "('Basic', 'DeFi', 'Execution')";
 const STATES = "('verified', 'settling', 'settled', 'failed')";
 
+/** The x402 payments table (docs/x402.md): made by migration 1, rebuilt by migration 9. */
+function paymentsTable(name: string, time: string, big: string, stateCheck: string): string {
+  return `CREATE TABLE ${name} (
+  id TEXT PRIMARY KEY,
+  asset TEXT NOT NULL,
+  payer TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  pay_to TEXT NOT NULL,
+  value TEXT NOT NULL,
+  network TEXT NOT NULL,
+  x402_version INTEGER NOT NULL,
+  payload TEXT NOT NULL,
+  valid_before ${big} NOT NULL,
+  state TEXT NOT NULL CHECK (${stateCheck}),
+  tx_hash TEXT,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  resource TEXT NOT NULL,
+  created_at ${time} NOT NULL,
+  updated_at ${time} NOT NULL,
+  UNIQUE (asset, payer, nonce)
+);`;
+}
+
 function initial(time: string, big: string): string {
   return `
 CREATE TABLE api_keys (
@@ -50,26 +74,7 @@ CREATE TABLE signup_attempts (
   PRIMARY KEY (client, bucket)
 );
 
-CREATE TABLE payments (
-  id TEXT PRIMARY KEY,
-  asset TEXT NOT NULL,
-  payer TEXT NOT NULL,
-  nonce TEXT NOT NULL,
-  pay_to TEXT NOT NULL,
-  value TEXT NOT NULL,
-  network TEXT NOT NULL,
-  x402_version INTEGER NOT NULL,
-  payload TEXT NOT NULL,
-  valid_before ${big} NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ${STATES}),
-  tx_hash TEXT,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  last_error TEXT,
-  resource TEXT NOT NULL,
-  created_at ${time} NOT NULL,
-  updated_at ${time} NOT NULL,
-  UNIQUE (asset, payer, nonce)
-);
+${paymentsTable('payments', time, big, `state IN ${STATES}`)}
 CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state IN ('verified', 'settling');
 `;
 }
@@ -380,26 +385,7 @@ DROP TABLE reservations;
 ALTER TABLE reservations_v9 RENAME TO reservations;
 CREATE INDEX reservations_due ON reservations (expires_at) WHERE state = 'reserved';
 
-CREATE TABLE payments_v9 (
-  id TEXT PRIMARY KEY,
-  asset TEXT NOT NULL,
-  payer TEXT NOT NULL,
-  nonce TEXT NOT NULL,
-  pay_to TEXT NOT NULL,
-  value TEXT NOT NULL,
-  network TEXT NOT NULL,
-  x402_version INTEGER NOT NULL,
-  payload TEXT NOT NULL,
-  valid_before INTEGER NOT NULL,
-  state TEXT NOT NULL CHECK (state = 'verified' OR state = 'settling' OR state = 'settled' OR state = 'failed'),
-  tx_hash TEXT,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  last_error TEXT,
-  resource TEXT NOT NULL,
-  created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL,
-  UNIQUE (asset, payer, nonce)
-);
+${paymentsTable('payments_v9', 'INTEGER', 'INTEGER', "state = 'verified' OR state = 'settling' OR state = 'settled' OR state = 'failed'")}
 INSERT INTO payments_v9 (id, asset, payer, nonce, pay_to, value, network, x402_version, payload, valid_before, state,
     tx_hash, attempts, last_error, resource, created_at, updated_at)
   SELECT id, asset, payer, nonce, pay_to, value, network, x402_version, payload, valid_before, state,
