@@ -41,3 +41,18 @@ export function jsonString(s: string): string {
   }
   return `"${s}"`;
 }
+
+/**
+ * The JSON text of `value`, made once per frozen object (one shared by many rows or answers, such
+ * as a span's limit windows or a version's policy reference) and kept in `cache`; any other object's
+ * is made afresh, as it may have changed since.
+ */
+export function frozenText<T extends object>(cache: WeakMap<T, string>, value: T, make: (v: T) => string): string {
+  if (!Object.isFrozen(value)) return make(value);
+  let text = cache.get(value);
+  if (text === undefined) {
+    text = make(value);
+    cache.set(value, text);
+  }
+  return text;
+}

@@ -6,7 +6,7 @@
  */
 import type { CheckResult } from '../checks/types.js';
 import { fmtUsd } from '../format.js';
-import { JSON_TEXT, jsonString, type CheckStatus } from '../wire.js';
+import { JSON_TEXT, frozenText, jsonString, type CheckStatus } from '../wire.js';
 import type { ActionFacts } from './facts.js';
 import { LIST_FIELDS, type ListField, type PolicyDocument, type PolicyLimit, type PolicyRule } from './document.js';
 
@@ -393,18 +393,10 @@ function scalarText(v: unknown): string | undefined {
 
 const REF_TEXT = new WeakMap<object, string>();
 
+/** The version reference's text: made once per version, whose reference is frozen. */
 function refText(ref: unknown): string | undefined {
   if (ref === null) return 'null';
-  if (typeof ref !== 'object') return undefined;
-  if (!Object.isFrozen(ref)) return JSON.stringify(ref);
-  let text = REF_TEXT.get(ref);
-  if (text === undefined) {
-    // Kept only when nothing in it can change: frozen, with no object inside.
-    if (Object.values(ref).some((v) => typeof v === 'object' && v !== null)) return JSON.stringify(ref);
-    text = JSON.stringify(ref);
-    REF_TEXT.set(ref, text);
-  }
-  return text;
+  return typeof ref === 'object' ? frozenText(REF_TEXT, ref, JSON.stringify) : undefined;
 }
 
 function limitsText(limits: unknown): string | undefined {

@@ -11,7 +11,7 @@ import type {
   VerdictQuery,
   VerdictRecord,
 } from './types.js';
-import { frozenText } from './rows.js';
+import { frozenText } from '../wire.js';
 
 export interface IdempotencyRow {
   fingerprint: string;

@@ -2,6 +2,7 @@
  * Row ↔ record mapping shared by both stores. SQLite hands back integer milliseconds and numbers,
  * PostgreSQL Dates and (for BIGINT) decimal strings; both end as the same records.
  */
+import { frozenText } from '../wire.js';
 import type {
   CounterBucket,
   DueReservation,
@@ -296,21 +297,6 @@ export const RESERVATION_COLUMNS = [
   'actor',
   'limits',
 ] as const;
-
-/**
- * A column's JSON text for `value`, made once per frozen object (one shared by many rows, such as
- * a span's limit windows or a version's policy reference) and kept in `cache`; any other object's
- * is made afresh, as it may have changed since.
- */
-export function frozenText<T extends object>(cache: WeakMap<T, string>, value: T, make: (v: T) => string): string {
-  if (!Object.isFrozen(value)) return make(value);
-  let text = cache.get(value);
-  if (text === undefined) {
-    text = make(value);
-    cache.set(value, text);
-  }
-  return text;
-}
 
 const LIMITS_TEXT = new WeakMap<readonly LimitWindow[], string>();
 /** The `limits` column: the windows' (limit, window, bucket)s; a span's shared windows are frozen (src/policy/service.ts, windowsAt). */
