@@ -43,6 +43,10 @@ const day = (since: number, maxUsd: number | null, maxCount: number | null = nul
 });
 
 /** A fresh database with the migrations up to `version` applied by hand, as an older release left it. */
+/** A time (ms since the epoch) as a SQL literal of the harness's dialect: ms in SQLite, a timestamp in PostgreSQL. */
+const timeSql = (h: AccountsHarness, ms: number): string =>
+  h.dialect === 'sqlite' ? String(ms) : `to_timestamp(${ms / 1000})`;
+
 async function migratedTo(h: AccountsHarness, version: number): Promise<string> {
   const fresh = await h.newUrl();
   await h.exec(
@@ -247,7 +251,7 @@ export function accountsSuite(h: AccountsHarness): void {
       const now = Date.now();
       const dayFrom = now - 1000;
       const hourFrom = now - 500;
-      const created = h.dialect === 'sqlite' ? String(now) : `to_timestamp(${now / 1000})`;
+      const created = timeSql(h, now);
       // One reserved answer of $40 in two limits and one committed of $10 in one, as migration 5 kept them.
       const r1 = `0x${'a1'.repeat(32)}`;
       const r2 = `0x${'b2'.repeat(32)}`;
@@ -299,7 +303,7 @@ export function accountsSuite(h: AccountsHarness): void {
       const fresh = await migratedTo(h, 7);
       const now = Date.now();
       const dayFrom = now - 1000;
-      const created = h.dialect === 'sqlite' ? String(now) : `to_timestamp(${now / 1000})`;
+      const created = timeSql(h, now);
       // A reserved answer whose verdict row was written 7 ms after its reservation (as before both
       // went in one transaction), and a reserved one with no row (a key whose log was off).
       const logged = `0x${'c3'.repeat(32)}`;
@@ -351,8 +355,8 @@ export function accountsSuite(h: AccountsHarness): void {
       const fresh = await migratedTo(h, 8);
       const now = Date.now();
       const dayFrom = now - 1000;
-      const created = h.dialect === 'sqlite' ? String(now) : `to_timestamp(${now / 1000})`;
-      const old = h.dialect === 'sqlite' ? String(now - 600_000) : `to_timestamp(${(now - 600_000) / 1000})`;
+      const created = timeSql(h, now);
+      const old = timeSql(h, now - 600_000);
       const due = `0x${'e5'.repeat(32)}`;
       const done = `0x${'f6'.repeat(32)}`;
       const limits = JSON.stringify([['daily', 'day', dayFrom]]);
