@@ -89,6 +89,18 @@ const hex = (b: Uint8Array): string =>
 const ZERO32_HEX = hex(ZERO32);
 const wordHex = (b: Buffer): string => (b === ZERO32 ? ZERO32_HEX : hex(b));
 
+/** The hex of a policy hash's bytes, which policyHashBytes shares between the answers signing one version. */
+const POLICY_HEX = new WeakMap<Buffer, string>();
+function policyWordHex(b: Buffer): string {
+  if (b === ZERO32) return ZERO32_HEX;
+  let text = POLICY_HEX.get(b);
+  if (text === undefined) {
+    text = hex(b);
+    POLICY_HEX.set(b, text);
+  }
+  return text;
+}
+
 /** EIP-55 checksummed address of a 20-byte value. */
 function checksum(addr: Buffer): string {
   const lower = addr.toString('hex');
@@ -235,7 +247,7 @@ export class Attester {
     const id = hex(signed.id);
     const requestHash = hex(signed.requestHash);
     const actionHex = wordHex(action);
-    const policyHex = wordHex(policy);
+    const policyHex = policyWordHex(policy);
     // Every value below is hex, a decimal integer or a fixed name: nothing to escape.
     const json =
       `{"signer":"${this.address}","signature":"${signed.signature}","typed_data":{"domain":${domainText(input.chainId)},` +

@@ -145,15 +145,31 @@ export function actionHash(chainId: number, tx: ActionFields): Buffer {
 }
 
 /**
+ * Policy hashes already read, by their text. Every answer under a policy version signs that
+ * version's hash, the same string each time; the regular expression and the hex decoding cost more
+ * than the rest of the policy's part of the signature. The buffers are shared: callers copy them
+ * and never write to them.
+ */
+const POLICY_HASHES = new Map<string, Buffer>();
+const POLICY_HASHES_MAX = 1024;
+
+/**
  * The signed `policyHash` of an answer: the policy version's hash as 0x + 64 hex digits or 32
  * bytes, 32 zero bytes when there is none. Anything else throws: a hash that cannot be signed as
  * given must not be signed as zero, which would free the answer from the policy it was made under.
+ * A string's bytes are shared with every other answer signing the same string (read only).
  */
 export function policyHashBytes(hash: string | Uint8Array | null | undefined): Buffer {
   if (hash === undefined || hash === null) return ZERO32;
   if (typeof hash === 'string') {
-    if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) throw new Error('a policy hash is 0x and 64 hex digits');
-    return Buffer.from(hash.slice(2), 'hex');
+    let bytes = POLICY_HASHES.get(hash);
+    if (bytes === undefined) {
+      if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) throw new Error('a policy hash is 0x and 64 hex digits');
+      bytes = Buffer.from(hash.slice(2), 'hex');
+      if (POLICY_HASHES.size >= POLICY_HASHES_MAX) POLICY_HASHES.clear();
+      POLICY_HASHES.set(hash, bytes);
+    }
+    return bytes;
   }
   if (hash.byteLength !== 32) throw new Error('a policy hash is 32 bytes');
   return Buffer.from(hash.buffer, hash.byteOffset, 32);
