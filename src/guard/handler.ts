@@ -96,7 +96,7 @@ export async function judgeGuard(
   const { config, engine, logger } = deps;
   const { body, requestId, deadlineMs, started } = run;
   const policies = deps.policies ?? null;
-  // The policy is read while the checks run.
+  // The policy is read while the checks run (at once when this process's copy is fresh).
   const storeDown = res.locals.billing?.storeDown === true;
   const loading = under && policies && !storeDown ? policies.load(under) : null;
   const plan = planGuard(body, config);
@@ -131,7 +131,7 @@ export async function judgeGuard(
     latencyMs: performance.now() - started,
   });
   if (under) {
-    const policy = loading ? await loading : 'unavailable';
+    const policy = loading === null ? 'unavailable' : loading instanceof Promise ? await loading : loading;
     const reservationId = answerAttestationId(res);
     const log = policies ? logAs(deps, res, run, dryRun) : null;
     // The policy's item and verdict are added to this answer in place (applyPolicy).
