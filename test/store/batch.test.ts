@@ -5,7 +5,7 @@
  * its own result.
  */
 import t from 'tap';
-import { decideBatch, KeyedBatcher, MAX_OPEN_TURNS } from '../../src/store/batch.js';
+import { decideBatch, KeyedBatcher, MAX_OPEN_TURNS, summedAdds, unionLimits } from '../../src/store/batch.js';
 import type { CounterRow } from '../../src/store/rows.js';
 import type { LimitWindow, ReserveRequest } from '../../src/store/types.js';
 
@@ -219,3 +219,76 @@ t.test('a batch decides each ask as deciding it alone, in order, would have', as
   t.ok(refused > 200, `${refused} asks refused`);
   t.ok(refused < 1800, `${2000 - refused} asks fit`);
 });
+
+t.test(
+  "a batch's counter additions and union of windows read shared windows arrays once and add as ask by ask would",
+  async (t) => {
+    let seed = 11;
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+      return (seed >>> 8) % n;
+    };
+    const minute = 60_000;
+    const t0 = 1_800_000_000_000;
+    const windows = (at: number): LimitWindow[] => [
+      {
+        id: 'hour',
+        windowKey: 'rolling:3600',
+        bucket: at - (at % minute),
+        from: at - 59 * minute - (at % minute),
+        step: minute,
+        maxUsd: 1e9,
+        maxCount: null,
+      },
+      { id: 'day', windowKey: 'day', bucket: t0, from: t0, step: 86_400_000, maxUsd: null, maxCount: 1e9 },
+    ];
+    // As the policy service hands them out: one frozen array per span, shared by its asks; some asks
+    // bring arrays of their own with the same windows.
+    const shared = [0, 1, 2].map((k) => Object.freeze(windows(t0 + k * minute)) as LimitWindow[]);
+    for (let round = 0; round < 30; round++) {
+      const asks: ReserveRequest[] = [];
+      let span = 0;
+      for (let i = 0; i < 60; i++) {
+        if (rand(8) === 0) span = Math.min(2, span + 1);
+        const own = rand(5) === 0;
+        const limits = own ? windows(t0 + span * minute) : shared[span];
+        const usd = [0.1, 0.2, 7.25, 30, 1 / 3][rand(5)];
+        asks.push({
+          id: `a${round}.${i}`,
+          accountId: 'acct',
+          policy: 'p',
+          limits: rand(6) === 0 ? limits.slice(0, 1) : limits,
+          usd,
+          at: t0 + span * minute,
+          expiresAt: rand(2) === 0 ? null : t0 + 120_000,
+          chain: 'base',
+          actor: null,
+          dryRun: false,
+        });
+      }
+      // Ask by ask, one keyed lookup per ask and limit.
+      const want = new Map<string, unknown[]>();
+      for (const r of asks)
+        for (const l of r.limits) {
+          const k = `${l.id}\u0000${l.windowKey}\u0000${l.bucket}`;
+          const reserved = r.expiresAt === null ? 0 : r.usd;
+          const row = want.get(k);
+          if (row === undefined) want.set(k, [r.accountId, r.policy, l.id, l.windowKey, l.bucket, r.usd, 1, reserved]);
+          else {
+            row[5] = (row[5] as number) + r.usd;
+            row[6] = (row[6] as number) + 1;
+            row[7] = (row[7] as number) + reserved;
+          }
+        }
+      t.strictSame(summedAdds(asks), [...want.values()], `round ${round}: the same sums, to the last bit`);
+      const oldest = new Map<string, number>();
+      for (const r of asks)
+        for (const l of r.limits) oldest.set(l.id, Math.min(oldest.get(l.id) ?? Number.POSITIVE_INFINITY, l.from));
+      t.strictSame(
+        unionLimits(asks).map((l) => [l.id, l.from]),
+        [...oldest],
+        `round ${round}: each limit once, from its oldest bucket`,
+      );
+    }
+  },
+);
