@@ -116,13 +116,17 @@ function oneByOne(asks: ReserveRequest[], stored: CounterRow[]) {
   });
 }
 
-t.test('a batch decides each ask as deciding it alone, in order, would have', async (t) => {
-  // A seeded generator: the same asks every run.
-  let seed = 7;
-  const rand = (n: number) => {
-    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
-    return (seed >>> 8) % n;
+/** A seeded generator of integers below n: the same asks every run. */
+function seeded(seed: number): (n: number) => number {
+  let s = seed;
+  return (n) => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return (s >>> 8) % n;
   };
+}
+
+t.test('a batch decides each ask as deciding it alone, in order, would have', async (t) => {
+  const rand = seeded(7);
   const minute = 60_000;
   const t0 = 1_800_000_000_000;
   const stored: CounterRow[] = [];
@@ -223,11 +227,7 @@ t.test('a batch decides each ask as deciding it alone, in order, would have', as
 t.test(
   "a batch's counter additions and union of windows read shared windows arrays once and add as ask by ask would",
   async (t) => {
-    let seed = 11;
-    const rand = (n: number) => {
-      seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
-      return (seed >>> 8) % n;
-    };
+    const rand = seeded(11);
     const minute = 60_000;
     const t0 = 1_800_000_000_000;
     const windows = (at: number): LimitWindow[] => [
