@@ -176,7 +176,9 @@ export class PolicyService {
 
   /** Drops the cached version of a policy: this process honours a new one at once. */
   forget(u: Under): void {
-    if (this.cache.get(u.accountId)?.delete(u.policy)) this.cachedCount--;
+    const byName = this.cache.get(u.accountId);
+    if (byName?.delete(u.policy)) this.cachedCount--;
+    if (byName?.size === 0) this.cache.delete(u.accountId);
   }
 
   /** The guard's answer under the policy: the `policy` item added, the verdict it implies, the limits reserved. */
