@@ -5,10 +5,12 @@
  * per answer (v 27 or 28), in order. On a port of its own it prepares nonces for the answers'
  * thread (src/attest/prepared.ts). The key arrives once, in workerData, and never leaves.
  */
+import { randomBytes } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { loadNativeSecp256k1 } from '../src/crypto/secp256k1.js';
+import { type NativeNonces, loadNativeNonces } from '../src/crypto/nonces.js';
 import { keccak256 } from '../src/crypto/keccak.js';
 import { verdictDigest } from '../src/attest/verdict.js';
 import { prepareNonces } from '../src/attest/prepared.js';
@@ -30,9 +32,19 @@ if (data.background) {
   }
 }
 
-// Prepared nonces (src/attest/prepared.ts): asked for by count, answered in order.
+// Prepared nonces (src/attest/prepared.ts): asked for by count, answered in order, the entries'
+// buffer transferred. With the addon (src/crypto/nonces.ts), its context is made and blinded with
+// fresh CSPRNG bytes on the first ask.
+let nonces: NativeNonces | null | undefined;
 data.prepared.on('message', (count: number) => {
-  data.prepared.postMessage(prepareNonces(native, key, Math.max(1, Math.min(4096, Math.floor(count)))));
+  if (nonces === undefined) {
+    nonces = loadNativeNonces();
+    const seed = randomBytes(32);
+    nonces?.randomize(seed);
+    seed.fill(0);
+  }
+  const chunk = prepareNonces(native, key, Math.max(1, Math.min(4096, Math.floor(count))), nonces);
+  data.prepared.postMessage(chunk, [chunk.entries.buffer as ArrayBuffer]);
 });
 
 parentPort!.on('message', (batch: ArrayBuffer | 'close') => {

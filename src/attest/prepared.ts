@@ -4,38 +4,42 @@
  * Everything except z, the digest, can be made before the answer exists: the signing thread draws
  * random nonces k, multiplies each by the generator (libsecp256k1, constant time), and sends back
  * per nonce r, a = k⁻¹ and b = k⁻¹·r·d, so that the answer's own thread finishes the signature as
- * s = a·z + b mod n: one multiplication and one reduction, about a microsecond, against some 40 µs
- * for the whole signature.
+ * s = a·z + b mod n: one multiplication and one addition, well under a microsecond, against some
+ * 30 to 45 µs for the whole signature. Both halves run in the `nonces` addon when it is built
+ * (src/crypto/nonces.ts: a prepared entry then costs about one k·G, the affine conversions and
+ * inverses made in batches), else in JavaScript with the same entries.
  *
  * The rules that keep it sound:
  * - k is 32 bytes of the operating system's CSPRNG (`crypto.randomBytes`), rejected unless
  *   0 < k < n, so it is uniform; no nonce is derived from another.
- * - Each prepared entry is used once: the pool moves past it and drops it from its chunk before
+ * - Each prepared entry is used once: the pool moves past it and zeroes it in its chunk before
  *   the signature leaves. Entries live only in this process's memory (the signing thread and the
- *   answers' thread), are never stored, logged or sent elsewhere, and are dropped when the signer
+ *   answers' thread), are never stored, logged or sent elsewhere, and are zeroed when the signer
  *   closes.
  * - A nonce whose point has x ≥ n (recovery ids 2 and 3, probability about 2⁻¹²⁸) is dropped, so
  *   every signature recovers with v 27 or 28; s is normalised to the lower half of the order.
  * - When no entry is ready the caller signs the usual way (libsecp256k1, RFC 6979 nonces).
  */
 import { randomBytes } from 'node:crypto';
+import { ENTRY_BYTES, type NativeNonces, loadNativeNonces } from '../crypto/nonces.js';
 import { type NativeSecp256k1, SECP256K1_N } from '../crypto/secp256k1.js';
 
 const HALF_N = SECP256K1_N >> 1n;
 
 /**
- * Prepared entries, as the signing thread sends them (structured clone): per entry r as 64 hex
- * digits, k⁻¹ and k⁻¹·r·d mod n, and the recovery id of k·G (the parity of its y).
+ * Prepared entries, as the signing thread sends them (the buffer is transferred, not copied):
+ * `count` entries of ENTRY_BYTES, each r ‖ k⁻¹ ‖ k⁻¹·r·d mod n (32 bytes each, big-endian) ‖ the
+ * recovery id of k·G (the parity of its y).
  */
 export interface PreparedChunk {
-  r: string[];
-  a: bigint[];
-  b: bigint[];
-  recid: Uint8Array;
+  entries: Uint8Array;
+  count: number;
 }
 
 const big = (b: Uint8Array, from = 0, to = b.byteLength): bigint =>
   BigInt(`0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex', from, to)}`);
+
+const put = (out: Buffer, at: number, v: bigint) => out.write(v.toString(16).padStart(64, '0'), at, 32, 'hex');
 
 function modpow(base: bigint, exp: bigint, m: bigint): bigint {
   let r = 1n;
@@ -48,11 +52,27 @@ function modpow(base: bigint, exp: bigint, m: bigint): bigint {
 }
 
 /**
- * `count` prepared entries for the private key `key` (32 bytes), made on the signing thread. The
- * inverses are made together (Montgomery's trick: one exponentiation and three multiplications per
- * entry).
+ * `count` prepared entries for the private key `key` (32 bytes), made on the signing thread. With
+ * the addon (`nonces`, src/crypto/nonces.ts, its context already randomised) the points and the
+ * inverses are made in C; without it, here: k·G by the binding, one at a time, and the inverses
+ * together (Montgomery's trick: one exponentiation and three multiplications per entry). Both
+ * write the same entries.
  */
-export function prepareNonces(native: NativeSecp256k1, key: Uint8Array, count: number): PreparedChunk {
+export function prepareNonces(
+  native: NativeSecp256k1,
+  key: Uint8Array,
+  count: number,
+  nonces: NativeNonces | null = null,
+): PreparedChunk {
+  const entries = new Uint8Array(new ArrayBuffer(ENTRY_BYTES * count));
+  if (nonces !== null) {
+    const candidates = randomBytes(32 * count);
+    // A candidate outside 1..n-1, or a point with x ≥ n, is skipped (about 2⁻¹²⁸ each): the chunk
+    // may hold fewer entries than asked, never a biased one.
+    const made = nonces.prepare(key, candidates, entries);
+    candidates.fill(0);
+    return { entries, count: made };
+  }
   const d = big(key);
   const ks: bigint[] = [];
   const rs: bigint[] = [];
@@ -84,29 +104,38 @@ export function prepareNonces(native: NativeSecp256k1, key: Uint8Array, count: n
     acc = (acc * ks[i]) % SECP256K1_N;
   }
   let inv = modpow(acc, SECP256K1_N - 2n, SECP256K1_N);
-  const chunk: PreparedChunk = { r: new Array(count), a: new Array(count), b: new Array(count), recid };
+  const out = Buffer.from(entries.buffer);
   for (let i = count - 1; i >= 0; i--) {
     const kInv = (inv * prefix[i]) % SECP256K1_N;
     inv = (inv * ks[i]) % SECP256K1_N;
-    chunk.r[i] = rs[i].toString(16).padStart(64, '0');
-    chunk.a[i] = kInv;
-    chunk.b[i] = (((kInv * rs[i]) % SECP256K1_N) * d) % SECP256K1_N;
+    const e = ENTRY_BYTES * i;
+    put(out, e, rs[i]);
+    put(out, e + 32, kInv);
+    put(out, e + 64, (((kInv * rs[i]) % SECP256K1_N) * d) % SECP256K1_N);
+    out[e + 96] = recid[i];
   }
-  return chunk;
+  return { entries, count };
 }
 
 /**
- * The signature of `digest` (32 bytes) from entry `i` of `chunk`: r ‖ s ‖ v (27
- * or 28) as 0x hex, s in the lower half of the order. Null in the one case it cannot sign (s = 0,
- * probability about 2⁻²⁵⁶). The entry is dropped from the chunk either way.
+ * The signature of `digest` (32 bytes) from entry `i` of `chunk`: r ‖ s ‖ v (27 or 28) as 0x hex,
+ * s = k⁻¹·z + k⁻¹·r·d in the lower half of the order. Null in the one case it cannot sign (s = 0,
+ * probability about 2⁻²⁵⁶). The entry is zeroed either way. With the addon, in C; without it,
+ * here.
  */
-export function finishSignature(chunk: PreparedChunk, i: number, digest: Uint8Array): string | null {
-  let s = (chunk.a[i] * big(digest) + chunk.b[i]) % SECP256K1_N;
-  let recid = chunk.recid[i];
-  const r = chunk.r[i];
-  chunk.a[i] = 0n;
-  chunk.b[i] = 0n;
-  chunk.r[i] = '';
+export function finishSignature(
+  chunk: PreparedChunk,
+  i: number,
+  digest: Uint8Array,
+  nonces: NativeNonces | null = null,
+): string | null {
+  if (nonces !== null) return nonces.finish(chunk.entries, i, digest);
+  const e = ENTRY_BYTES * i;
+  const entries = chunk.entries;
+  let s = (big(entries, e + 32, e + 64) * big(digest) + big(entries, e + 64, e + 96)) % SECP256K1_N;
+  let recid = entries[e + 96] & 1;
+  const r = Buffer.from(entries.buffer, entries.byteOffset, entries.byteLength).toString('hex', e, e + 32);
+  entries.fill(0, e, e + ENTRY_BYTES);
   if (s === 0n) return null;
   if (s > HALF_N) {
     s = SECP256K1_N - s;
@@ -128,6 +157,8 @@ export interface PreparedPoolOptions {
   chunk?: number;
   /** Entries kept ready or on their way (default 4096). */
   target?: number;
+  /** What finishes the signatures: the addon (default, when built) or null for JavaScript. */
+  nonces?: NativeNonces | null;
 }
 
 /** A chunk with the index of its next unused entry. */
@@ -142,6 +173,8 @@ interface Held {
  */
 export class PreparedPool {
   readonly #source: PrepareSource;
+  /** The addon that finishes signatures, or null: finished in JavaScript. */
+  readonly #nonces: NativeNonces | null;
   readonly #chunk: number;
   readonly #target: number;
   readonly #held: Held[] = [];
@@ -156,6 +189,7 @@ export class PreparedPool {
 
   constructor(source: PrepareSource, opts: PreparedPoolOptions = {}) {
     this.#source = source;
+    this.#nonces = opts.nonces === undefined ? loadNativeNonces() : opts.nonces;
     this.#chunk = opts.chunk ?? 1024;
     this.#target = opts.target ?? 4096;
   }
@@ -177,9 +211,11 @@ export class PreparedPool {
         .then(
           (chunk) => {
             this.#asked -= this.#chunk;
-            const n = chunk.r.length;
-            if (this.#closed || n === 0 || chunk.a.length !== n || chunk.b.length !== n || chunk.recid.length !== n)
+            const n = chunk.count;
+            if (this.#closed || !(n > 0) || chunk.entries.byteLength < n * ENTRY_BYTES) {
+              chunk.entries.fill(0);
               return;
+            }
             this.#held.push({ chunk, next: 0 });
             this.#ready += n;
           },
@@ -205,17 +241,17 @@ export class PreparedPool {
     const held = this.#held[0];
     const i = held.next++;
     this.#ready--;
-    if (held.next === held.chunk.r.length) this.#held.shift();
+    if (held.next === held.chunk.count) this.#held.shift();
     if (this.#ready + this.#asked <= this.#target - this.#chunk) void this.fill();
-    const signature = finishSignature(held.chunk, i, digest);
+    const signature = finishSignature(held.chunk, i, digest, this.#nonces);
     if (signature !== null) this.counts.prepared++;
     return signature;
   }
 
-  /** Drops every unused entry; later calls answer null. */
+  /** Zeroes and drops every unused entry; later calls answer null. */
   close(): void {
     this.#closed = true;
-    this.#held.splice(0);
+    for (const held of this.#held.splice(0)) held.chunk.entries.fill(0);
     this.#ready = 0;
   }
 }

@@ -16,6 +16,7 @@ import { Attester } from '../../src/attest/attester.js';
 import { PreparedPool, finishSignature, prepareNonces } from '../../src/attest/prepared.js';
 import { SignThread } from '../../src/attest/sign-thread.js';
 import { SECP256K1_N, loadNativeSecp256k1 } from '../../src/crypto/secp256k1.js';
+import { ENTRY_BYTES, loadNativeNonces } from '../../src/crypto/nonces.js';
 
 const key = `0x${randomBytes(32).toString('hex')}`;
 const wallet = new Wallet(key);
@@ -27,28 +28,77 @@ const rsv = (sig: string) => ({
   v: Number.parseInt(sig.slice(130), 16),
 });
 
+const nonces = loadNativeNonces();
+if (nonces !== null) nonces.randomize(randomBytes(32));
+
 t.test(
-  'prepared entries sign digests that ethers and viem recover to the key',
-  { skip: native === null },
+  'the nonces addon is built (npm ci builds it; required in CI)',
+  {
+    skip: process.env.CI !== 'true' && nonces === null ? 'not built here: the JavaScript path is tested alone' : false,
+  },
   async (t) => {
-    const chunk = prepareNonces(native!, Buffer.from(key.slice(2), 'hex'), 300);
-    t.equal(chunk.r.length, 300);
+    t.not(nonces, null, 'native/nonces/build/Release/nonces.node loads');
+  },
+);
+
+// Entries made and finished each way, and across: the two implementations write the same entries.
+const ways = [
+  { prepare: null, finish: null, name: 'prepared and finished in JavaScript' },
+  { prepare: nonces, finish: nonces, name: 'prepared and finished by the addon' },
+  { prepare: nonces, finish: null, name: 'prepared by the addon, finished in JavaScript' },
+  { prepare: null, finish: nonces, name: 'prepared in JavaScript, finished by the addon' },
+];
+for (const way of ways) {
+  const skip = native === null || ((way.prepare !== null || way.finish !== null) && nonces === null);
+  t.test(`${way.name}: signatures that ethers and viem recover to the key`, { skip }, async (t) => {
+    const count = 300;
+    const chunk = prepareNonces(native!, Buffer.from(key.slice(2), 'hex'), count, way.prepare);
+    t.equal(chunk.count, count);
+    t.equal(chunk.entries.byteLength, count * ENTRY_BYTES);
     const vs = new Set<number>();
-    for (let i = 0; i < 300; i++) {
+    const rs = new Set<string>();
+    for (let i = 0; i < count; i++) {
       const digest = randomBytes(32);
-      const sig = finishSignature(chunk, i, digest);
+      const sig = finishSignature(chunk, i, digest, way.finish);
       if (sig === null) throw new Error('no signature');
       t.match(sig, /^0x[0-9a-f]{128}(1b|1c)$/, `#${i}: r ‖ s ‖ v, v 27 or 28`);
       const { r, s, v } = rsv(sig);
       vs.add(v);
+      rs.add(sig.slice(2, 66));
       t.ok(r > 0n && r < SECP256K1_N && s > 0n && s <= SECP256K1_N >> 1n, `#${i}: r in range, s in the lower half`);
       t.equal(SigningKey.recoverPublicKey(digest, sig), wallet.signingKey.publicKey, `#${i}: ethers recovers the key`);
       t.equal(await recoverAddress({ hash: `0x${digest.toString('hex')}`, signature: sig as Hex }), wallet.address);
-      if (chunk.a[i] !== 0n || chunk.b[i] !== 0n || chunk.r[i] !== '') t.fail(`#${i}: the entry is dropped once used`);
+      const entry = chunk.entries.subarray(i * ENTRY_BYTES, (i + 1) * ENTRY_BYTES);
+      if (!entry.every((b) => b === 0)) t.fail(`#${i}: the entry is zeroed once used`);
     }
+    t.equal(rs.size, count, 'a nonce of its own for each');
     t.same([...vs].sort(), [27, 28], 'both recovery ids, with and without s negated');
-  },
-);
+  });
+}
+
+t.test('the addon refuses what it cannot use', { skip: nonces === null }, async (t) => {
+  const key32 = Buffer.from(key.slice(2), 'hex');
+  const out = new Uint8Array(ENTRY_BYTES * 2);
+  t.throws(() => nonces!.prepare(key32.subarray(0, 31), randomBytes(64), out), /32 bytes/, 'a short key');
+  t.throws(() => nonces!.prepare(Buffer.alloc(32), randomBytes(64), out), /not a valid/, 'the zero key');
+  t.throws(() => nonces!.prepare(Buffer.alloc(32, 0xff), randomBytes(64), out), /not a valid/, 'a key ≥ n');
+  t.throws(() => nonces!.prepare(key32, randomBytes(65), out), /multiple of 32/, 'a ragged candidate list');
+  t.throws(() => nonces!.prepare(key32, randomBytes(96), out), /an entry per candidate/, 'too little room');
+  t.throws(() => nonces!.finish(out, 2, randomBytes(32)), /no such entry/, 'an index past the end');
+  t.throws(() => nonces!.finish(out, 0, randomBytes(31)), /32 bytes/, 'a short digest');
+  // Candidates outside 1..n-1 are skipped, never used: 0, n and 2²⁵⁶-1 around one good nonce.
+  const n = Buffer.from(SECP256K1_N.toString(16), 'hex');
+  const candidates = Buffer.concat([Buffer.alloc(32), n, randomBytes(32), Buffer.alloc(32, 0xff)]);
+  const entries = new Uint8Array(ENTRY_BYTES * 4);
+  t.equal(nonces!.prepare(key32, candidates, entries), 1, 'one entry from four candidates');
+  const digest = randomBytes(32);
+  const sig = nonces!.finish(entries, 0, digest);
+  t.equal(SigningKey.recoverPublicKey(digest, sig!), wallet.signingKey.publicKey);
+  t.ok(
+    entries.every((b) => b === 0),
+    'nothing written past it',
+  );
+});
 
 t.test('the prepared signer: verified answers, one nonce per answer, same typed data as inline', async (t) => {
   const prepared = new Attester(key, { thread: true, mode: 'prepared' });
