@@ -123,12 +123,19 @@ interface ThreadCost {
   total: number;
   /** Self cost per object file (the binary or shared library the code is in). */
   byObject: Map<string, number>;
-  /** Calls to libsecp256k1's key-from-scalar multiplication: one per nonce prepared. */
+  /** Calls to the function that multiplies the generator by a nonce: one per nonce prepared. */
   pointMultiplications: number;
 }
 
-/** The libsecp256k1 function the signing thread calls once per nonce it prepares (src/attest/prepared.ts). */
-const POINT_MULTIPLICATION = 'secp256k1_ec_pubkey_create';
+/**
+ * The function the signing thread calls once per nonce it prepares (src/attest/prepared.ts): the
+ * `nonces` addon's k·G, or, where the addon is not built, the binding's key-from-scalar
+ * multiplication.
+ */
+const POINT_MULTIPLICATIONS = new Set(['nonce_point', 'secp256k1_ec_pubkey_create']);
+
+/** The object files whose code is the signing thread's: libsecp256k1's binding and the nonces addon. */
+const SIGNING_OBJECT = /secp256k1|nonces\.node/;
 
 /**
  * One thread's dump: its total and its instructions per object file. In callgrind's format a cost
@@ -159,7 +166,7 @@ export function parseCallgrindThread(text: string): ThreadCost {
     }
     if (line.startsWith('calls=')) {
       afterCall = true;
-      if (callee === POINT_MULTIPLICATION) pointMultiplications += Number(line.slice(6).split(' ')[0]) || 0;
+      if (POINT_MULTIPLICATIONS.has(callee)) pointMultiplications += Number(line.slice(6).split(' ')[0]) || 0;
     } else if (line.startsWith('cfn=')) {
       const m = /^cfn=\((\d+)\)(?: (.*))?$/.exec(line);
       if (m === null) continue;
@@ -210,12 +217,12 @@ async function readDump(dir: string, part: number, name: string, stderr: () => s
 
 /**
  * A dump's threads in three: the event loop (valgrind's thread 1), the signing thread (most of its
- * instructions in libsecp256k1), and the rest.
+ * instructions in libsecp256k1, through the binding or the nonces addon), and the rest.
  */
 function classify(threads: ThreadCost[]): { eventLoop: number; signing: number; nonces: number; otherThreads: number } {
   const out = { eventLoop: 0, signing: 0, nonces: 0, otherThreads: 0 };
   for (const t of threads) {
-    const secp = [...t.byObject].reduce((s, [ob, n]) => (ob.includes('secp256k1') ? s + n : s), 0);
+    const secp = [...t.byObject].reduce((s, [ob, n]) => (SIGNING_OBJECT.test(ob) ? s + n : s), 0);
     if (t.thread === 1) out.eventLoop += t.total;
     else if (secp > t.total / 2) {
       out.signing += t.total;

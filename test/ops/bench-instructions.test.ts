@@ -44,6 +44,24 @@ t.test("a call's inclusive cost goes to the callee, never to the caller's object
   t.equal(r.pointMultiplications, 10, 'both call sites of the point multiplication counted');
 });
 
+t.test("the nonces addon's k·G counts a nonce per call, as the binding's key creation does", async (t) => {
+  const dump = [
+    'thread: 4',
+    'ob=(1) /p/native/nonces/build/Release/nonces.node',
+    'fn=(1) Prepare',
+    '0 50',
+    'cfn=(2) nonce_point',
+    'calls=1024 0',
+    '0 9000000',
+    'fn=(2)',
+    '0 9000000',
+    'totals: 9000050',
+  ].join('\n');
+  const r = parseCallgrindThread(dump);
+  t.equal(r.pointMultiplications, 1024);
+  t.equal(r.byObject.get('/p/native/nonces/build/Release/nonces.node'), 9000050);
+});
+
 t.test('a real dump: every instruction counted once, by object as callgrind_annotate counts them', async (t) => {
   if (which('valgrind') === null || which('callgrind_annotate') === null) {
     if (process.env.CI === 'true') t.fail('valgrind is required in CI (.ci/run installs it)');
