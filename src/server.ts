@@ -102,6 +102,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
       threads: config.poolThreads,
       warm_threads: service.engine.executor.warmThreads,
       store: service.store.kind,
+      signing: service.deps.attester?.signing ?? 'off',
       billing: config.billing,
       payments: service.payments.configured,
       ms: Date.now() - bootedAt,

@@ -187,6 +187,16 @@ export class Attester {
    */
   readonly signedOn = { thread: 0, caller: 0, prepared: 0 };
 
+  /**
+   * Where answers are signed, for the start-up log: `prepared` with the nonces addon or in
+   * JavaScript (docs/attestations.md, "Where the signature is made"), `thread`, `auto` or `inline`.
+   */
+  get signing(): string {
+    if (this.#pool !== null) return this.#pool.native ? 'prepared (nonces addon)' : 'prepared (JavaScript)';
+    if (this.#thread === null) return 'inline';
+    return this.#auto ? 'auto' : 'thread';
+  }
+
   constructor(privateKey: string, opts: AttesterOptions = {}) {
     if (!isPrivateKey(privateKey)) throw new Error('the attestation key is not a secp256k1 private key');
     this.#key = Buffer.from(privateKey.slice(2), 'hex');
@@ -323,7 +333,7 @@ export class Attester {
         () => true,
         () => false,
       );
-      // The pool is full before the first answer (about 120 ms of that thread, beside the other
+      // The pool is full before the first answer (about 65 to 120 ms of that thread, beside the other
       // threads' warm-up), so no chunk is being made while the first callers are answered.
       if (up) await this.#pool.fill();
     }

@@ -149,7 +149,7 @@ export type PrepareSource = (count: number) => Promise<PreparedChunk>;
 
 export interface PreparedPoolOptions {
   /**
-   * Entries asked for in one message (default 1024: about 30 ms of the signing thread). Fewer,
+   * Entries asked for in one message (default 1024: 16 to 30 ms of the signing thread). Fewer,
    * longer runs of that thread cost the answers' thread less than many short ones: on the 2-core
    * bench machine, chunks of 32 left it idle while waiting for the load generator that shares the
    * second core, chunks of 1024 did not (docs/attestations.md §3).
@@ -192,6 +192,11 @@ export class PreparedPool {
     this.#nonces = opts.nonces === undefined ? loadNativeNonces() : opts.nonces;
     this.#chunk = opts.chunk ?? 1024;
     this.#target = opts.target ?? 4096;
+  }
+
+  /** Whether the addon finishes the signatures (else JavaScript). */
+  get native(): boolean {
+    return this.#nonces !== null;
   }
 
   /** Entries ready now. */

@@ -68,8 +68,12 @@ t.test('/health says starting (503) until the service is warm, then ok, and neve
   );
   t.ok(seen.length === 1 || seen[0] === 'starting', 'starting comes first, if at all');
   t.ok(readyLoggedAtOk, 'the service logged ready by the time it said ok');
-  const ready = svc.logs.find((l) => l.msg === 'ready') as { warm_threads?: number } | undefined;
+  const ready = svc.logs.find((l) => l.msg === 'ready') as { warm_threads?: number; signing?: string } | undefined;
   t.equal(ready?.warm_threads, 2, 'both check threads ran the warm-up before ready');
+  // npm ci builds the nonces addon (required in CI); elsewhere it may have been left unbuilt.
+  if (process.env.CI === 'true')
+    t.equal(ready?.signing, 'prepared (nonces addon)', 'the default signing, by the addon');
+  else t.match(ready?.signing, /^prepared \((nonces addon|JavaScript)\)$/, `signing: ${ready?.signing}`);
   const incomplete = svc.logs.find((l) => l.msg === 'the event loop warm-up was incomplete');
   t.notOk(incomplete, `the decide and each warm guard proceeded on the stand-in: ${JSON.stringify(incomplete ?? {})}`);
   // The first request after ok is served by the app at once (nothing held), and its check runs on
