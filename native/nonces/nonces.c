@@ -79,6 +79,22 @@ static unsigned char *bytes_of(napi_env env, napi_value v, size_t *len) {
   return (unsigned char *)data;
 }
 
+/* The call's first `n` arguments into argv; false (an error thrown, naming `usage`) if fewer came. */
+static bool args_of(napi_env env, napi_callback_info info, napi_value *argv, size_t n, const char *usage) {
+  size_t argc = n;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= n) return true;
+  napi_throw_type_error(env, NULL, usage);
+  return false;
+}
+
+/* This thread's instance data, or NULL (an error thrown). */
+static Instance *instance_of(napi_env env) {
+  Instance *inst = NULL;
+  if (napi_get_instance_data(env, (void **)&inst) == napi_ok && inst != NULL) return inst;
+  napi_throw_error(env, NULL, "no context");
+  return NULL;
+}
+
 /*
  * k·G, kept out of line so that a profile or a callgrind count sees one call per nonce
  * (bench/instructions.ts counts the signing thread's instructions per nonce by it).
@@ -96,70 +112,61 @@ static void nonce_point(const secp256k1_context *ctx, secp256k1_gej *r, const se
  */
 static size_t group(const secp256k1_context *ctx, const secp256k1_scalar *d, secp256k1_scalar *k, size_t n,
                     unsigned char *out) {
-  secp256k1_gej p[GROUP];
-  secp256k1_fe zacc[GROUP];
-  secp256k1_fe inv, zinv, z2, z3, t;
-  secp256k1_scalar kacc[GROUP];
-  secp256k1_scalar kinv, sinv, r, b;
-  unsigned char x32[32];
+  /* Every secret this group holds, in one place so that one wipe clears them all. */
+  struct {
+    secp256k1_gej p[GROUP];
+    secp256k1_fe zacc[GROUP];
+    secp256k1_fe inv, zinv, z2, z3, t;
+    secp256k1_scalar kacc[GROUP];
+    secp256k1_scalar kinv, sinv, r, b;
+    unsigned char x32[32];
+  } w;
   size_t i, m = 0;
   int overflow;
 
-  for (i = 0; i < n; i++) nonce_point(ctx, &p[i], &k[i]);
+  for (i = 0; i < n; i++) nonce_point(ctx, &w.p[i], &k[i]);
 
   /* Montgomery's trick: zacc[i] = z0·…·z(i-1), then one inversion of the whole product. */
-  secp256k1_fe_set_int(&zacc[0], 1);
-  for (i = 1; i < n; i++) secp256k1_fe_mul(&zacc[i], &zacc[i - 1], &p[i - 1].z);
-  secp256k1_fe_mul(&t, &zacc[n - 1], &p[n - 1].z);
-  secp256k1_fe_inv(&inv, &t);
+  secp256k1_fe_set_int(&w.zacc[0], 1);
+  for (i = 1; i < n; i++) secp256k1_fe_mul(&w.zacc[i], &w.zacc[i - 1], &w.p[i - 1].z);
+  secp256k1_fe_mul(&w.t, &w.zacc[n - 1], &w.p[n - 1].z);
+  secp256k1_fe_inv(&w.inv, &w.t);
   /* The same for the nonces. */
-  secp256k1_scalar_set_int(&kacc[0], 1);
-  for (i = 1; i < n; i++) secp256k1_scalar_mul(&kacc[i], &kacc[i - 1], &k[i - 1]);
-  secp256k1_scalar_mul(&sinv, &kacc[n - 1], &k[n - 1]);
-  secp256k1_scalar_inverse(&sinv, &sinv);
+  secp256k1_scalar_set_int(&w.kacc[0], 1);
+  for (i = 1; i < n; i++) secp256k1_scalar_mul(&w.kacc[i], &w.kacc[i - 1], &k[i - 1]);
+  secp256k1_scalar_mul(&w.sinv, &w.kacc[n - 1], &k[n - 1]);
+  secp256k1_scalar_inverse(&w.sinv, &w.sinv);
 
   for (i = n; i-- > 0;) {
     /* zinv = 1/z_i; inv becomes 1/(z0·…·z(i-1)). */
-    secp256k1_fe_mul(&zinv, &inv, &zacc[i]);
-    t = inv;
-    secp256k1_fe_mul(&inv, &t, &p[i].z);
-    secp256k1_fe_sqr(&z2, &zinv);
-    secp256k1_fe_mul(&z3, &z2, &zinv);
-    secp256k1_fe_mul(&t, &p[i].x, &z2);
-    p[i].x = t;
-    secp256k1_fe_mul(&t, &p[i].y, &z3);
-    p[i].y = t;
-    secp256k1_fe_normalize(&p[i].x);
-    secp256k1_fe_normalize(&p[i].y);
+    secp256k1_fe_mul(&w.zinv, &w.inv, &w.zacc[i]);
+    w.t = w.inv;
+    secp256k1_fe_mul(&w.inv, &w.t, &w.p[i].z);
+    secp256k1_fe_sqr(&w.z2, &w.zinv);
+    secp256k1_fe_mul(&w.z3, &w.z2, &w.zinv);
+    secp256k1_fe_mul(&w.t, &w.p[i].x, &w.z2);
+    w.p[i].x = w.t;
+    secp256k1_fe_mul(&w.t, &w.p[i].y, &w.z3);
+    w.p[i].y = w.t;
+    secp256k1_fe_normalize(&w.p[i].x);
+    secp256k1_fe_normalize(&w.p[i].y);
     /* kinv = 1/k_i; sinv becomes 1/(k0·…·k(i-1)). */
-    secp256k1_scalar_mul(&kinv, &sinv, &kacc[i]);
-    secp256k1_scalar_mul(&sinv, &sinv, &k[i]);
+    secp256k1_scalar_mul(&w.kinv, &w.sinv, &w.kacc[i]);
+    secp256k1_scalar_mul(&w.sinv, &w.sinv, &k[i]);
 
-    secp256k1_fe_get_b32(x32, &p[i].x);
-    secp256k1_scalar_set_b32(&r, x32, &overflow);
+    secp256k1_fe_get_b32(w.x32, &w.p[i].x);
+    secp256k1_scalar_set_b32(&w.r, w.x32, &overflow);
     /* x ≥ n (probability about 2⁻¹²⁸): the entry is dropped, so every signature recovers with v 27 or 28. */
-    if (overflow || secp256k1_scalar_is_zero(&r)) continue;
-    secp256k1_scalar_mul(&b, &kinv, &r);
-    secp256k1_scalar_mul(&b, &b, d);
+    if (overflow || secp256k1_scalar_is_zero(&w.r)) continue;
+    secp256k1_scalar_mul(&w.b, &w.kinv, &w.r);
+    secp256k1_scalar_mul(&w.b, &w.b, d);
     unsigned char *e = out + ENTRY_BYTES * m++;
-    memcpy(e, x32, 32);
-    secp256k1_scalar_get_b32(e + 32, &kinv);
-    secp256k1_scalar_get_b32(e + 64, &b);
-    e[96] = (unsigned char)secp256k1_fe_is_odd(&p[i].y);
+    memcpy(e, w.x32, 32);
+    secp256k1_scalar_get_b32(e + 32, &w.kinv);
+    secp256k1_scalar_get_b32(e + 64, &w.b);
+    e[96] = (unsigned char)secp256k1_fe_is_odd(&w.p[i].y);
   }
-  wipe(p, sizeof(p));
-  wipe(zacc, sizeof(zacc));
-  wipe(kacc, sizeof(kacc));
-  wipe(&inv, sizeof(inv));
-  wipe(&zinv, sizeof(zinv));
-  wipe(&z2, sizeof(z2));
-  wipe(&z3, sizeof(z3));
-  wipe(&t, sizeof(t));
-  wipe(&kinv, sizeof(kinv));
-  wipe(&sinv, sizeof(sinv));
-  wipe(&r, sizeof(r));
-  wipe(&b, sizeof(b));
-  wipe(x32, sizeof(x32));
+  wipe(&w, sizeof(w));
   return m;
 }
 
@@ -169,11 +176,10 @@ static size_t group(const secp256k1_context *ctx, const secp256k1_scalar *d, sec
  * written in the candidates' order, less the skipped ones; returns their number.
  */
 static napi_value Prepare(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
-  Instance *inst;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return fail(env, "prepare(key, candidates, out)");
-  if (napi_get_instance_data(env, (void **)&inst) != napi_ok || inst == NULL) return fail(env, "no context");
+  if (!args_of(env, info, argv, 3, "prepare(key, candidates, out)")) return NULL;
+  Instance *inst = instance_of(env);
+  if (inst == NULL) return NULL;
   if (!inst->randomized) return fail(env, "randomize(seed) first");
   size_t keyLen, candLen, outLen;
   unsigned char *key = bytes_of(env, argv[0], &keyLen);
@@ -215,9 +221,8 @@ static const char HEX[] = "0123456789abcdef";
  * about 2⁻²⁵⁶). The entry is zeroed either way.
  */
 static napi_value Finish(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return fail(env, "finish(entries, index, digest)");
+  if (!args_of(env, info, argv, 3, "finish(entries, index, digest)")) return NULL;
   size_t entLen, digLen;
   uint32_t index;
   unsigned char *ent = bytes_of(env, argv[0], &entLen);
@@ -226,53 +231,53 @@ static napi_value Finish(napi_env env, napi_callback_info info) {
   if (dig == NULL || digLen != 32) return fail(env, "the digest must be 32 bytes");
   if ((size_t)index >= entLen / ENTRY_BYTES) return fail(env, "no such entry");
   unsigned char *e = ent + (size_t)ENTRY_BYTES * index;
-  secp256k1_scalar a, b, z, s;
+  /* The entry's secrets while they are used, wiped together. */
+  struct {
+    secp256k1_scalar a, b, s;
+    unsigned char s32[32];
+  } w;
+  secp256k1_scalar z;
   int overflow;
-  unsigned char s32[32];
   char text[2 + 128 + 2];
-  secp256k1_scalar_set_b32(&a, e + 32, &overflow);
-  secp256k1_scalar_set_b32(&b, e + 64, &overflow);
+  secp256k1_scalar_set_b32(&w.a, e + 32, &overflow);
+  secp256k1_scalar_set_b32(&w.b, e + 64, &overflow);
   secp256k1_scalar_set_b32(&z, dig, NULL); /* the digest reduced mod n, as ECDSA takes it */
-  secp256k1_scalar_mul(&s, &a, &z);
-  secp256k1_scalar_add(&s, &s, &b);
+  secp256k1_scalar_mul(&w.s, &w.a, &z);
+  secp256k1_scalar_add(&w.s, &w.s, &w.b);
   int recid = e[96] & 1;
   napi_value result;
-  if (secp256k1_scalar_is_zero(&s)) {
+  if (secp256k1_scalar_is_zero(&w.s)) {
     napi_get_null(env, &result);
   } else {
-    if (secp256k1_scalar_is_high(&s)) {
-      secp256k1_scalar_negate(&s, &s);
+    if (secp256k1_scalar_is_high(&w.s)) {
+      secp256k1_scalar_negate(&w.s, &w.s);
       recid ^= 1;
     }
-    secp256k1_scalar_get_b32(s32, &s);
+    secp256k1_scalar_get_b32(w.s32, &w.s);
     text[0] = '0';
     text[1] = 'x';
     for (int i = 0; i < 32; i++) {
       text[2 + 2 * i] = HEX[e[i] >> 4];
       text[3 + 2 * i] = HEX[e[i] & 15];
-      text[66 + 2 * i] = HEX[s32[i] >> 4];
-      text[67 + 2 * i] = HEX[s32[i] & 15];
+      text[66 + 2 * i] = HEX[w.s32[i] >> 4];
+      text[67 + 2 * i] = HEX[w.s32[i] & 15];
     }
     text[130] = '1';
     text[131] = recid ? 'c' : 'b';
     napi_create_string_latin1(env, text, sizeof(text), &result);
   }
   wipe(e, ENTRY_BYTES);
-  wipe(&a, sizeof(a));
-  wipe(&b, sizeof(b));
-  wipe(&s, sizeof(s));
-  wipe(s32, sizeof(s32));
+  wipe(&w, sizeof(w));
   return result;
 }
 
 /* randomize(seed): blinds this thread's context with `seed`, 32 bytes from the CSPRNG. */
 static napi_value Randomize(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  Instance *inst;
   size_t len;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return fail(env, "randomize(seed)");
-  if (napi_get_instance_data(env, (void **)&inst) != napi_ok || inst == NULL) return fail(env, "no context");
+  if (!args_of(env, info, argv, 1, "randomize(seed)")) return NULL;
+  Instance *inst = instance_of(env);
+  if (inst == NULL) return NULL;
   unsigned char *seed = bytes_of(env, argv[0], &len);
   if (seed == NULL || len != 32) return fail(env, "the seed must be 32 bytes");
   /* Made here, not when the addon loads: a thread that only finishes signatures never builds the

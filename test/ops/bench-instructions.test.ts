@@ -45,18 +45,18 @@ t.test("a call's inclusive cost goes to the callee, never to the caller's object
 });
 
 t.test("the nonces addon's k·G counts a nonce per call, as the binding's key creation does", async (t) => {
-  const dump = [
-    'thread: 4',
-    'ob=(1) /p/native/nonces/build/Release/nonces.node',
-    'fn=(1) Prepare',
-    '0 50',
-    'cfn=(2) nonce_point',
-    'calls=1024 0',
-    '0 9000000',
-    'fn=(2)',
-    '0 9000000',
-    'totals: 9000050',
-  ].join('\n');
+  // One chunk of 1,024 nonces: the addon's Prepare calls its k·G once per nonce.
+  const dump = `thread: 4
+ob=(1) /p/native/nonces/build/Release/nonces.node
+fn=(1) Prepare
+0 50
+cfn=(2) nonce_point
+calls=1024 0
+0 9000000
+fn=(2)
+0 9000000
+totals: 9000050
+`;
   const r = parseCallgrindThread(dump);
   t.equal(r.pointMultiplications, 1024);
   t.equal(r.byObject.get('/p/native/nonces/build/Release/nonces.node'), 9000050);
