@@ -28,7 +28,12 @@ try {
   fail('the secp256k1 package is not installed');
 }
 if (!existsSync(join(source, 'src', 'secp256k1.c'))) fail(`no libsecp256k1 source under ${source}`);
-const gyp = require.resolve('node-gyp/bin/node-gyp.js');
+let gyp;
+try {
+  gyp = require.resolve('node-gyp/bin/node-gyp.js');
+} catch {
+  fail('node-gyp is not installed (a dev dependency)');
+}
 // The headers of the running node: npm's own setting when run by npm, else the installation's
 // include/ (node-gyp would otherwise download them).
 const args = [gyp, 'rebuild', '--silent'];
