@@ -96,14 +96,10 @@ export class SignThread {
   readonly #prepared: MessagePort;
   readonly #preparing: Array<{ resolve: (c: PreparedChunk) => void; reject: (err: Error) => void }> = [];
 
-  /**
-   * `background`: the thread only prepares nonces, at the lowest priority
-   * (workers/sign-worker.ts), and signs nothing itself.
-   */
-  constructor(privateKey: string, opts: { background?: boolean } = {}) {
+  constructor(privateKey: string) {
     const { port1, port2 } = new MessageChannel();
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
-      workerData: { key: privateKey, prepared: port2, background: opts.background === true },
+      workerData: { key: privateKey, prepared: port2 },
       transferList: [port2],
     });
     this.#worker.unref();
