@@ -6,6 +6,8 @@
  * thread (src/attest/prepared.ts). The key arrives once, in workerData, and never leaves.
  */
 import { randomBytes } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { loadNativeSecp256k1 } from '../src/crypto/secp256k1.js';
 import { type NativeNonces, loadNativeNonces } from '../src/crypto/nonces.js';
@@ -16,12 +18,19 @@ import { JOB_HEADER_BYTES, SIGNED_BYTES } from '../src/attest/sign-thread.js'; /
 
 const native = loadNativeSecp256k1();
 if (native === null) throw new Error('the native secp256k1 binding did not load');
-const data = workerData as { key: string; prepared: MessagePort };
+const data = workerData as { key: string; prepared: MessagePort; background: boolean };
 const key = Buffer.from(data.key.slice(2), 'hex');
 
-// The thread runs at the process's own priority. A prepared nonce costs it about half what a
-// signature costs the event loop when the pool runs dry, so under load from other processes the
-// thread's time is the cheaper one to give (bench/README.md, "Twenty-first pass").
+// A thread that only prepares nonces runs on time no other thread wants (nice 19, on Linux where a
+// thread has an id of its own): with the cores busy the pool runs dry and the answers' thread signs
+// the usual way, rather than lose its core to work that only saves it time.
+if (data.background) {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 19);
+  } catch {
+    // No /proc, or not Linux: the thread keeps the process's priority.
+  }
+}
 
 // Prepared nonces (src/attest/prepared.ts): asked for by count, answered in order, the entries'
 // buffer transferred. With the addon (src/crypto/nonces.ts), its context is made and blinded with

@@ -202,7 +202,8 @@ export class Attester {
     this.#key = Buffer.from(privateKey.slice(2), 'hex');
     this.address = addressOf(privateKey);
     const threaded = opts.thread === true && opts.mode !== 'inline';
-    const thread = threaded && native !== null ? new SignThread(privateKey) : null;
+    const thread =
+      threaded && native !== null ? new SignThread(privateKey, { background: opts.mode === 'prepared' }) : null;
     this.#pool = thread !== null && opts.mode === 'prepared' ? new PreparedPool((n) => thread.prepare(n)) : null;
     this.#thread = this.#pool === null ? thread : null;
     this.#prepareThread = this.#pool === null ? null : thread;

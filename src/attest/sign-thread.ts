@@ -96,10 +96,14 @@ export class SignThread {
   readonly #prepared: MessagePort;
   readonly #preparing: Array<{ resolve: (c: PreparedChunk) => void; reject: (err: Error) => void }> = [];
 
-  constructor(privateKey: string) {
+  /**
+   * `background`: the thread only prepares nonces, at the lowest priority
+   * (workers/sign-worker.ts), and signs nothing itself.
+   */
+  constructor(privateKey: string, opts: { background?: boolean } = {}) {
     const { port1, port2 } = new MessageChannel();
     this.#worker = new Worker(new URL('../../workers/sign-worker.js', import.meta.url), {
-      workerData: { key: privateKey, prepared: port2 },
+      workerData: { key: privateKey, prepared: port2, background: opts.background === true },
       transferList: [port2],
     });
     this.#worker.unref();

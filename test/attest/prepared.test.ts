@@ -151,7 +151,7 @@ t.test('the prepared signer: verified answers, one nonce per answer, same typed 
 });
 
 t.test('an empty pool answers null at once, and the pool refills from the thread', async (t) => {
-  const thread = new SignThread(key);
+  const thread = new SignThread(key, { background: true });
   t.teardown(() => thread.close());
   await thread.ready();
   const pool = new PreparedPool((n) => thread.prepare(n), { chunk: 4, target: 8 });
@@ -200,7 +200,7 @@ t.test(
     const script = `
       const { SignThread } = await import(${JSON.stringify(module)});
       for (let i = 0; i < 40; i++) {
-        const thread = new SignThread(${JSON.stringify(key)});
+        const thread = new SignThread(${JSON.stringify(key)}, { background: true });
         await thread.ready();
         thread.prepare(512).catch(() => undefined);
         await new Promise((r) => setTimeout(r, i % 5));
