@@ -1,4 +1,5 @@
 import { isoNow } from './clock.js';
+import { jsonString } from './wire.js';
 import { pino, type Logger, type DestinationStream } from 'pino';
 
 /** Header and body paths that must never reach a log line. */
@@ -126,7 +127,7 @@ export function accessLog(logger: Logger): AccessLog {
   return (reqId, method, route, status, ms, auth) => {
     if (child.levelVal > 30) return;
     stream.write(
-      `{"level":30${time()}${bindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},"route":${JSON.stringify(route)},"status":${status},"ms":${ms}${auth === undefined ? '' : `,"auth":${JSON.stringify(auth)}`},"msg":"request"}\n`,
+      `{"level":30${time()}${bindings},"reqId":${jsonString(reqId)},"method":${jsonString(method)},"route":${jsonString(route)},"status":${status},"ms":${ms}${auth === undefined ? '' : `,"auth":${jsonString(auth)}`},"msg":"request"}\n`,
     );
   };
 }

@@ -13,7 +13,7 @@ import type { SharedCache } from './shared-cache.js';
 import { checkKey } from './canonical.js';
 import type { Executor } from './worker-pool.js';
 import type { ExecItem, ExecResult } from './timed-check.js';
-import { JSON_TEXT } from '../wire.js';
+import { JSON_TEXT, jsonString } from '../wire.js';
 
 export interface PlannedCheck {
   /** Stable evidence name: `price`, `http[2]`, `rpc_health`. */
@@ -126,7 +126,7 @@ class Evidence implements CheckResult {
       part = JSON.stringify({ status, reason, message, observed, expected, source }).slice(1, -1);
       OUTCOME_TEXT.set(o, part);
     }
-    const head = `{"name":${JSON.stringify(this.name)},"type":${JSON.stringify(this.type)}`;
+    const head = `{"name":${jsonString(this.name)},"type":${jsonString(this.type)}`;
     return `${head}${part === '' ? '' : ','}${part},"latency_ms":${latency},"cached":${this.cached},"age_s":${age},"ttl_s":${ttl}${retry}}`;
   }
 

@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ApiErrorHandler, ApiHandler } from './api.js';
 import type { Logger } from '../log.js';
-import { JSON_TEXT, type ValidationDetail } from '../wire.js';
+import { JSON_TEXT, jsonString, type ValidationDetail } from '../wire.js';
 
 export class HttpError extends Error {
   constructor(
@@ -48,7 +48,7 @@ export function bodyJson(body: unknown): string {
     if (text === null) return JSON.stringify(body);
     // undefined, a function or a symbol: JSON leaves the property out.
     if (text === undefined) continue;
-    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${text}`;
+    out += `${out.length === 1 ? '' : ','}${jsonString(key)}:${text}`;
   }
   return `${out}}`;
 }
@@ -59,7 +59,11 @@ export function bodyJson(body: unknown): string {
  * undefined, and null when the value has a toJSON method (the body is then JSON.stringify's whole).
  */
 function valueText(value: unknown, top: boolean): string | undefined | null {
-  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  // The scalars an answer is mostly made of, written without a call into the runtime each.
+  if (typeof value === 'string') return jsonString(value);
+  if (typeof value === 'number') return Number.isFinite(value) ? `${value}` : 'null';
+  if (typeof value === 'boolean' || value === null) return `${value}`;
+  if (typeof value !== 'object') return JSON.stringify(value);
   const own = (value as { [JSON_TEXT]?: unknown })[JSON_TEXT];
   if (typeof own === 'string') return own;
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return null;

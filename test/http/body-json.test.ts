@@ -144,3 +144,40 @@ t.test('an evidence item that cannot vouch for its text is walked', async (t) =>
     t.equal(bodyJson(body), JSON.stringify(body), `${what}: the answer is JSON.stringify's`);
   }
 });
+
+t.test('the scalars of a body, written without JSON.stringify, are its text exactly', async (t) => {
+  // A carried text, so that bodyJson writes the body itself rather than leaving it to JSON.stringify.
+  const own = { a: 1, [JSON_TEXT]: '{"a":1}' };
+  const strings = [
+    '',
+    'proceed',
+    'quote " inside',
+    'back \\ slash',
+    'control \u0001 and \n and \u001f',
+    'lone \ud800 high',
+    'lone \udfff low',
+    'pair 😀',
+    'line sep \u2028 and \u2029',
+    'é and ü',
+    'long and plain '.repeat(10),
+    `long with a quote ${'x'.repeat(40)} " at the end`,
+    `long with a lone surrogate ${'x'.repeat(40)} \udc00`,
+  ];
+  const numbers = [0, -0, 1, -1.5, 0.1, 1e21, 1e-7, 2 ** 53, Number.MAX_VALUE, Number.NaN, Infinity, -Infinity];
+  // Named by index: a line separator in a test's name would end its line of output.
+  strings.forEach((s, i) => {
+    const body = { [s]: s, list: [s], own };
+    t.equal(bodyJson(body), JSON.stringify(body), `string ${i}`);
+  });
+  for (const n of numbers) {
+    const body = { n, list: [n], own };
+    t.equal(bodyJson(body), JSON.stringify(body), `number ${Object.is(n, -0) ? '-0' : String(n)}`);
+  }
+  for (const v of [true, false, null]) {
+    const body = { v, list: [v], own };
+    t.equal(bodyJson(body), JSON.stringify(body), `${v}`);
+  }
+  // A boxed value is an object: JSON.stringify unwraps it, and so does the walk it is left to.
+  const boxed = { s: Object('boxed'), n: Object(2), b: Object(false), own };
+  t.equal(bodyJson(boxed), JSON.stringify(boxed), 'boxed values');
+});
