@@ -44,3 +44,32 @@ export function checkKey(check: { type: string }): string {
   }
   return key;
 }
+
+const BODY_MEMO_MAX_ENTRIES = 512;
+const BODY_MEMO_MAX_TEXT = 4096;
+
+/**
+ * The checkKey of each check a request asks for, remembered by the text of the request's body. An
+ * agent that asks the same question again sends the same bytes: one lookup of the body's text then
+ * stands for a JSON.stringify and a lookup per check, most of what keying a cached answer costs.
+ *
+ * One memo serves one way of turning a body into checks (the decide handler's `checks`, the guard's
+ * plan), each with its own schema and config fixed for the process: the same text then gives the
+ * same checks, so the keys are the ones checkKey would give. Without the text (a body read by
+ * body-parser), for a long body, or for a list whose length does not match what was remembered,
+ * each check is keyed as usual.
+ */
+export class CheckKeys {
+  readonly #memo = new Map<string, readonly string[]>();
+
+  of(bodyText: string | undefined, checks: readonly { type: string }[]): readonly string[] {
+    if (bodyText === undefined || bodyText.length > BODY_MEMO_MAX_TEXT) return checks.map(checkKey);
+    let keys = this.#memo.get(bodyText);
+    if (keys === undefined || keys.length !== checks.length) {
+      keys = checks.map(checkKey);
+      if (this.#memo.size >= BODY_MEMO_MAX_ENTRIES) this.#memo.delete(this.#memo.keys().next().value as string);
+      this.#memo.set(bodyText, keys);
+    }
+    return keys;
+  }
+}

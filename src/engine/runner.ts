@@ -19,6 +19,8 @@ export interface PlannedCheck {
   /** Stable evidence name: `price`, `http[2]`, `rpc_health`. */
   name: string;
   check: { type: string; [k: string]: unknown };
+  /** checkKey(check), when the caller has it already (CheckKeys, src/engine/canonical.ts). */
+  key?: string;
 }
 
 export interface RunOptions {
@@ -256,7 +258,7 @@ export function createEngine(deps: {
 
     planned.forEach((p, i) => {
       const type = p.check.type;
-      const key = checkKey(p.check);
+      const key = p.key ?? checkKey(p.check);
       const hit = cache.get(key);
       if (hit) {
         const ageS = Math.floor((Date.now() - hit.storedAt) / 1000);

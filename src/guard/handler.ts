@@ -11,7 +11,8 @@ import type { Config } from '../config.js';
 import type { GuardRequest } from '../generated/types.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Engine } from '../engine/runner.js';
+import type { Engine, PlannedCheck } from '../engine/runner.js';
+import { CheckKeys } from '../engine/canonical.js';
 import { planGuard } from './plan.js';
 import { screenGuard, learnFromProceed, readRecipientsAhead } from './screen.js';
 import type { ScreeningView } from '../screening/view.js';
@@ -69,6 +70,11 @@ export interface GuardRun {
   started: number;
   /** The endpoint that answers, when the answer is logged (docs/policies.md §10). */
   route?: string;
+  /**
+   * The text of the body, when the request's whole body is `body`, and the memo of its plan's
+   * check keys: one per guard handler, whose config (which the plan reads) is fixed.
+   */
+  keyed?: { text: string | undefined; memo: CheckKeys };
 }
 
 /**
@@ -104,9 +110,16 @@ export async function judgeGuard(
   // reads; the code reads of the recipients the request names start now, beside the checks.
   const screen = plan.planned.find((p) => p.entry === 'counterparty_screen');
   const readsAhead = screen && deps.screening ? readRecipientsAhead(config, screen, body) : undefined;
-  const planned = plan.planned
+  const planned: PlannedCheck[] = plan.planned
     .filter((p) => p.entry !== 'counterparty_screen')
     .map(({ name, check }) => ({ name, check }));
+  if (run.keyed !== undefined) {
+    const keys = run.keyed.memo.of(
+      run.keyed.text,
+      planned.map((p) => p.check),
+    );
+    for (let i = 0; i < planned.length; i++) planned[i].key = keys[i];
+  }
   const results = planned.length > 0 ? await engine.run(planned, { deadlineMs, requestId }) : [];
   const account = accountOf(res.locals.billing);
   if (screen) {
@@ -152,8 +165,10 @@ export async function judgeGuard(
 
 export function guardHandler(deps: GuardDeps): ApiHandler {
   const { attester } = deps;
+  // Every route this handler answers validates its body as a GuardRequest: one text, one plan.
+  const memo = new CheckKeys();
   return answer<GuardRequest>(deps, async ({ req, res, body, requestId, deadlineMs, started, route }) => {
-    const run = { body, requestId, deadlineMs, started, route };
+    const run = { body, requestId, deadlineMs, started, route, keyed: { text: req.bodyText, memo } };
     const response = await judgeGuard(deps, res, run, underPolicy(res), false);
     // Under a policy the verdict signs its version's hash, which a pinned account checks (docs/attestations.md §4).
     const policy = response.decision.policy as { hash?: string } | null | undefined;

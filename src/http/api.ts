@@ -13,6 +13,8 @@ export interface ApiRequest extends IncomingMessage {
   body?: unknown;
   /** The body bytes as received (after any Content-Encoding is undone): what an answer's requestHash hashes. */
   rawBody?: Buffer;
+  /** The body's text, when the POST router read the body itself (src/http/post-router.ts). */
+  bodyText?: string;
   /** The URL as received (express sets it; the POST router too). */
   originalUrl?: string;
 }

@@ -45,6 +45,7 @@ export function jsonBody(limit: number, fallback: ApiHandler): ApiHandler {
       req.rawBody = raw;
       let text = raw.toString('utf8');
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1); // a UTF-8 byte order mark, as body-parser drops it
+      req.bodyText = text;
       try {
         req.body = JSON.parse(text) as unknown;
       } catch (e) {

@@ -1,6 +1,6 @@
 /** The cache key: identical checks as the runner sees them (validated, defaults applied) share one key. */
 import t from 'tap';
-import { canonical, checkKey } from '../../src/engine/canonical.js';
+import { CheckKeys, canonical, checkKey } from '../../src/engine/canonical.js';
 import { validator } from '../../src/http/validation.js';
 
 const check = (c: object): unknown => {
@@ -68,4 +68,35 @@ t.test('the remembered key is the computed key, whatever was asked before', asyn
     checkKey(other);
   }
   for (const c of cases) t.equal(checkKey(c), `${c.type}:${canonical(c)}`);
+});
+
+t.test('CheckKeys: the keys checkKey gives, remembered by the body text they came from', async (t) => {
+  const memo = new CheckKeys();
+  const checkKeysOf = memo.of.bind(memo);
+  const a = [
+    { type: 'price', asset_id: 'ethereum', min_price: 1000 },
+    { type: 'rpc_health', chain: 'base' },
+  ];
+  const b = [{ type: 'price', asset_id: 'bitcoin', min_price: 1000 }];
+  const textA = JSON.stringify({ goal: 'g', checks: a });
+  const textB = JSON.stringify({ goal: 'g', checks: b });
+  const expect = (checks: Array<{ type: string }>) => checks.map((c) => `${c.type}:${canonical(c)}`);
+  for (let round = 0; round < 2; round++) {
+    t.same(checkKeysOf(textA, a), expect(a), `round ${round}: the first body`);
+    t.same(checkKeysOf(textB, b), expect(b), `round ${round}: another body`);
+  }
+  t.equal(checkKeysOf(textA, a), checkKeysOf(textA, a), 'the same text: the same keys, remembered');
+  t.same(checkKeysOf(undefined, a), expect(a), 'no text: keyed as usual');
+  const long = `${textA}${' '.repeat(5000)}`;
+  t.same(checkKeysOf(long, b), expect(b), 'a long body: keyed as usual');
+  // A text remembered with another number of checks is not trusted.
+  t.same(checkKeysOf(textA, b), expect(b), 'a list that does not match what was remembered is keyed afresh');
+  t.same(checkKeysOf(textA, a), expect(a), 'and the text then answers for its own list again');
+  // Past its bound the memo forgets the oldest texts and still answers right.
+  for (let i = 0; i < 1000; i++) checkKeysOf(`{"n":${i}}`, [{ type: 'price', asset_id: `a${i}` } as { type: string }]);
+  t.same(checkKeysOf(textB, b), expect(b), 'after the memo turned over');
+  // Each memo is its own: another way of planning the same text is not answered from this one.
+  const other = new CheckKeys();
+  t.same(other.of(textA, b), expect(b), 'a second memo keeps its own keys for the same text');
+  t.same(checkKeysOf(textA, a), expect(a), 'and the first keeps its');
 });
