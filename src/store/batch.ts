@@ -26,6 +26,8 @@ interface Queue<I, O> {
   pending: Array<Ask<I, O>>;
   running: boolean;
   scheduled: boolean;
+  /** The batch in the database, while `running`. */
+  draining: Promise<void> | null;
 }
 
 /** Runs the inputs submitted under one key in batches, one batch of a key at a time. */
@@ -42,7 +44,7 @@ export class KeyedBatcher<I, O> {
     return new Promise<O>((resolve, reject) => {
       let q = this.queues.get(key);
       if (q === undefined) {
-        q = { pending: [], running: false, scheduled: false };
+        q = { pending: [], running: false, scheduled: false, draining: null };
         this.queues.set(key, q);
       }
       q.pending.push({ input, resolve, reject });
@@ -69,11 +71,17 @@ export class KeyedBatcher<I, O> {
     });
   }
 
-  private async drain(key: string, q: Queue<I, O>): Promise<void> {
+  private drain(key: string, q: Queue<I, O>): Promise<void> {
     q.scheduled = false;
-    if (q.running || q.pending.length === 0) return;
+    if (q.running) return q.draining ?? Promise.resolve();
+    if (q.pending.length === 0) return Promise.resolve();
     q.running = true;
     const batch = q.pending.splice(0, MAX_BATCH);
+    q.draining = this.runOne(key, q, batch);
+    return q.draining;
+  }
+
+  private async runOne(key: string, q: Queue<I, O>, batch: Array<Ask<I, O>>): Promise<void> {
     try {
       const out = await this.runBatch(batch.map((a) => a.input));
       for (let i = 0; i < batch.length; i++) batch[i].resolve(out[i]);
@@ -81,8 +89,21 @@ export class KeyedBatcher<I, O> {
       for (const a of batch) a.reject(err);
     } finally {
       q.running = false;
+      q.draining = null;
       if (q.pending.length > 0) void this.drain(key, q);
-      else this.queues.delete(key);
+      else if (this.queues.get(key) === q) this.queues.delete(key);
+    }
+  }
+
+  /**
+   * Runs every waiting batch now, without waiting for its turns, and resolves once no batch is
+   * waiting or in the database: what a store does before it closes its connections.
+   */
+  async flush(): Promise<void> {
+    for (;;) {
+      const open = [...this.queues].filter(([, q]) => q.running || q.pending.length > 0);
+      if (open.length === 0) return;
+      await Promise.all(open.map(([key, q]) => this.drain(key, q)));
     }
   }
 }

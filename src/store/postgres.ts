@@ -103,6 +103,13 @@ const placeholders = (n: number, from = 1): string => Array.from({ length: n }, 
 const SCREENING = screeningSql(true);
 
 /** A reservation whose batch's COMMIT got no answer, and the time of its verdict-log row if it carried one. */
+/** One count asked for (consumeQuota). */
+interface QuotaAsk {
+  keyId: string;
+  period: string;
+  limit: number;
+}
+
 type InDoubt = Pick<ReserveRequest, 'accountId' | 'policy' | 'at'> & { verdictAt: number | null };
 
 export class PostgresStore implements Store {
@@ -167,7 +174,11 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (!this.pool.ended) await this.pool.end();
+    if (this.pool.ended) return;
+    // Counts and reservations still waiting for their turn are written first, so no caller is left
+    // with a failed count that would have been served a moment earlier.
+    await Promise.all([this.quotas.flush(), this.reserves.flush()]);
+    await this.pool.end();
   }
 
   /** Runs `fn` in one transaction on one pooled connection; rolls back when it throws. */
@@ -269,8 +280,61 @@ export class PostgresStore implements Store {
     return { allowed: false, used: rows[0] ? Number(rows[0].used) : 0, limit };
   }
 
-  async consumeQuota(keyId: string, period: string, limit: number): Promise<UsageResult> {
-    return this.count('key_usage', 'key_id', 'period', keyId, period, limit);
+  /**
+   * Counts are grouped per key, month and limit (./batch.ts): the counts asked for in the same few
+   * turns of the event loop, or while the key's previous group is in the database, are counted
+   * by one statement. One row per key and month is what every count of a fleet writes; counted
+   * one statement each, the counts of all instances wait in line for that row's lock, each for
+   * the commit before it. Each caller is answered once its count is committed, with what counting
+   * it alone, in order, would have given.
+   */
+  consumeQuota(keyId: string, period: string, limit: number): Promise<UsageResult> {
+    return this.quotas.submit(`${keyId}\u0000${period}\u0000${limit}`, { keyId, period, limit });
+  }
+
+  private readonly quotas = new KeyedBatcher<QuotaAsk, UsageResult>((asks) => this.countGroup(asks));
+
+  /**
+   * One group's counts, all for one key, month and limit. When the whole group fits under the limit
+   * (the usual case), one UPSERT adds them all and each ask takes the next number. When it may not,
+   * the row is read and the asks that fit are added by one UPSERT that applies only if the row still
+   * holds what was read (another instance may have counted in between: then it is read again).
+   * Either way the first asks take the next numbers and the rest are refused with the count as it
+   * then stands, as counting each alone, in order, would have given.
+   */
+  private async countGroup(asks: QuotaAsk[]): Promise<UsageResult[]> {
+    const { keyId, period, limit } = asks[0];
+    const n = asks.length;
+    if (n === 1) return [await this.count('key_usage', 'key_id', 'period', keyId, period, limit)];
+    const numbered = (before: number, allowed: number): UsageResult[] =>
+      asks.map((_, j) =>
+        j < allowed
+          ? { allowed: true, used: before + j + 1, limit }
+          : { allowed: false, used: before + allowed, limit },
+      );
+    if (n <= limit) {
+      const { rows } = await this.pool.query<{ used: string }>(
+        `INSERT INTO key_usage AS k (key_id, period, used) VALUES ($1, $2, $3)
+         ON CONFLICT (key_id, period) DO UPDATE SET used = k.used + $3 WHERE k.used + $3 <= $4 RETURNING used`,
+        [keyId, period, n, limit],
+      );
+      if (rows[0]) return numbered(Number(rows[0].used) - n, n);
+    }
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const before = await this.getUsage(keyId, period);
+      const allowed = Math.min(n, Math.max(0, limit - before));
+      if (allowed === 0) return numbered(before, 0);
+      const { rows } = await this.pool.query<{ used: string }>(
+        `INSERT INTO key_usage AS k (key_id, period, used) VALUES ($1, $2, $3)
+         ON CONFLICT (key_id, period) DO UPDATE SET used = k.used + $3 WHERE k.used = $4 RETURNING used`,
+        [keyId, period, allowed, before],
+      );
+      if (rows[0]) return numbered(before, allowed);
+    }
+    // The row kept moving under a busy fleet: one statement per ask, each deciding against the row as it stands.
+    const out: UsageResult[] = [];
+    for (let j = 0; j < n; j++) out.push(await this.count('key_usage', 'key_id', 'period', keyId, period, limit));
+    return out;
   }
 
   async refundQuota(keyId: string, period: string): Promise<void> {

@@ -73,6 +73,21 @@ t.test('asks after the first in its turn keep the batch open one turn more; each
   t.same(await Promise.all(out), [10, 20, 30]);
 });
 
+t.test('flush runs every waiting batch at once and resolves when none is waiting or running', async (t) => {
+  const { b, batches, waiting } = rig();
+  const out = [b.submit('a', 1), b.submit('a', 2), b.submit('b', 3)];
+  t.equal(waiting(), 2, 'both keys wait for their turn');
+  await b.flush();
+  t.same(
+    batches.sort((x, y) => x[0] - y[0]),
+    [[1, 2], [3]],
+    'run without the turns, each key in one batch',
+  );
+  t.same(await Promise.all(out), [10, 20, 30]);
+  await b.flush();
+  t.equal(batches.length, 2, 'nothing left to run');
+});
+
 /**
  * The reference: each ask alone, in order, against the stored rows plus one row per limit of every
  * ask accepted before it (what a batch of one would have read after their commits).

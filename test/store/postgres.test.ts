@@ -188,6 +188,95 @@ if (problem !== null) {
     t.equal((await store.limitUsage(owner.id, 'p', limits))[0].count, 2);
   });
 
+  t.test(
+    'postgres: counts asked together are written as groups, each exact and committed before it answers',
+    async (t) => {
+      const url = new URL(await pgHarness.newUrl());
+      const schema = url.searchParams.get('options')?.split('=')[1];
+      // A proxy that counts the statements that write the quota's row (the text of each is sent with it).
+      let writes = 0;
+      const proxy = net.createServer((client) => {
+        const upstream = net.connect(Number(url.port || 5432), url.hostname);
+        upstream.pipe(client);
+        client.on('data', (chunk: Buffer) => {
+          for (
+            let at = chunk.indexOf('INSERT INTO key_usage');
+            at >= 0;
+            at = chunk.indexOf('INSERT INTO key_usage', at + 1)
+          )
+            writes++;
+          upstream.write(chunk);
+        });
+        client.on('error', () => upstream.destroy()).on('close', () => upstream.destroy());
+        upstream.on('error', () => client.destroy());
+      });
+      await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+      t.teardown(() => new Promise<void>((r) => proxy.close(() => r())));
+      const via = new URL(url);
+      via.port = String((proxy.address() as net.AddressInfo).port);
+      const store = await openStore({ databaseUrl: via.toString() });
+      const k = newKey('pg-group@example.com');
+      await store.createApiKey(k);
+      const used = async (period: string) =>
+        (await admin.query(`SELECT used FROM ${schema}.key_usage WHERE key_id = $1 AND period = $2`, [k.id, period]))
+          .rows[0]?.used;
+
+      // 300 counts in one turn against a limit of 150, over two months of one key.
+      writes = 0;
+      const results = await Promise.all(
+        Array.from({ length: 300 }, (_, i) => store.consumeQuota(k.id, i % 3 === 0 ? '2026-12' : '2026-11', 150)),
+      );
+      const nov = results.filter((_, i) => i % 3 !== 0);
+      const dec = results.filter((_, i) => i % 3 === 0);
+      t.equal(nov.filter((r) => r.allowed).length, 150, 'November: exactly the limit allowed');
+      t.same(
+        nov.filter((r) => r.allowed).map((r) => r.used),
+        Array.from({ length: 150 }, (_, i) => i + 1),
+        'each allowed count saw its own number, in the order asked',
+      );
+      t.ok(
+        nov.filter((r) => !r.allowed).every((r) => r.used === 150),
+        'the refused ones see the full count',
+      );
+      t.same(
+        dec.map((r) => r.used),
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        'December: all 100 allowed, in order',
+      );
+      t.equal(Number(await used('2026-11')), 150, 'what the callers were told is committed');
+      t.equal(Number(await used('2026-12')), 100);
+      t.ok(writes <= 6, `300 counts wrote the row in ${writes} statements, not one each`);
+
+      // A group with room for part of it: the first five take the last five numbers.
+      const room = await Promise.all(Array.from({ length: 10 }, () => store.consumeQuota(k.id, '2026-12', 105)));
+      t.same(
+        room.map((r) => [r.allowed, r.used]),
+        [
+          [true, 101],
+          [true, 102],
+          [true, 103],
+          [true, 104],
+          [true, 105],
+          [false, 105],
+          [false, 105],
+          [false, 105],
+          [false, 105],
+          [false, 105],
+        ],
+      );
+      t.equal(Number(await used('2026-12')), 105);
+
+      // Counts still waiting for their turn when the store closes are written first.
+      const late = Array.from({ length: 10 }, () => store.consumeQuota(k.id, '2027-01', 100));
+      await store.close();
+      t.same(
+        (await Promise.all(late)).map((r) => r.used),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      );
+      t.equal(Number(await used('2027-01')), 10, 'and committed before the connections closed');
+    },
+  );
+
   t.test('postgres: an unreachable server gives a clear StoreError without the password', async (t) => {
     const err = await openStore(
       { databaseUrl: 'postgres://svc:hunter2@127.0.0.1:1/preflight' },
