@@ -15,7 +15,6 @@ import {
   RESERVATION_COLUMNS,
   agentKeyValues,
   counterSettles,
-  countersQuery,
   policyFromRow,
   reservationRow,
   usageFromCounters,
@@ -102,7 +101,68 @@ const placeholders = (n: number, from = 1): string => Array.from({ length: n }, 
 
 const SCREENING = screeningSql(true);
 
-/** A reservation whose batch's COMMIT got no answer, and the time of its verdict-log row if it carried one. */
+/**
+ * A batch's reservations, their counters' additions and their verdict-log rows, written by one
+ * statement whose text never changes: each column is one array parameter, unnested into rows. The
+ * server parses and plans it once per connection (a named statement), where a statement with a
+ * `VALUES` row per reservation was new text, parsed and planned again, with a parameter per value
+ * for the client to number and send (bench/README.md, "Twenty-fifth pass").
+ */
+const unnestOf = (types: readonly string[], from: number): string =>
+  `unnest(${types.map((t, i) => `$${from + i}::${t}[]`).join(', ')})`;
+/** Column types, in RESERVATION_COLUMNS, the counters' and VERDICT_COLUMNS order. */
+const RESERVATION_TYPES = ['text', 'text', 'text', 'bigint', 'float8', 'text', 'bigint', 'text', 'text', 'text'];
+const COUNTER_TYPES = ['text', 'text', 'text', 'text', 'bigint', 'float8', 'bigint', 'float8'];
+const COUNTER_COLUMNS = COUNTER_TYPES.length;
+const VERDICT_TYPES = [
+  'text',
+  'text',
+  'bigint',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'float8',
+  'text',
+];
+const RESERVE_WRITE_SQL = `WITH ins AS (
+  INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')})
+  SELECT * FROM ${unnestOf(RESERVATION_TYPES, 1)}
+), log AS (
+  INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')})
+  SELECT * FROM ${unnestOf(VERDICT_TYPES, 1 + RESERVATION_TYPES.length + COUNTER_TYPES.length)}
+  ON CONFLICT (account_id, at, id) DO NOTHING
+)
+INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd)
+SELECT * FROM ${unnestOf(COUNTER_TYPES, 1 + RESERVATION_TYPES.length)}
+ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
+  usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
+  reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`;
+
+/** The verdict log's batched rows (kept.ts), one array per column as above. */
+const VERDICTS_SQL = `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')})
+SELECT * FROM ${unnestOf(VERDICT_TYPES, 1)}
+ON CONFLICT (account_id, at, id) DO NOTHING`;
+
+/** The counter rows of a policy's limits from each one's oldest counted bucket on (rows.ts, countersQuery's rows). */
+const COUNTERS_SQL = `SELECT limit_id, window_key, bucket, usd, n, reserved_usd FROM limit_counters c
+WHERE account_id = $1 AND policy = $2 AND EXISTS (
+  SELECT 1 FROM unnest($3::text[], $4::text[], $5::bigint[]) AS w(limit_id, window_key, from_bucket)
+  WHERE c.limit_id = w.limit_id AND c.window_key = w.window_key AND c.bucket >= w.from_bucket)`;
+
+/** Rows of `width` values as `width` column arrays. */
+function byColumn(rows: unknown[][], width: number): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: width }, () => new Array(rows.length));
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r];
+    for (let k = 0; k < width; k++) cols[k][r] = row[k];
+  }
+  return cols;
+}
+
 /** One count asked for (consumeQuota). */
 interface QuotaAsk {
   keyId: string;
@@ -110,6 +170,7 @@ interface QuotaAsk {
   limit: number;
 }
 
+/** A reservation whose batch's COMMIT got no answer, and the time of its verdict-log row if it carried one. */
 type InDoubt = Pick<ReserveRequest, 'accountId' | 'policy' | 'at'> & { verdictAt: number | null };
 
 export class PostgresStore implements Store {
@@ -587,8 +648,13 @@ export class PostgresStore implements Store {
     limits: LimitWindow[],
   ): Promise<CounterRow[]> {
     if (limits.length === 0) return [];
-    const { sql, params } = countersQuery(accountId, policy, limits, (i) => `$${i}`);
-    return (await c.query<CounterRow>(sql, params)).rows;
+    return (
+      await c.query<CounterRow>({
+        name: 'preflight-counters',
+        text: COUNTERS_SQL,
+        values: [accountId, policy, limits.map((l) => l.id), limits.map((l) => l.windowKey), limits.map((l) => l.from)],
+      })
+    ).rows;
   }
 
   /**
@@ -673,31 +739,18 @@ export class PostgresStore implements Store {
         const results = decided.results;
         accepted = decided.accepted;
         if (accepted.length === 0) return results;
-        const res = accepted.map(reservationRow);
-        const adds = summedAdds(accepted);
-        const w = RESERVATION_COLUMNS.length;
-        const values = res.map((_, i) => `(${placeholders(w, i * w + 1)})`).join(', ');
-        const from = res.length * w;
-        const counterValues = adds.map((_, i) => `(${placeholders(8, from + i * 8 + 1)})`).join(', ');
         // The accepted answers' verdict-log rows go in the same statement, so in the same commit (docs/policies.md §10).
-        const logged = accepted.filter((a) => a.verdict).map((a) => verdictValues(a.verdict as VerdictRecord));
-        const vw = VERDICT_COLUMNS.length;
-        const vFrom = from + adds.length * 8;
-        const verdictCte =
-          logged.length === 0
-            ? ''
-            : `, log AS (INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES ${logged
-                .map((_, i) => `(${placeholders(vw, vFrom + i * vw + 1)})`)
-                .join(', ')} ON CONFLICT (account_id, at, id) DO NOTHING)`;
-        await c.query(
-          `WITH ins AS (INSERT INTO reservations (${RESERVATION_COLUMNS.join(', ')}) VALUES ${values})${verdictCte}
-        INSERT INTO limit_counters (account_id, policy, limit_id, window_key, bucket, usd, n, reserved_usd)
-        VALUES ${counterValues}
-        ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
-        usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
-        reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`,
-          [...res.flat(), ...adds.flat(), ...logged.flat()],
-        );
+        const logged: unknown[][] = [];
+        for (const a of accepted) if (a.verdict) logged.push(verdictValues(a.verdict));
+        await c.query({
+          name: 'preflight-reserve-write',
+          text: RESERVE_WRITE_SQL,
+          values: [
+            ...byColumn(accepted.map(reservationRow), RESERVATION_COLUMNS.length),
+            ...byColumn(summedAdds(accepted), COUNTER_COLUMNS),
+            ...byColumn(logged, VERDICT_COLUMNS.length),
+          ],
+        });
         return results;
         // BEGIN and the lock in one round trip (a simple query; the key's quotes doubled).
       },
@@ -807,15 +860,12 @@ export class PostgresStore implements Store {
 
   /** One multi-row INSERT per 500 rows (a statement, so all of them or none). */
   async appendVerdicts(rows: VerdictRecord[]): Promise<void> {
-    const width = VERDICT_COLUMNS.length;
-    for (let from = 0; from < rows.length; from += 500) {
-      const part = rows.slice(from, from + 500);
-      const values = part.map((_, i) => `(${placeholders(width, i * width + 1)})`).join(', ');
-      await this.pool.query(
-        `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')}) VALUES ${values} ON CONFLICT (account_id, at, id) DO NOTHING`,
-        part.flatMap(verdictValues),
-      );
-    }
+    for (let from = 0; from < rows.length; from += 500)
+      await this.pool.query({
+        name: 'preflight-verdicts',
+        text: VERDICTS_SQL,
+        values: byColumn(rows.slice(from, from + 500).map(verdictValues), VERDICT_COLUMNS.length),
+      });
   }
 
   async verdictPage(q: VerdictQuery): Promise<VerdictEntry[]> {
