@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { generateApiKey } from '../../src/billing/keys.js';
 import { openStore } from '../../src/store/index.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
@@ -51,6 +51,34 @@ export function newPayment(over: Partial<NewPayment> = {}): NewPayment {
     resource: 'http://127.0.0.1/v1/x402/decide',
     ...over,
   };
+}
+
+/**
+ * 300 counts asked in one turn of the event loop against a limit of 150, over two months of one
+ * key: November gets 200 asks and December 100. Each store counts them in groups; every caller must
+ * still get what counting it alone, in the order asked, would have given.
+ */
+export async function countOneTurn(t: Test, store: Store, keyId: string): Promise<void> {
+  const results = await Promise.all(
+    Array.from({ length: 300 }, (_, i) => store.consumeQuota(keyId, i % 3 === 0 ? '2026-12' : '2026-11', 150)),
+  );
+  const nov = results.filter((_, i) => i % 3 !== 0);
+  const dec = results.filter((_, i) => i % 3 === 0);
+  t.equal(nov.filter((r) => r.allowed).length, 150, 'November: exactly the limit allowed');
+  t.same(
+    nov.filter((r) => r.allowed).map((r) => r.used),
+    Array.from({ length: 150 }, (_, i) => i + 1),
+    'each allowed count saw its own number, in the order asked',
+  );
+  t.ok(
+    nov.filter((r) => !r.allowed).every((r) => r.used === 150),
+    'the refused ones see the full count',
+  );
+  t.same(
+    dec.map((r) => r.used),
+    Array.from({ length: 100 }, (_, i) => i + 1),
+    'December: all 100 allowed, in order',
+  );
 }
 
 const workerPath = fileURLToPath(new URL('./quota-worker.js', import.meta.url));
