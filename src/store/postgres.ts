@@ -752,8 +752,8 @@ export class PostgresStore implements Store {
           ],
         });
         return results;
-        // BEGIN and the lock in one round trip (a simple query; the key's quotes doubled).
       },
+      // BEGIN and the lock in one round trip (a simple query; the key's quotes doubled).
       `BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('${reserveKey(asks[0]).replace(/'/g, "''")}', 0))`,
       () => {
         for (const a of accepted)
@@ -858,7 +858,7 @@ export class PostgresStore implements Store {
     );
   }
 
-  /** One multi-row INSERT per 500 rows (a statement, so all of them or none). */
+  /** One statement per 500 rows, one array per column (VERDICTS_SQL): all of them or none. */
   async appendVerdicts(rows: VerdictRecord[]): Promise<void> {
     for (let from = 0; from < rows.length; from += 500)
       await this.pool.query({
