@@ -41,11 +41,50 @@ export const DEFAULT_DANGER_KEYWORDS: readonly string[] = Object.freeze([
 
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** The keywords found in `text` as whole words (letters, digits and `_` do not border a match). */
+/** Neither side of a match may touch a letter, a digit or `_`. */
+const BEFORE = '(?<![\\p{L}\\p{N}_])';
+const AFTER = '(?![\\p{L}\\p{N}_])';
+
+/**
+ * Compiled patterns, kept: each used to be built again for every page, and a page's search was
+ * one pass over its text per keyword. Keyed by the keyword, or by the list's JSON text (a list
+ * held for the service's life, such as the defaults, by the list itself); a request's own lists are
+ * bounded by the schema (64 keywords of at most 128 characters), and these maps by CACHE_MAX
+ * entries, the oldest dropped first.
+ */
+const CACHE_MAX = 1024;
+const ONE = new Map<string, RegExp>();
+const ANY = new Map<string, RegExp>();
+const ANY_OF_LIST = new WeakMap<readonly string[], RegExp>();
+
+function cached(cache: Map<string, RegExp>, key: string, source: () => string): RegExp {
+  let re = cache.get(key);
+  if (re === undefined) {
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
+    re = new RegExp(source(), 'iu');
+    cache.set(key, re);
+  }
+  return re;
+}
+
+/**
+ * The keywords found in `text` as whole words (letters, digits and `_` do not border a match).
+ * One pass with every keyword as an alternative tells whether any is there: a page that names none,
+ * the usual case, is read once instead of once per keyword. The alternation finds a match wherever
+ * any single keyword's pattern would, so the answer is the same; only a page that names one is
+ * searched keyword by keyword, for the list in order.
+ */
 export function findKeywords(text: string, keywords: readonly string[]): string[] {
+  if (keywords.length === 0) return [];
+  let any = ANY_OF_LIST.get(keywords);
+  if (any === undefined) {
+    any = cached(ANY, JSON.stringify(keywords), () => `${BEFORE}(?:${keywords.map(escapeRegExp).join('|')})${AFTER}`);
+    if (Object.isFrozen(keywords)) ANY_OF_LIST.set(keywords, any);
+  }
+  if (!any.test(text)) return [];
   const found: string[] = [];
   for (const k of keywords) {
-    const re = new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(k)}(?![\\p{L}\\p{N}_])`, 'iu');
+    const re = cached(ONE, k, () => `${BEFORE}${escapeRegExp(k)}${AFTER}`);
     if (re.test(text) && !found.includes(k)) found.push(k);
   }
   return found;
