@@ -5,6 +5,7 @@
  * snapshot cache instead. Only successful answers are kept.
  */
 import type { Config } from '../config.js';
+import { OldestFirst } from '../oldest-first.js';
 import { getSimplePrices, type SimplePrice } from '../upstreams/price.js';
 import type { UpstreamResult } from '../net/result.js';
 
@@ -21,6 +22,7 @@ interface Entry {
 
 export class PriceSnapshots {
   private readonly entries = new Map<string, Entry>();
+  private readonly oldest = new OldestFirst(this.entries);
   private readonly inflight = new Map<string, Promise<UpstreamResult<Record<string, SimplePrice>>>>();
 
   constructor(
@@ -48,9 +50,6 @@ export class PriceSnapshots {
   private store(key: string, res: Entry['res']): void {
     this.entries.delete(key);
     this.entries.set(key, { res, storedAt: this.now() });
-    if (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
+    if (this.entries.size > this.maxEntries) this.oldest.evict();
   }
 }

@@ -11,6 +11,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { ApiKeyRecord, Store } from '../store/types.js';
+import { OldestFirst } from '../oldest-first.js';
 
 export const KEY_PREFIX = 'pvk_';
 const KEY_PATTERN = /^pvk_[A-Za-z0-9_-]{43}$/;
@@ -66,6 +67,7 @@ export interface KeyResolverOptions {
 /** Resolves raw keys to records through a bounded, time-limited cache with one lookup in flight per key. */
 export class KeyResolver {
   private readonly cache = new Map<string, Entry>();
+  private readonly oldest = new OldestFirst(this.cache);
   private readonly inflight = new Map<string, Promise<ApiKeyRecord | null>>();
   private readonly ttlMs: number;
   private readonly maxEntries: number;
@@ -106,10 +108,7 @@ export class KeyResolver {
   private remember(rawKey: string, record: ApiKeyRecord | null): void {
     this.cache.delete(rawKey);
     this.cache.set(rawKey, { record, expires: this.now() + this.ttlMs });
-    while (this.cache.size > this.maxEntries) {
-      const oldest = this.cache.keys().next().value as string;
-      this.cache.delete(oldest);
-    }
+    while (this.cache.size > this.maxEntries && this.oldest.evict() !== undefined);
   }
 
   /**

@@ -11,6 +11,7 @@
  * and says so).
  */
 import { deadline } from '../net/deadline.js';
+import { OldestFirst } from '../oldest-first.js';
 import { rpcBatch, rpcSource, type RpcOptions } from '../net/rpc.js';
 import { DESIGNATOR_PREFIX } from '../scan/delegation.js';
 import {
@@ -53,6 +54,7 @@ const CODE_TTL_MS = SIMULATION_TTL_S * 1000;
 export const SCREEN_TTL_S = 60;
 
 const sweeps = new Map<string, { at: number; r: Promise<RecipientCode> }>();
+const sweepsOldest = new OldestFirst(sweeps);
 
 /** Whether `address` is delegated to a delegate that sweeps what it receives, read on the node. */
 function sweepOf(url: string, address: string, rpcOpts: RpcOptions): Promise<RecipientCode> {
@@ -87,7 +89,7 @@ function sweepOf(url: string, address: string, rpcOpts: RpcOptions): Promise<Rec
       };
     return { delegate, sweeps: p.data.assets.length > 0 || p.data.approvals.length > 0, error: null };
   })();
-  if (sweeps.size >= 10_000) sweeps.delete(sweeps.keys().next().value as string);
+  if (sweeps.size >= 10_000) sweepsOldest.evict();
   sweeps.set(key, { at: performance.now(), r });
   r.then((s) => s.error && sweeps.delete(key)).catch(() => sweeps.delete(key));
   return r;

@@ -8,6 +8,7 @@
  */
 import { CHAIN_IDS } from '../config.js';
 import { rpcBatch, rpcSource, type RpcOptions } from '../net/rpc.js';
+import { OldestFirst } from '../oldest-first.js';
 import { type ApprovalChange, type AssetChange, approvalChanges, assetChanges } from '../scan/changes.js';
 import {
   type Authorization,
@@ -38,13 +39,14 @@ export const PROBE_VALUE = 10n ** 18n;
 
 /** Source lookups are kept as contract_verified keeps its answers: an hour verified, 5 minutes not. */
 const sources = new Map<string, { at: number; ttlMs: number; r: SourceLookup }>();
+const sourcesOldest = new OldestFirst(sources);
 async function cachedSource(ctx: CheckContext, chainId: number, address: string): Promise<SourceLookup> {
   const key = `${chainId}:${address.toLowerCase()}`;
   const hit = sources.get(key);
   if (hit && performance.now() - hit.at < hit.ttlMs) return hit.r;
   const r = await lookupSource(ctx.config, chainId, address, ctx.signal);
   if (r.verified !== null) {
-    if (sources.size >= 10_000) sources.delete(sources.keys().next().value as string);
+    if (sources.size >= 10_000) sourcesOldest.evict();
     sources.set(key, {
       at: performance.now(),
       ttlMs: 1000 * (r.verified ? VERIFIED_PASS_TTL_S : VERIFIED_FAIL_TTL_S),

@@ -3,6 +3,7 @@
  * single-flight: identical checks in flight at once share one upstream call.
  */
 import type { CheckOutcome } from '../checks/types.js';
+import { OldestFirst } from '../oldest-first.js';
 
 export interface CacheEntry {
   outcome: CheckOutcome;
@@ -14,6 +15,7 @@ export interface CacheEntry {
 export class ResultCache {
   private readonly entries = new Map<string, CacheEntry>();
   private readonly inflight = new Map<string, Promise<CacheEntry>>();
+  private readonly oldest = new OldestFirst(this.entries);
 
   constructor(
     private readonly maxEntries: number,
@@ -35,10 +37,7 @@ export class ResultCache {
     if (entry.outcome.ttl_s <= 0) return;
     this.entries.delete(key);
     this.entries.set(key, entry);
-    if (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
+    if (this.entries.size > this.maxEntries) this.oldest.evict();
   }
 
   /** Joins the call in flight for `key`, or starts one with `start`. `joined` says which. */

@@ -3,6 +3,8 @@
  * Keys are sorted and a null field counts as absent, as it does for every optional field.
  * Built with plain loops: it runs for every check of every request, cache hits included.
  */
+import { OldestFirst } from '../oldest-first.js';
+
 export function canonical(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) {
@@ -24,6 +26,7 @@ export function canonical(value: unknown): string {
 const MEMO_MAX_ENTRIES = 4096;
 const MEMO_MAX_TEXT = 2048;
 const memo = new Map<string, string>();
+const memoOldest = new OldestFirst(memo);
 
 /**
  * The cache and single-flight key of a validated check, `type:canonical(check)`, remembered by
@@ -39,7 +42,7 @@ export function checkKey(check: { type: string }): string {
   let key = memo.get(text);
   if (key === undefined) {
     key = `${check.type}:${canonical(check)}`;
-    if (memo.size >= MEMO_MAX_ENTRIES) memo.delete(memo.keys().next().value as string);
+    if (memo.size >= MEMO_MAX_ENTRIES) memoOldest.evict();
     memo.set(text, key);
   }
   return key;
@@ -61,13 +64,14 @@ const BODY_MEMO_MAX_TEXT = 4096;
  */
 export class CheckKeys {
   readonly #memo = new Map<string, readonly string[]>();
+  readonly #oldest = new OldestFirst(this.#memo);
 
   of(bodyText: string | undefined, checks: readonly { type: string }[]): readonly string[] {
     if (bodyText === undefined || bodyText.length > BODY_MEMO_MAX_TEXT) return checks.map(checkKey);
     let keys = this.#memo.get(bodyText);
     if (keys === undefined || keys.length !== checks.length) {
       keys = checks.map(checkKey);
-      if (this.#memo.size >= BODY_MEMO_MAX_ENTRIES) this.#memo.delete(this.#memo.keys().next().value as string);
+      if (this.#memo.size >= BODY_MEMO_MAX_ENTRIES) this.#oldest.evict();
       this.#memo.set(bodyText, keys);
     }
     return keys;

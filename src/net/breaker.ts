@@ -27,6 +27,7 @@
  */
 import { BroadcastChannel, isMainThread } from 'node:worker_threads';
 import type { UpstreamErrorReason, UpstreamFail } from './result.js';
+import { OldestFirst } from '../oldest-first.js';
 
 /** A host's circuit: closed (calls go), open (answered fast without a call), half_open (one probe). */
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -131,6 +132,7 @@ function broadcast(r: Report): void {
 }
 
 const breakers = new Map<string, CircuitBreaker>();
+const breakersOldest = new OldestFirst(breakers);
 let watchers = 0;
 const enabled = (): boolean => !isMainThread || watchers > 0;
 
@@ -138,9 +140,9 @@ function breakerFor(label: string, key: string): CircuitBreaker {
   const b = breakers.get(key) ?? new CircuitBreaker((state) => broadcast({ label, key, state }));
   breakers.delete(key); // re-inserted: the map's order is least recently used first
   breakers.set(key, b);
-  if (breakers.size > MAX_TRACKED) {
-    const [oldKey, old] = breakers.entries().next().value as [string, CircuitBreaker];
-    breakers.delete(oldKey);
+  const evicted = breakers.size > MAX_TRACKED ? breakersOldest.evict() : undefined;
+  if (evicted !== undefined) {
+    const [oldKey, old] = evicted;
     // Forgotten means closed: the next call goes through.
     if (old.state !== 'closed') broadcast({ label: oldKey.split('|')[1] ?? 'other', key: oldKey, state: 'closed' });
   }

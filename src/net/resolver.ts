@@ -5,6 +5,7 @@
  * the check, because the connection always goes to an address that was classified.
  */
 import { lookup } from 'node:dns/promises';
+import { OldestFirst } from '../oldest-first.js';
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 
@@ -17,6 +18,7 @@ interface Entry {
 }
 
 const cache = new Map<string, Entry>();
+const cacheOldest = new OldestFirst(cache);
 
 async function systemLookup(hostname: string): Promise<string[]> {
   const all = await lookup(hostname, { all: true, verbatim: true });
@@ -27,7 +29,7 @@ export const systemResolver: Resolver = (hostname) => {
   const now = Date.now();
   const hit = cache.get(hostname);
   if (hit && hit.expires > now) return hit.addresses;
-  if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value as string); // oldest first
+  if (cache.size >= MAX_ENTRIES) cacheOldest.evict();
   // The pending promise is cached too, so a burst for one host makes one lookup.
   const addresses = systemLookup(hostname);
   const entry = { expires: now + TTL_MS, addresses };

@@ -14,6 +14,7 @@ import { fail, interpretJson, isObject, jsonClassifier, type JsonResponse } from
 import type { UpstreamResult } from './result.js';
 import type { CallClass } from './breaker.js';
 import { deadline } from './deadline.js';
+import { OldestFirst } from '../oldest-first.js';
 import { operatorDispatcher } from './dispatchers.js';
 import type { Answer } from './interceptors/types.js';
 import type { Resolver } from './resolver.js';
@@ -151,6 +152,7 @@ async function post(
  */
 const NO_BATCH_TTL_MS = 10 * 60_000;
 const noBatch = new Map<string, number>();
+const noBatchOldest = new OldestFirst(noBatch);
 function refusesBatches(url: string): boolean {
   const until = noBatch.get(url);
   if (until === undefined) return false;
@@ -159,7 +161,7 @@ function refusesBatches(url: string): boolean {
   return false;
 }
 function rememberRefusal(url: string): void {
-  if (noBatch.size >= 256) noBatch.delete(noBatch.keys().next().value as string);
+  if (noBatch.size >= 256) noBatchOldest.evict();
   noBatch.set(url, Date.now() + NO_BATCH_TTL_MS);
 }
 

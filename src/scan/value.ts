@@ -10,6 +10,7 @@
 import { AbiCoder } from 'ethers';
 import type { Config } from '../config.js';
 import { type RpcOptions, rpcBatch } from '../net/rpc.js';
+import { OldestFirst } from '../oldest-first.js';
 import { getSimplePrices, getTokenPrices } from '../upstreams/price.js';
 import type { AssetChange } from './changes.js';
 
@@ -44,9 +45,11 @@ interface Kept<T> {
 }
 const prices = new Map<string, Kept<number | null>>();
 const metas = new Map<string, TokenMeta>();
+const pricesOldest = new OldestFirst(prices);
+const metasOldest = new OldestFirst(metas);
 
-function keep<T>(map: Map<string, T>, key: string, value: T): void {
-  if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value as string);
+function keep<T>(map: Map<string, T>, oldest: OldestFirst<string, T>, key: string, value: T): void {
+  if (map.size >= MAX_ENTRIES) oldest.evict();
   map.set(key, value);
 }
 
@@ -103,7 +106,7 @@ export async function priceAssets(
         const p = r.ok ? (r.data[t]?.price ?? null) : null;
         usd[t] = p;
         // A failed call is not an answer: only what the provider said is kept.
-        if (r.ok) keep(prices, `${platform}:${t}`, { value: p, until: now + PRICE_TTL_MS });
+        if (r.ok) keep(prices, pricesOldest, `${platform}:${t}`, { value: p, until: now + PRICE_TTL_MS });
       }
       if (!r.ok) errors.push(r.message);
     })(),
@@ -113,7 +116,7 @@ export async function priceAssets(
       const r = await getSimplePrices(config, [coin], 'usd', signal);
       const p = r.ok ? (r.data[coin]?.price ?? null) : null;
       usd.native = p;
-      if (r.ok) keep(prices, `coin:${coin}`, { value: p, until: now + PRICE_TTL_MS });
+      if (r.ok) keep(prices, pricesOldest, `coin:${coin}`, { value: p, until: now + PRICE_TTL_MS });
       else errors.push(r.message);
     })(),
   ]);
@@ -180,7 +183,7 @@ export async function tokenMeta(
     };
     out[t] = meta;
     // Keep only a token that answered: a node failure must not pin "no decimals" for good.
-    if (meta.decimals !== null) keep(metas, `${url}|${chain}:${t}`, meta);
+    if (meta.decimals !== null) keep(metas, metasOldest, `${url}|${chain}:${t}`, meta);
   });
   return out;
 }

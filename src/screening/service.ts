@@ -14,6 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ScreeningConfig } from '../config.js';
+import { OldestFirst } from '../oldest-first.js';
 import type { ScreeningListRow, ScreeningStatus, Store } from '../store/types.js';
 import { listSource } from './fetch.js';
 import { type ListKind, type ListTag, type PackedList, findKey, pack } from './list.js';
@@ -114,6 +115,7 @@ export class Screening implements ScreeningView {
   #stopped = false;
   #ticking: Promise<void> | null = null;
   readonly #books = new Map<string, { at: number; book: Promise<KnownBook> }>();
+  readonly #booksOldest = new OldestFirst(this.#books);
 
   constructor(deps: ScreeningDeps) {
     this.#config = deps.config;
@@ -364,7 +366,7 @@ export class Screening implements ScreeningView {
       .then((addresses) => new KnownBook(addresses));
     // A failed read is not kept: the next request asks again.
     book.catch(() => this.#books.delete(account));
-    if (this.#books.size >= 10_000) this.#books.delete(this.#books.keys().next().value as string);
+    if (this.#books.size >= 10_000) this.#booksOldest.evict();
     this.#books.set(account, { at: now, book });
     return book;
   }
