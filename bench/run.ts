@@ -13,7 +13,8 @@
  *                                            three-instance measurement (PostgreSQL and Redis),
  *                                            `first-answers` a fresh process's first answers,
  *                                            `reservation` the policy limits' check-and-reserve alone,
- *                                            `wallet-guard` what a guarded sendTransaction adds;
+ *                                            `wallet-guard` what a guarded sendTransaction adds,
+ *                                            `cache-evict` inserts into the full check cache;
  *                                            with --mode=instructions, the variants to count
  *                                            (unsigned, signed, signed-inline by default;
  *                                            floor, guard-swap, guard-policy on request)
@@ -43,6 +44,7 @@ import {
 } from './targets.js';
 import { measureFirstAnswers, rampCapacity, STATUS_PAGE_MS, type FirstAnswers, type Ramp } from './cold.js';
 import { timeBareSignature, type BareSignature } from './signing.js';
+import { checkEviction, measureEviction, type Eviction } from './evict.js';
 import { measureWalletGuard, type WalletGuardResult } from './wallets.js';
 import { measureFleet, type FleetResult } from './fleet.js';
 import { profileServersInto, startServerChild, type Child } from './child.js';
@@ -91,7 +93,7 @@ function parseArgs(argv: string[]): Options {
   const names =
     opts.mode === 'instructions'
       ? INSTRUCTION_VARIANTS.map((v) => v.name)
-      : [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers', 'wallet-guard'];
+      : [...SCENARIOS.map((s) => s.name), 'fleet', 'reservation', 'first-answers', 'wallet-guard', 'cache-evict'];
   for (const n of opts.only ?? []) {
     if (!names.includes(n)) throw new Error(`--only: no scenario ${n} (${names.join(', ')})`);
   }
@@ -418,6 +420,11 @@ async function main(): Promise<number> {
           );
       }
     }
+    let eviction: Eviction | null = null;
+    if (targets && (opts.only === null || opts.only.includes('cache-evict'))) {
+      eviction = measureEviction();
+      targets.checks.push(...checkEviction(eviction));
+    }
     let walletGuard: WalletGuardResult | null = null;
     if (targets && (opts.only === null || opts.only.includes('wallet-guard'))) {
       walletGuard = await measureWalletGuard(opts.quick ? 15 : 300);
@@ -430,6 +437,10 @@ async function main(): Promise<number> {
       printTable(targets.rows, opts.latencyMs);
       printSigning(targets.signing, targets.bare, targets.signingUs);
       printCold(targets.ramp, first);
+      if (eviction !== null)
+        process.stdout.write(
+          `\nCheck cache inserts (${eviction.entries} entries, this process): full ${eviction.fullUs} us, with room ${eviction.roomUs} us\n`,
+        );
       printTargetChecks(targets.checks);
     }
     if (pool) printPool(pool);
@@ -448,6 +459,7 @@ async function main(): Promise<number> {
       fleet,
       reservations,
       walletGuard,
+      cacheEviction: eviction,
       pool,
       elapsedSec: Math.round((Date.now() - started) / 1000),
     };

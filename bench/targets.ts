@@ -64,6 +64,8 @@ export const LIMITS = Object.freeze({
   cachedVsReference: 0.8,
   /** The cached decide, signing off, against bare node:http + Ajv answering the same body (bench/floor.ts). */
   cachedVsFloor: 0.5,
+  /** An insert into the full check cache against one into a cache with room (bench/evict.ts). */
+  cacheFullVsRoom: 2,
   coldP50OverUpstreamMs: 15,
   paidP99OverKeyedMs: 20,
   simulationP50OverUpstreamsMs: 15,
