@@ -1,5 +1,6 @@
 import t from 'tap';
 import { OldestFirst } from '../../src/oldest-first.js';
+import { seeded } from '../helpers/seeded.js';
 
 /** The same bounded map kept as an array in insertion order: the oldest is the first. */
 class Model {
@@ -13,14 +14,7 @@ class Model {
 }
 
 t.test('evicts in insertion order through deletes, sets again, clears and refills', async (t) => {
-  // mulberry32: the same sequence on every run.
-  let seed = 7;
-  const rand = (n: number) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) % n;
-  };
+  const rand = seeded(7);
   const map = new Map<string, number>();
   const oldest = new OldestFirst(map);
   const model = new Model();

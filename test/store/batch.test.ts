@@ -8,6 +8,7 @@ import t from 'tap';
 import { decideBatch, KeyedBatcher, MAX_OPEN_TURNS, summedAdds, unionLimits } from '../../src/store/batch.js';
 import type { CounterRow } from '../../src/store/rows.js';
 import type { LimitWindow, ReserveRequest } from '../../src/store/types.js';
+import { seeded } from '../helpers/seeded.js';
 
 function rig() {
   const turns: Array<() => void> = [];
@@ -129,15 +130,6 @@ function oneByOne(asks: ReserveRequest[], stored: CounterRow[]) {
         });
     return { ok, usage, fullIds };
   });
-}
-
-/** A seeded generator of integers below n: the same asks every run. */
-function seeded(seed: number): (n: number) => number {
-  let s = seed;
-  return (n) => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s >>> 8) % n;
-  };
 }
 
 t.test('a batch decides each ask as deciding it alone, in order, would have', async (t) => {
