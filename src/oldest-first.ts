@@ -14,7 +14,7 @@
 export class OldestFirst<K, V> {
   #entries: Iterator<[K, V]> | null = null;
 
-  constructor(private readonly map: Map<K, V>) {}
+  constructor(readonly map: Map<K, V>) {}
 
   /** Deletes the map's oldest entry and returns it; undefined when the map is empty. */
   evict(): [K, V] | undefined {

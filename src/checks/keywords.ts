@@ -54,23 +54,16 @@ const AFTER = '(?![\\p{L}\\p{N}_])';
  * entries, the oldest dropped first.
  */
 const CACHE_MAX = 1024;
-const ONE = new Map<string, RegExp>();
-const ANY = new Map<string, RegExp>();
-const ONE_OLDEST = new OldestFirst(ONE);
-const ANY_OLDEST = new OldestFirst(ANY);
+const ONE = new OldestFirst(new Map<string, RegExp>());
+const ANY = new OldestFirst(new Map<string, RegExp>());
 const ANY_OF_LIST = new WeakMap<readonly string[], RegExp>();
 
-function cached(
-  cache: Map<string, RegExp>,
-  oldest: OldestFirst<string, RegExp>,
-  key: string,
-  source: () => string,
-): RegExp {
-  let re = cache.get(key);
+function cached(cache: OldestFirst<string, RegExp>, key: string, source: () => string): RegExp {
+  let re = cache.map.get(key);
   if (re === undefined) {
-    if (cache.size >= CACHE_MAX) oldest.evict();
+    if (cache.map.size >= CACHE_MAX) cache.evict();
     re = new RegExp(source(), 'iu');
-    cache.set(key, re);
+    cache.map.set(key, re);
   }
   return re;
 }
@@ -86,18 +79,13 @@ export function findKeywords(text: string, keywords: readonly string[]): string[
   if (keywords.length === 0) return [];
   let any = ANY_OF_LIST.get(keywords);
   if (any === undefined) {
-    any = cached(
-      ANY,
-      ANY_OLDEST,
-      JSON.stringify(keywords),
-      () => `${BEFORE}(?:${keywords.map(escapeRegExp).join('|')})${AFTER}`,
-    );
+    any = cached(ANY, JSON.stringify(keywords), () => `${BEFORE}(?:${keywords.map(escapeRegExp).join('|')})${AFTER}`);
     if (Object.isFrozen(keywords)) ANY_OF_LIST.set(keywords, any);
   }
   if (!any.test(text)) return [];
   const found: string[] = [];
   for (const k of keywords) {
-    const re = cached(ONE, ONE_OLDEST, k, () => `${BEFORE}${escapeRegExp(k)}${AFTER}`);
+    const re = cached(ONE, k, () => `${BEFORE}${escapeRegExp(k)}${AFTER}`);
     if (re.test(text) && !found.includes(k)) found.push(k);
   }
   return found;

@@ -48,9 +48,9 @@ const metas = new Map<string, TokenMeta>();
 const pricesOldest = new OldestFirst(prices);
 const metasOldest = new OldestFirst(metas);
 
-function keep<T>(map: Map<string, T>, oldest: OldestFirst<string, T>, key: string, value: T): void {
-  if (map.size >= MAX_ENTRIES) oldest.evict();
-  map.set(key, value);
+function keep<T>(kept: OldestFirst<string, T>, key: string, value: T): void {
+  if (kept.map.size >= MAX_ENTRIES) kept.evict();
+  kept.map.set(key, value);
 }
 
 export interface Priced {
@@ -106,7 +106,7 @@ export async function priceAssets(
         const p = r.ok ? (r.data[t]?.price ?? null) : null;
         usd[t] = p;
         // A failed call is not an answer: only what the provider said is kept.
-        if (r.ok) keep(prices, pricesOldest, `${platform}:${t}`, { value: p, until: now + PRICE_TTL_MS });
+        if (r.ok) keep(pricesOldest, `${platform}:${t}`, { value: p, until: now + PRICE_TTL_MS });
       }
       if (!r.ok) errors.push(r.message);
     })(),
@@ -116,7 +116,7 @@ export async function priceAssets(
       const r = await getSimplePrices(config, [coin], 'usd', signal);
       const p = r.ok ? (r.data[coin]?.price ?? null) : null;
       usd.native = p;
-      if (r.ok) keep(prices, pricesOldest, `coin:${coin}`, { value: p, until: now + PRICE_TTL_MS });
+      if (r.ok) keep(pricesOldest, `coin:${coin}`, { value: p, until: now + PRICE_TTL_MS });
       else errors.push(r.message);
     })(),
   ]);
@@ -183,7 +183,7 @@ export async function tokenMeta(
     };
     out[t] = meta;
     // Keep only a token that answered: a node failure must not pin "no decimals" for good.
-    if (meta.decimals !== null) keep(metas, metasOldest, `${url}|${chain}:${t}`, meta);
+    if (meta.decimals !== null) keep(metasOldest, `${url}|${chain}:${t}`, meta);
   });
   return out;
 }
