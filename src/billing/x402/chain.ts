@@ -196,9 +196,14 @@ export class UsdcChain {
     return isObject(last) && typeof last.transactionHash === 'string' ? last.transactionHash : null;
   }
 
-  /** Simulates the call; throws with the node's reason when it would revert. */
+  /**
+   * Simulates the call on the latest block; throws with the node's reason when it would revert.
+   * The block is named because nodes differ when it is not: geth and op-geth take the latest
+   * block, anvil its pending block, which replays every transaction waiting in its pool for each
+   * estimate (24 ms of the node's CPU with 300 waiting, against 1.4 ms on the latest block).
+   */
   async estimateGas(tx: { from: string; to: string; data: string }): Promise<bigint> {
-    return hexQuantity(await this.call('eth_estimateGas', [tx]), 'eth_estimateGas');
+    return hexQuantity(await this.call('eth_estimateGas', [tx, 'latest']), 'eth_estimateGas');
   }
 
   async pendingNonce(address: string): Promise<number> {

@@ -192,6 +192,10 @@ t.test('a paid request that ends in a 5xx releases its payment: failed, never se
 t.test('a payer whose clock runs ahead is served, and settled once its validAfter has passed', async (t) => {
   const srv = await startPaidServer(chain, { retry: { baseDelayMs: 200, verifiedGraceMs: 100 } });
   t.teardown(() => srv.close());
+  // Base makes a block every 2 s. This chain mines only when sent a transaction, and the settler
+  // estimates on the latest block, whose clock would stand still while nothing is sent.
+  const blocks = setInterval(() => void chain.rpc('evm_mine').catch(() => undefined), 2000);
+  t.teardown(() => clearInterval(blocks));
   const payer = await chain.wallet(PRICE);
   const before = await chain.balanceOf(srv.payTo);
   // The payer's clock is 5 s ahead of ours: its "now" as validAfter is still in our future.
