@@ -63,7 +63,12 @@ const TYPE_SETS: Array<Record<string, Field[]>> = [
   },
 ];
 
-function randomValue(type: string, types: Record<string, Field[]>, rand: (n: number) => number, depth: number): unknown {
+function randomValue(
+  type: string,
+  types: Record<string, Field[]>,
+  rand: (n: number) => number,
+  depth: number,
+): unknown {
   const array = /^(.+)\[([0-9]*)\]$/.exec(type);
   if (array) {
     const n = array[2] === '' ? rand(3) : Number(array[2]);
