@@ -232,3 +232,46 @@ t.test('local settlement: at most `sending` settlements between gas estimate and
     'every estimate names the latest block',
   );
 });
+
+t.test('receipts awaited together are asked for in one batch a poll', async (t) => {
+  const node = await startJsonRpc();
+  t.teardown(() => node.close());
+  // A transaction is mined when the node is asked for it the third time; one is never mined.
+  const asked = new Map<string, number>();
+  const NEVER = `0x${'ee'.repeat(32)}`;
+  const BROKEN = `0x${'bb'.repeat(32)}`;
+  node.setHandler('eth_getTransactionReceipt', (params) => {
+    const hash = String(params[0]);
+    const n = (asked.get(hash) ?? 0) + 1;
+    asked.set(hash, n);
+    if (hash === BROKEN) return { error: { code: -32000, message: 'header not found' } };
+    return { result: hash !== NEVER && n >= 3 ? { status: '0x1', blockNumber: `0x${n.toString(16)}` } : null };
+  });
+  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 30 });
+  const hashes = Array.from({ length: 250 }, () => hex(32));
+  const waits = hashes.map((h) => chain.waitForReceipt(h, 5000));
+  const twice = chain.waitForReceipt(hashes[0], 5000);
+  const never = chain.waitForReceipt(NEVER, 100);
+  const broken = chain.waitForReceipt(BROKEN, 5000).then(
+    () => 'resolved',
+    (err: Error) => err.message,
+  );
+  const receipts = await Promise.all(waits);
+  t.ok(
+    receipts.every((r) => r?.status === 1 && r.blockNumber === 3),
+    'each receipt is found, at the poll that finds it',
+  );
+  t.same(await twice, receipts[0], 'two waits for one transaction share its polls');
+  t.equal(await never, null, 'a transaction never mined: null at its timeout');
+  t.match(await broken, /header not found/, "the node's error reaches the one waiting for that receipt");
+  t.equal(asked.get(BROKEN), 1, 'a receipt the node failed is not asked for again');
+  t.ok(
+    hashes.every((h) => asked.get(h) === 3),
+    'each mined transaction asked for once a poll, three times in all',
+  );
+  // 252 transactions at most 100 to a batch: three requests a poll for the three polls until they
+  // are mined, then the one never mined on its own until its timeout (100 ms, polls 30 ms apart).
+  t.ok(node.stats.requests <= 3 * 3 + 4, `${node.stats.requests} requests for ${node.calls.length} receipts`);
+  const later = await chain.waitForReceipt(hashes[1], 5000);
+  t.equal(later?.blockNumber, 4, 'a wait after the others have settled polls at once, on its own');
+});
