@@ -395,6 +395,12 @@ ALTER TABLE payments_v9 RENAME TO payments;
 CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state = 'verified' OR state = 'settling';
 `;
 
+/**
+ * A payer's payments still to be settled, which its balance must cover together with a new one
+ * (docs/x402.md §4): read on every paid call, so by an index that holds only those.
+ */
+const PAYER_UNSETTLED = `CREATE INDEX payments_payer_unsettled ON payments (asset, payer) WHERE state IN ('verified', 'settling');`;
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -449,6 +455,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: 'state checks without a temporary table',
     sqlite: STATE_CHECKS_SQLITE,
     postgres: 'SELECT 1;',
+  },
+  {
+    version: 10,
+    name: "a payer's payments not yet settled",
+    sqlite: PAYER_UNSETTLED,
+    postgres: PAYER_UNSETTLED,
   },
 ]);
 

@@ -29,6 +29,7 @@ import {
   keyValues,
   paymentFromRow,
   paymentUpdate,
+  owed,
   paymentValues,
   type KeyRow,
   type PaymentRow,
@@ -80,6 +81,7 @@ import type {
   AttestationKey,
   NewApiKey,
   NewPayment,
+  PaymentClaim,
   PaymentRecord,
   PaymentState,
   Plan,
@@ -423,6 +425,29 @@ export class PostgresStore implements Store {
     const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${placeholders(PAYMENT_COLUMNS.length)})
       ON CONFLICT (asset, payer, nonce) DO NOTHING`;
     return (await this.pool.query(sql, paymentValues(p, new Date()))).rowCount === 1;
+  }
+
+  async claimCoveredPayment(p: NewPayment, balance: bigint): Promise<PaymentClaim> {
+    const values = paymentValues(p, new Date());
+    const [asset, payer, nonce] = [values[1], values[2], values[3]];
+    return this.tx(async (c) => {
+      // One payer's claims in line, on every instance: each reads what the ones before it claimed.
+      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`x402-payer:${asset}:${payer}`]);
+      const seen = await c.query('SELECT 1 FROM payments WHERE asset = $1 AND payer = $2 AND nonce = $3', [
+        asset,
+        payer,
+        nonce,
+      ]);
+      if ((seen.rowCount ?? 0) > 0) return 'replay';
+      const open = await c.query<{ value: string }>(
+        `SELECT value FROM payments WHERE asset = $1 AND payer = $2 AND state IN ('verified', 'settling')`,
+        [asset, payer],
+      );
+      if (owed(open.rows, p.value) > balance) return 'uncovered';
+      const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${placeholders(PAYMENT_COLUMNS.length)})
+        ON CONFLICT (asset, payer, nonce) DO NOTHING`;
+      return (await c.query(sql, values)).rowCount === 1 ? 'claimed' : 'replay';
+    });
   }
 
   async updatePayment(

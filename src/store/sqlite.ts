@@ -32,6 +32,7 @@ import {
   keyValues,
   paymentFromRow,
   paymentUpdate,
+  owed,
   paymentValues,
   type KeyRow,
   type PaymentRow,
@@ -83,6 +84,7 @@ import type {
   AttestationKey,
   NewApiKey,
   NewPayment,
+  PaymentClaim,
   PaymentRecord,
   PaymentState,
   Plan,
@@ -352,6 +354,22 @@ export class SqliteStore implements Store {
     const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${PAYMENT_COLUMNS.map(() => '?').join(', ')})
       ON CONFLICT (asset, payer, nonce) DO NOTHING`;
     return this.q(sql).run(...paymentValues(p, Date.now())).changes === 1;
+  }
+
+  async claimCoveredPayment(p: NewPayment, balance: bigint): Promise<PaymentClaim> {
+    const values = paymentValues(p, Date.now());
+    const [asset, payer, nonce] = [values[1], values[2], values[3]];
+    return this.db.transaction((): PaymentClaim => {
+      if (this.q('SELECT 1 FROM payments WHERE asset = ? AND payer = ? AND nonce = ?').get(asset, payer, nonce))
+        return 'replay';
+      const open = this.q(
+        `SELECT value FROM payments WHERE asset = ? AND payer = ? AND state IN ('verified', 'settling')`,
+      ).all(asset, payer) as Array<{ value: string }>;
+      if (owed(open, p.value) > balance) return 'uncovered';
+      const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${PAYMENT_COLUMNS.map(() => '?').join(', ')})
+        ON CONFLICT (asset, payer, nonce) DO NOTHING`;
+      return this.q(sql).run(...values).changes === 1 ? 'claimed' : 'replay';
+    })();
   }
 
   async updatePayment(

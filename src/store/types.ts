@@ -175,6 +175,9 @@ export interface PaymentRecord {
   updatedAt: Date;
 }
 
+/** What claiming a payment against the payer's balance came to. */
+export type PaymentClaim = 'claimed' | 'replay' | 'uncovered';
+
 export type NewPayment = Pick<
   PaymentRecord,
   | 'id'
@@ -307,6 +310,12 @@ export interface Store {
 
   /** Claims (asset, payer, nonce). Returns false when it was claimed before: a replay. */
   claimPayment(p: NewPayment): Promise<boolean>;
+  /**
+   * Claims (asset, payer, nonce) when `balance` covers it together with the payer's payments of
+   * that asset not yet settled (`verified`, `settling`); atomic for one payer across every
+   * instance on the database. `replay` when the triple was claimed before.
+   */
+  claimCoveredPayment(p: NewPayment, balance: bigint): Promise<PaymentClaim>;
   /** Moves a payment to a new state; `from` guards the transition (compare-and-set). */
   updatePayment(
     id: string,

@@ -328,6 +328,45 @@ export function storeSuite(h: Harness): void {
     );
   });
 
+  t.test(
+    `${h.name}: a payer's balance covers its payments not yet settled, counted once under concurrent claims`,
+    async (t) => {
+      const payer = '0x' + randomBytes(20).toString('hex');
+      const pay = () => newPayment({ payer });
+      const PRICE = 10_000n;
+      const first = pay();
+      t.equal(await store.claimCoveredPayment(first, 2n * PRICE), 'claimed');
+      t.equal(await store.claimCoveredPayment(pay(), 2n * PRICE), 'claimed', 'the balance covers two');
+      t.equal(await store.claimCoveredPayment(pay(), 2n * PRICE), 'uncovered', 'not a third');
+      t.equal(await store.claimCoveredPayment({ ...first, id: randomUUID() }, 0n), 'replay', 'a replay is a replay');
+      t.equal(await store.claimCoveredPayment(newPayment(), 2n * PRICE), 'claimed', 'another payer owes nothing yet');
+      await store.updatePayment(first.id, ['verified'], 'settling');
+      t.equal(await store.claimCoveredPayment(pay(), 2n * PRICE), 'uncovered', 'a payment being settled still counts');
+      await store.updatePayment(first.id, ['settling'], 'settled');
+      t.equal(
+        await store.claimCoveredPayment(pay(), 2n * PRICE),
+        'claimed',
+        'a settled payment counts no more: a balance of two covers the open one and one more',
+      );
+      // 40 claims at once against a balance for 7: the payer's claims are taken in line.
+      const racer = '0x' + randomBytes(20).toString('hex');
+      const claims = await Promise.all(
+        Array.from({ length: 40 }, () => store.claimCoveredPayment(newPayment({ payer: racer }), 7n * PRICE)),
+      );
+      t.equal(claims.filter((c) => c === 'claimed').length, 7, 'exactly seven claimed');
+      t.equal(claims.filter((c) => c === 'uncovered').length, 33);
+      const failed = newPayment({ payer: racer });
+      t.equal(await store.claimCoveredPayment(failed, 8n * PRICE), 'claimed');
+      await store.updatePayment(failed.id, ['verified'], 'failed');
+      t.equal(
+        await store.claimCoveredPayment(newPayment({ payer: racer }), 8n * PRICE),
+        'claimed',
+        'a failed payment owes nothing',
+      );
+      await t.rejects(store.claimCoveredPayment(newPayment({ value: '1.5' }), PRICE), /integer string/);
+    },
+  );
+
   t.test(`${h.name}: payment state transitions are compare-and-set`, async (t) => {
     const p = newPayment();
     await store.claimPayment(p);

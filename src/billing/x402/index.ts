@@ -13,7 +13,7 @@ import { sendJson } from '../../http/errors.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../../metrics.js';
-import type { KeptAnswer, Store } from '../../store/types.js';
+import type { KeptAnswer, PaymentClaim, Store } from '../../store/types.js';
 import type { PaymentGate } from '../gate.js';
 import { UsdcChain } from './chain.js';
 import { buildOffers, encodeHeaderJson, sendChallenge, setReceipt } from './challenge.js';
@@ -255,6 +255,7 @@ export function createX402(deps: X402Deps): X402 {
     const reject = (reason: Rejection['reason'], detail: string) =>
       refuse(res, offers, p.version, { reason, detail, payer: a.from });
 
+    let balance: bigint | null = null;
     if (reader !== null) {
       let state: Awaited<ReturnType<typeof reader.payerState>>;
       try {
@@ -265,6 +266,7 @@ export function createX402(deps: X402Deps): X402 {
       if (state.nonceUsed) return reject('duplicate_settlement', 'This authorization nonce was already used on chain.');
       if (state.balance < BigInt(PRICE_ATOMIC))
         return reject('insufficient_funds', 'The payer holds less USDC than the price.');
+      balance = state.balance;
     }
     const stored: StoredPayment = {
       x402Version: p.version,
@@ -283,7 +285,7 @@ export function createX402(deps: X402Deps): X402 {
     }
 
     const id = randomUUID();
-    const claimed = await store.claimPayment({
+    const payment = {
       id,
       asset: USDC_BASE.toLowerCase(),
       payer: a.from.toLowerCase(),
@@ -295,9 +297,19 @@ export function createX402(deps: X402Deps): X402 {
       payload: JSON.stringify(stored),
       validBefore: Number(a.validBefore),
       resource: offers.resource.url,
-    });
-    if (!claimed)
+    };
+    // With the chain to ask, the balance must cover this payment and the payer's others not yet
+    // settled: one balance spent on many payments at once buys one answer per payment it covers.
+    let claim: PaymentClaim;
+    if (balance === null) claim = (await store.claimPayment(payment)) ? 'claimed' : 'replay';
+    else claim = await store.claimCoveredPayment(payment, balance);
+    if (claim === 'replay')
       return reject('duplicate_settlement', 'This payment was already used: one authorization buys one answer.');
+    if (claim === 'uncovered')
+      return reject(
+        'insufficient_funds',
+        "The payer's USDC does not cover this payment and its payments still being settled.",
+      );
     count('verified');
     log.info({ paymentId: id, payer: a.from, x402Version: p.version }, 'x402 payment verified and claimed');
 

@@ -235,3 +235,37 @@ t.test('a payer whose clock runs ahead is served, and settled once its validAfte
   );
   t.equal(await chain.balanceOf(srv.payTo), before + PRICE, 'paid once');
 });
+
+t.test('one balance spent on many payments at once buys the answers it covers, and no transfer reverts', async (t) => {
+  const srv = await startPaidServer(chain);
+  t.teardown(() => srv.close());
+  // The payer holds the price of two answers and signs five payments, sent together before any
+  // of them is settled: on chain each alone is covered.
+  const payer = await chain.wallet(2n * PRICE);
+  const before = await chain.balanceOf(srv.payTo);
+  const headers = await Promise.all(
+    Array.from({ length: 5 }, async () =>
+      encodeHeader({
+        x402Version: 1,
+        scheme: 'exact',
+        network: 'base',
+        payload: await signPayload(payer, authorization(payer.address, srv.payTo)),
+      }),
+    ),
+  );
+  const answers = await Promise.all(
+    headers.map((h) => postJson(fetch, srv.url + PATH, { goal: 'spend once' }, { 'X-PAYMENT': h })),
+  );
+  const statuses = answers.map((r) => r.status).sort();
+  t.same(statuses, [200, 200, 402, 402, 402], 'two served, three refused');
+  for (const r of answers.filter((a) => a.status === 402)) {
+    t.equal((await r.json()).error, 'insufficient_funds');
+    t.match(decodeHeader(r.headers.get('x-payment-response')), { success: false, errorReason: 'insufficient_funds' });
+  }
+  await until(async () => ((await srv.store.countPaymentsByState()).settled === 2 ? true : undefined), 20_000);
+  t.same(await srv.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 2, failed: 0 });
+  t.equal(await chain.balanceOf(payer.address), 0n, 'the payer paid for what it was served');
+  t.equal(await chain.balanceOf(srv.payTo), before + 2n * PRICE);
+  const reverted = srv.logs.filter((l) => l.err === 'transaction reverted on chain');
+  t.equal(reverted.length, 0, 'no transfer was sent that the balance could not cover');
+});
