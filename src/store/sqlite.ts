@@ -359,17 +359,21 @@ export class SqliteStore implements Store {
   async claimCoveredPayment(p: NewPayment, balance: bigint): Promise<PaymentClaim> {
     const values = paymentValues(p, Date.now());
     const [asset, payer, nonce] = [values[1], values[2], values[3]];
-    return this.db.transaction((): PaymentClaim => {
-      if (this.q('SELECT 1 FROM payments WHERE asset = ? AND payer = ? AND nonce = ?').get(asset, payer, nonce))
-        return 'replay';
-      const open = this.q(
-        `SELECT value FROM payments WHERE asset = ? AND payer = ? AND state IN ('verified', 'settling')`,
-      ).all(asset, payer) as Array<{ value: string }>;
-      if (owed(open, p.value) > balance) return 'uncovered';
-      const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${PAYMENT_COLUMNS.map(() => '?').join(', ')})
+    // Immediate: it reads before it writes, and another connection's write in between would
+    // otherwise fail the upgrade to a write (SQLITE_BUSY_SNAPSHOT) instead of waiting its turn.
+    return this.db
+      .transaction((): PaymentClaim => {
+        if (this.q('SELECT 1 FROM payments WHERE asset = ? AND payer = ? AND nonce = ?').get(asset, payer, nonce))
+          return 'replay';
+        const open = this.q(
+          `SELECT value FROM payments WHERE asset = ? AND payer = ? AND state IN ('verified', 'settling')`,
+        ).all(asset, payer) as Array<{ value: string }>;
+        if (owed(open, p.value) > balance) return 'uncovered';
+        const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${PAYMENT_COLUMNS.map(() => '?').join(', ')})
         ON CONFLICT (asset, payer, nonce) DO NOTHING`;
-      return this.q(sql).run(...values).changes === 1 ? 'claimed' : 'replay';
-    })();
+        return this.q(sql).run(...values).changes === 1 ? 'claimed' : 'replay';
+      })
+      .immediate();
   }
 
   async updatePayment(
