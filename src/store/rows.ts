@@ -378,12 +378,12 @@ export const PAYMENT_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const;
-/** A new payment starts `verified` with no attempts; the replay key (asset, payer, nonce) is lower-cased. */
 /** What a payer owes with one more payment: the values of its open payments plus `value`. */
 export function owed(open: ReadonlyArray<{ value: string }>, value: string): bigint {
   return open.reduce((sum, r) => sum + BigInt(r.value), BigInt(value));
 }
 
+/** A new payment starts `verified` with no attempts; the replay key (asset, payer, nonce) is lower-cased. */
 export function paymentValues(p: NewPayment, now: Date | number): unknown[] {
   if (!/^\d+$/.test(p.value))
     throw new TypeError(`payment value must be an integer string, got ${JSON.stringify(p.value)}`);
