@@ -16,6 +16,20 @@ export class OldestFirst<K, V> {
 
   constructor(readonly map: Map<K, V>) {}
 
+  /**
+   * The value kept for `key`, or the one `make` gives, kept, the oldest entry dropped first when the
+   * map already holds `max`. `undefined` is never kept: a `make` that gives it is asked again.
+   */
+  remember(key: K, max: number, make: () => V): V {
+    let value = this.map.get(key);
+    if (value === undefined) {
+      if (this.map.size >= max) this.evict();
+      value = make();
+      this.map.set(key, value);
+    }
+    return value;
+  }
+
   /** Deletes the map's oldest entry and returns it; undefined when the map is empty. */
   evict(): [K, V] | undefined {
     for (;;) {

@@ -58,15 +58,8 @@ const ONE = new OldestFirst(new Map<string, RegExp>());
 const ANY = new OldestFirst(new Map<string, RegExp>());
 const ANY_OF_LIST = new WeakMap<readonly string[], RegExp>();
 
-function cached(cache: OldestFirst<string, RegExp>, key: string, source: () => string): RegExp {
-  let re = cache.map.get(key);
-  if (re === undefined) {
-    if (cache.map.size >= CACHE_MAX) cache.evict();
-    re = new RegExp(source(), 'iu');
-    cache.map.set(key, re);
-  }
-  return re;
-}
+const cached = (cache: OldestFirst<string, RegExp>, key: string, source: () => string): RegExp =>
+  cache.remember(key, CACHE_MAX, () => new RegExp(source(), 'iu'));
 
 /**
  * The keywords found in `text` as whole words (letters, digits and `_` do not border a match).

@@ -246,16 +246,8 @@ const MEMO_KEY = 4096;
 const DOMAINS = new OldestFirst(new Map<string, string | null>());
 const ENCODERS = new OldestFirst(new Map<string, TypedDataEncoder | string>());
 
-function remembered<V>(memo: OldestFirst<string, V>, key: string, make: () => V): V {
-  if (key.length > MEMO_KEY) return make();
-  let v = memo.map.get(key);
-  if (v === undefined) {
-    if (memo.map.size >= MEMO_MAX) memo.evict();
-    v = make();
-    memo.map.set(key, v);
-  }
-  return v;
-}
+const remembered = <V>(memo: OldestFirst<string, V>, key: string, make: () => V): V =>
+  key.length > MEMO_KEY ? make() : memo.remember(key, MEMO_MAX, make);
 
 /**
  * An independent last word: ethers must hash what we accept (cyclic types, for one). The steps of
