@@ -5,7 +5,6 @@
  * the `keccak` package's native binding (four N-API calls per hash) and about 28 µs for the pure
  * JS keccak inside ethers. An answer needs four of them (docs/attestations.md §3).
  */
-import { keccak256 as ethersKeccak256 } from 'ethers';
 import { createKeccak } from 'hash-wasm';
 
 const hasher = await createKeccak(256);
@@ -27,12 +26,3 @@ export function keccak256Into(data: Uint8Array, out: Uint8Array, offset: number)
   hasher.update(data);
   out.set(hasher.digest('binary'), offset);
 }
-
-/**
- * ethers hashes with its own pure-JS keccak: every checksummed address (getAddress), every EIP-712
- * type and string (typed data's last check, the x402 digest), every transaction it serialises for
- * settlement. It lets a thread register another implementation of the same function, and this one
- * is registered wherever this module is loaded: a checksummed address takes 9.3 µs instead of 15
- * on the bench machine, the order guard's typed data check 92 µs instead of 124.
- */
-ethersKeccak256.register((data: Uint8Array) => keccak256(data));

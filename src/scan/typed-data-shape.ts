@@ -5,8 +5,8 @@
  * 422 detail whose `loc` points at the offending field, so a caller fixes the right thing.
  */
 import { TypedDataEncoder, type TypedDataDomain } from 'ethers';
-// ethers' hashes in this thread through the WebAssembly keccak (src/crypto/keccak.ts).
-import '../crypto/keccak.js';
+// ethers' hashes in this thread through the WebAssembly keccak (src/crypto/ethers-keccak.ts).
+import '../crypto/ethers-keccak.js';
 import { OldestFirst } from '../oldest-first.js';
 import type { ValidationDetail } from '../wire.js';
 

@@ -1,12 +1,13 @@
 /**
  * The service's keccak (hash-wasm's WebAssembly) and ethers' keccak once it is registered there
- * (src/crypto/keccak.ts) against viem's, an independent implementation, and the known digests of
+ * (src/crypto/ethers-keccak.ts) against viem's, an independent implementation, and the known digests of
  * Ethereum: every hash ethers makes in a thread that loaded the module goes through it.
  */
 import { randomBytes } from 'node:crypto';
 import { TypedDataEncoder, getAddress, id, keccak256 as ethersKeccak256 } from 'ethers';
 import t from 'tap';
 import { keccak256 as viemKeccak256 } from 'viem';
+import '../../src/crypto/ethers-keccak.js';
 import { keccak256, keccak256Into } from '../../src/crypto/keccak.js';
 import { seeded } from '../helpers/seeded.js';
 

@@ -6,8 +6,8 @@
  * used: same answers, slower. `SECP_BACKEND` says which one is in use.
  */
 import { Signature, SigningKey, computeAddress, getBytes, hexlify, recoverAddress as jsRecoverAddress } from 'ethers';
-// ethers' hashes in this thread through the WebAssembly keccak (src/crypto/keccak.ts).
-import '../../crypto/keccak.js';
+// ethers' hashes in this thread through the WebAssembly keccak (src/crypto/ethers-keccak.ts).
+import '../../crypto/ethers-keccak.js';
 import { loadNativeSecp256k1 as loadNative } from '../../crypto/secp256k1.js';
 
 let native = loadNative();
