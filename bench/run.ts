@@ -148,6 +148,9 @@ async function healthy(url: string, ms = 180_000): Promise<void> {
   throw new Error(`${url}/health not ok within ${ms} ms`);
 }
 
+/** A scenario that runs on the one service process the plain scenarios share: no settings or store of its own. */
+const sharesService = (s: Scenario): boolean => s.server === 'service' && s.env === undefined && s.store === undefined;
+
 interface Server {
   child: Child;
   run: ReturnType<typeof scenarioRunner>;
@@ -281,9 +284,9 @@ async function runTargets(
     let pending: Promise<void> | null = null;
     // The mid-load scrape: halfway through the first full-speed scenario that answers checks, else
     // the first rate-capped one.
-    const answering = scenarios.filter((x) => x.server === 'service' && x.env === undefined && x.expectStatus === 200);
+    const answering = scenarios.filter((x) => sharesService(x) && x.expectStatus === 200);
     const scrapeDuring = answering.find((x) => x.overallRate === undefined) ?? answering[0];
-    for (const s of scenarios.filter((x) => x.server === 'service' && x.env === undefined)) {
+    for (const s of scenarios.filter(sharesService)) {
       let timer: NodeJS.Timeout | undefined;
       if (s === scrapeDuring) {
         timer = setTimeout(
@@ -316,8 +319,8 @@ async function runTargets(
   } finally {
     await service.stop();
   }
-  // Scenarios with settings of their own (signing off): each on a service process of its own.
-  for (const s of scenarios.filter((x) => x.server === 'service' && x.env !== undefined)) {
+  // Scenarios with settings or a store of their own: each on a service process of its own.
+  for (const s of scenarios.filter((x) => x.server === 'service' && !sharesService(x))) {
     const own = await startFor(s, opts, upstreams, rig);
     try {
       const row = await own.run(s, 0);
@@ -394,8 +397,11 @@ async function main(): Promise<number> {
   }
   let rig: PaymentRig | null = null;
   try {
-    const paid = opts.only === null || opts.only.includes('decide-paid');
-    if (opts.mode !== 'pool' && opts.billing && paid) rig = await startPaymentRig(PAID_RATE * 20);
+    const paidRuns = ['decide-paid', 'decide-paid-pg'].filter(
+      (n) => opts.only === null || opts.only.includes(n),
+    ).length;
+    // The payer holds enough for every paid scenario that runs (20 s of payments each).
+    if (opts.mode !== 'pool' && opts.billing && paidRuns > 0) rig = await startPaymentRig(PAID_RATE * 20 * paidRuns);
     const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
     let fleet: FleetResult | { skipped: string } | null = null;
     if (targets && (opts.only === null || opts.only.includes('fleet'))) {

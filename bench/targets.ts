@@ -323,12 +323,17 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       detail,
     });
   }
-  const keyed = get('decide-keyed');
-  const paid = get('decide-paid');
-  if (keyed && paid) {
+  // The paid answer against the keyed one on the same store: SQLite, then PostgreSQL.
+  for (const [paidName, keyedName] of [
+    ['decide-paid', 'decide-keyed'],
+    ['decide-paid-pg', 'decide-keyed-pg'],
+  ] as const) {
+    const keyed = get(keyedName);
+    const paid = get(paidName);
+    if (!keyed || !paid) continue;
     const limit = keyed.p99 + LIMITS.paidP99OverKeyedMs;
     out.push({
-      target: `decide-paid p99 <= decide-keyed p99 + ${LIMITS.paidP99OverKeyedMs} ms`,
+      target: `${paidName} p99 <= ${keyedName} p99 + ${LIMITS.paidP99OverKeyedMs} ms`,
       ok: paid.p99 <= limit,
       detail: `p99 ${paid.p99} vs ${keyed.p99} ms (limit ${limit})`,
     });

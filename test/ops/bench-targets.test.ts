@@ -33,6 +33,8 @@ function healthy(): Map<string, Measured | null> {
     ['decide-cold', m('decide-cold', 150, 58, 90)],
     ['decide-keyed', m('decide-keyed', 100, 4, 12)],
     ['decide-paid', m('decide-paid', 100, 8, 25)],
+    ['decide-keyed-pg', m('decide-keyed-pg', 50, 4, 11)],
+    ['decide-paid-pg', m('decide-paid-pg', 50, 17, 30)],
     ['guard-simulation', m('guard-simulation', 50, 110, 130)],
     ['invalid-body', m('invalid-body', 5000, 8, 30)],
     ['mcp-foreign-origin', m('mcp-foreign-origin', 5200, 8, 30)],
@@ -76,6 +78,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     name: 'paid p99 beyond keyed + 20 ms',
     change: (r) => r.set('decide-paid', m('decide-paid', 100, 8, 33)),
     miss: /^decide-paid p99 <= decide-keyed p99 \+ 20/,
+  },
+  {
+    name: 'paid p99 on PostgreSQL beyond keyed on PostgreSQL + 20 ms',
+    change: (r) => r.set('decide-paid-pg', m('decide-paid-pg', 50, 17, 32)),
+    miss: /^decide-paid-pg p99 <= decide-keyed-pg p99 \+ 20/,
   },
   {
     name: 'simulation p50 beyond node + price + 15 ms',
