@@ -401,6 +401,28 @@ CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state = 'verified
  */
 const PAYER_UNSETTLED = `CREATE INDEX payments_payer_unsettled ON payments (asset, payer) WHERE state IN ('verified', 'settling');`;
 
+/**
+ * PostgreSQL: a paid call's claim in one round trip (docs/x402.md §4, step 8). The function takes the
+ * payer's advisory lock, then reads with a fresh snapshot (a volatile function's every statement takes
+ * one), so it sees every claim committed before the lock was granted; the statement that calls it
+ * inserts the payment, and the lock is held until that statement's transaction commits. The lock's
+ * key is the one the earlier claim's explicit transaction took, so both wait for each other.
+ */
+const PAYER_CLAIM_PG = `CREATE FUNCTION preflight_payer_claim(p_asset TEXT, p_payer TEXT, p_nonce TEXT, p_value NUMERIC, p_balance NUMERIC)
+RETURNS TEXT LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended('x402-payer:' || p_asset || ':' || p_payer, 0));
+  IF EXISTS (SELECT 1 FROM payments WHERE asset = p_asset AND payer = p_payer AND nonce = p_nonce) THEN
+    RETURN 'replay';
+  END IF;
+  IF p_value + COALESCE((SELECT sum(value::NUMERIC) FROM payments
+      WHERE asset = p_asset AND payer = p_payer AND state IN ('verified', 'settling')), 0) > p_balance THEN
+    RETURN 'uncovered';
+  END IF;
+  RETURN 'claimed';
+END
+$$;`;
+
 export const MIGRATIONS: readonly Migration[] = Object.freeze([
   {
     version: 1,
@@ -461,6 +483,12 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
     name: "a payer's payments not yet settled",
     sqlite: PAYER_UNSETTLED,
     postgres: PAYER_UNSETTLED,
+  },
+  {
+    version: 11,
+    name: "a paid call's claim in one statement",
+    sqlite: 'SELECT 1;',
+    postgres: PAYER_CLAIM_PG,
   },
 ]);
 

@@ -29,7 +29,6 @@ import {
   keyValues,
   paymentFromRow,
   paymentUpdate,
-  owed,
   paymentValues,
   type KeyRow,
   type PaymentRow,
@@ -143,6 +142,23 @@ SELECT * FROM ${unnestOf(COUNTER_TYPES, 1 + RESERVATION_TYPES.length)}
 ON CONFLICT (account_id, policy, limit_id, window_key, bucket) DO UPDATE SET
   usd = limit_counters.usd + excluded.usd, n = limit_counters.n + excluded.n,
   reserved_usd = limit_counters.reserved_usd + excluded.reserved_usd`;
+
+/**
+ * A paid call's claim (docs/x402.md §4, step 8) as one statement: migration 11's function takes the
+ * payer's lock and answers from what was committed before it; the payment is inserted only when it
+ * answered `claimed`. One round trip where a transaction took six.
+ */
+const CLAIM_COVERED_SQL = `WITH v AS MATERIALIZED (
+  SELECT preflight_payer_claim($2, $3, $4, $6::NUMERIC, $16::NUMERIC) AS verdict
+), ins AS (
+  INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')})
+  SELECT $1::TEXT, $2::TEXT, $3::TEXT, $4::TEXT, $5::TEXT, $6::TEXT, $7::TEXT, $8::INTEGER, $9::TEXT, $10::BIGINT,
+    $11::TEXT, $12::INTEGER, $13::TEXT, $14::TIMESTAMPTZ, $15::TIMESTAMPTZ
+  FROM v WHERE v.verdict = 'claimed'
+  ON CONFLICT (asset, payer, nonce) DO NOTHING
+  RETURNING 1
+)
+SELECT v.verdict, (SELECT count(*) FROM ins)::INTEGER AS inserted FROM v`;
 
 /** The verdict log's batched rows (kept.ts), one array per column as above. */
 const VERDICTS_SQL = `INSERT INTO verdict_log (${VERDICT_COLUMNS.join(', ')})
@@ -428,26 +444,16 @@ export class PostgresStore implements Store {
   }
 
   async claimCoveredPayment(p: NewPayment, balance: bigint): Promise<PaymentClaim> {
-    const values = paymentValues(p, new Date());
-    const [asset, payer, nonce] = [values[1], values[2], values[3]];
-    return this.tx(async (c) => {
-      // One payer's claims in line, on every instance: each reads what the ones before it claimed.
-      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`x402-payer:${asset}:${payer}`]);
-      const seen = await c.query('SELECT 1 FROM payments WHERE asset = $1 AND payer = $2 AND nonce = $3', [
-        asset,
-        payer,
-        nonce,
-      ]);
-      if ((seen.rowCount ?? 0) > 0) return 'replay';
-      const open = await c.query<{ value: string }>(
-        `SELECT value FROM payments WHERE asset = $1 AND payer = $2 AND state IN ('verified', 'settling')`,
-        [asset, payer],
-      );
-      if (owed(open.rows, p.value) > balance) return 'uncovered';
-      const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${placeholders(PAYMENT_COLUMNS.length)})
-        ON CONFLICT (asset, payer, nonce) DO NOTHING`;
-      return (await c.query(sql, values)).rowCount === 1 ? 'claimed' : 'replay';
+    const { rows } = await this.pool.query<{ verdict: string; inserted: number }>({
+      name: 'preflight-claim-covered',
+      text: CLAIM_COVERED_SQL,
+      values: [...paymentValues(p, new Date()), balance.toString()],
     });
+    const verdict = rows[0]?.verdict;
+    if (verdict === 'uncovered') return 'uncovered';
+    // A claim the function allowed can still meet a copy inserted in between by an instance that
+    // does not take the lock (an older release's plain claim): the insert then does nothing.
+    return verdict === 'claimed' && rows[0].inserted === 1 ? 'claimed' : 'replay';
   }
 
   async updatePayment(

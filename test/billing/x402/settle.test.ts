@@ -3,11 +3,13 @@
  * failed in the ledger and logged, and the service keeps serving; a settlement left unfinished
  * when the process stopped is finished by the next process on the same ledger.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Wallet } from 'ethers';
+import { pgAdmin } from '../../helpers/pg.js';
 import { startUsdcChain } from '../../helpers/usdc.js';
 import {
   PATH,
@@ -267,5 +269,58 @@ t.test('one balance spent on many payments at once buys the answers it covers, a
   t.equal(await chain.balanceOf(payer.address), 0n, 'the payer paid for what it was served');
   t.equal(await chain.balanceOf(srv.payTo), before + 2n * PRICE);
   const reverted = srv.logs.filter((l) => l.err === 'transaction reverted on chain');
+  t.equal(reverted.length, 0, 'no transfer was sent that the balance could not cover');
+});
+
+t.test('on PostgreSQL, one balance spent through two instances at once buys the answers it covers', async (t) => {
+  const admin = await pgAdmin();
+  if (typeof admin === 'string') {
+    if (process.env.CI === 'true') t.fail(`PostgreSQL is required in CI: ${admin}`);
+    else t.plan(0, `skipped: PostgreSQL unreachable (${admin}); set PG_TEST_URL`);
+    return;
+  }
+  const schema = `x402_claim_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await admin.pool.query(`CREATE SCHEMA ${schema}`);
+  t.teardown(async () => {
+    await admin.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.pool.end();
+  });
+  const u = new URL(admin.url);
+  u.searchParams.set('options', `-c search_path=${schema}`);
+  const env = { DATABASE_URL: u.toString() };
+  const payTo = (await chain.wallet()).address;
+  const a = await startPaidServer(chain, { env, payTo });
+  t.teardown(() => a.close());
+  const b = await startPaidServer(chain, { env, payTo });
+  t.teardown(() => b.close());
+  // Three prices held, 24 payments signed and sent together, alternating between the instances.
+  const payer = await chain.wallet(3n * PRICE);
+  const before = await chain.balanceOf(payTo);
+  const headers = await Promise.all(
+    Array.from({ length: 24 }, async () =>
+      encodeHeader({
+        x402Version: 1,
+        scheme: 'exact',
+        network: 'base',
+        payload: await signPayload(payer, authorization(payer.address, payTo)),
+      }),
+    ),
+  );
+  const answers = await Promise.all(
+    headers.map((h, i) =>
+      postJson(fetch, (i % 2 === 0 ? a : b).url + PATH, { goal: 'spend once, two instances' }, { 'X-PAYMENT': h }),
+    ),
+  );
+  t.equal(answers.filter((r) => r.status === 200).length, 3, 'three served, across both instances');
+  for (const r of answers.filter((x) => x.status !== 200)) {
+    t.equal(r.status, 402);
+    t.equal((await r.json()).error, 'insufficient_funds');
+  }
+  // One ledger for both: a's store reads it all.
+  await until(async () => ((await a.store.countPaymentsByState()).settled === 3 ? true : undefined), 20_000);
+  t.same(await a.store.countPaymentsByState(), { verified: 0, settling: 0, settled: 3, failed: 0 });
+  t.equal(await chain.balanceOf(payer.address), 0n, 'the payer paid for what it was served');
+  t.equal(await chain.balanceOf(payTo), before + 3n * PRICE);
+  const reverted = [...a.logs, ...b.logs].filter((l) => l.err === 'transaction reverted on chain');
   t.equal(reverted.length, 0, 'no transfer was sent that the balance could not cover');
 });
