@@ -402,6 +402,15 @@ CREATE INDEX payments_unsettled ON payments (updated_at) WHERE state = 'verified
 const PAYER_UNSETTLED = `CREATE INDEX payments_payer_unsettled ON payments (asset, payer) WHERE state IN ('verified', 'settling');`;
 
 /**
+ * The same payments with their values in the index: a claim sums what the payer owes from the index
+ * alone, grouped by value, instead of reading every row waiting to be settled (a payer paying many
+ * calls a second has hundreds while blocks are mined). The state is in it too, or SQLite would read
+ * each row to test it again.
+ */
+const PAYER_UNSETTLED_COVERING = `DROP INDEX payments_payer_unsettled;
+CREATE INDEX payments_payer_unsettled ON payments (asset, payer, value, state) WHERE state IN ('verified', 'settling');`;
+
+/**
  * PostgreSQL: a paid call's claim in one round trip (docs/x402.md §4, step 8). The function takes the
  * payer's advisory lock, then reads with a fresh snapshot (a volatile function's every statement takes
  * one), so it sees every claim committed before the lock was granted; the statement that calls it
@@ -486,9 +495,9 @@ export const MIGRATIONS: readonly Migration[] = Object.freeze([
   },
   {
     version: 11,
-    name: "a paid call's claim in one statement",
-    sqlite: 'SELECT 1;',
-    postgres: PAYER_CLAIM_PG,
+    name: "a paid call's claim in one statement, from a covering index",
+    sqlite: PAYER_UNSETTLED_COVERING,
+    postgres: `${PAYER_UNSETTLED_COVERING}\n${PAYER_CLAIM_PG}`,
   },
 ]);
 

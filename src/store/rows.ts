@@ -378,9 +378,12 @@ export const PAYMENT_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const;
-/** What a payer owes with one more payment: the values of its open payments plus `value`. */
-export function owed(open: ReadonlyArray<{ value: string }>, value: string): bigint {
-  return open.reduce((sum, r) => sum + BigInt(r.value), BigInt(value));
+/**
+ * What a payer owes with one more payment: its open payments, counted by value (one group per
+ * price it paid, so the rows read do not grow with the payments waiting to be settled), plus `value`.
+ */
+export function owed(open: ReadonlyArray<{ value: string; n: number | bigint }>, value: string): bigint {
+  return open.reduce((sum, r) => sum + BigInt(r.value) * BigInt(r.n), BigInt(value));
 }
 
 /** A new payment starts `verified` with no attempts; the replay key (asset, payer, nonce) is lower-cased. */

@@ -365,9 +365,11 @@ export class SqliteStore implements Store {
       .transaction((): PaymentClaim => {
         if (this.q('SELECT 1 FROM payments WHERE asset = ? AND payer = ? AND nonce = ?').get(asset, payer, nonce))
           return 'replay';
+        // Summed by value from the covering index (migration 11): one row per price, whatever the backlog.
         const open = this.q(
-          `SELECT value FROM payments WHERE asset = ? AND payer = ? AND state IN ('verified', 'settling')`,
-        ).all(asset, payer) as Array<{ value: string }>;
+          `SELECT value, count(*) AS n FROM payments WHERE asset = ? AND payer = ? AND state IN ('verified', 'settling')
+          GROUP BY value`,
+        ).all(asset, payer) as Array<{ value: string; n: number }>;
         if (owed(open, p.value) > balance) return 'uncovered';
         const sql = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}) VALUES (${PAYMENT_COLUMNS.map(() => '?').join(', ')})
         ON CONFLICT (asset, payer, nonce) DO NOTHING`;

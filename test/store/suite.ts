@@ -364,6 +364,24 @@ export function storeSuite(h: Harness): void {
         'a failed payment owes nothing',
       );
       await t.rejects(store.claimCoveredPayment(newPayment({ value: '1.5' }), PRICE), /integer string/);
+      // Payments of different values (a price that changed) are summed exactly, whatever their size.
+      const mixed = '0x' + randomBytes(20).toString('hex');
+      const BIG = 10n ** 30n;
+      for (const value of [PRICE, PRICE, 3n * PRICE, BIG])
+        t.equal(
+          await store.claimCoveredPayment(newPayment({ payer: mixed, value: String(value) }), BIG + 5n * PRICE),
+          'claimed',
+        );
+      t.equal(
+        await store.claimCoveredPayment(newPayment({ payer: mixed, value: '1' }), BIG + 5n * PRICE),
+        'uncovered',
+        'a balance of exactly what is owed covers nothing more',
+      );
+      t.equal(
+        await store.claimCoveredPayment(newPayment({ payer: mixed, value: '1' }), BIG + 5n * PRICE + 1n),
+        'claimed',
+        'one more atomic unit covers one more',
+      );
     },
   );
 
