@@ -5,10 +5,11 @@
  * every paid request. Where no prebuilt binding loads (a platform without one), ethers' curve is
  * used: same answers, slower. `SECP_BACKEND` says which one is in use.
  */
-import { Signature, SigningKey, computeAddress, getBytes, hexlify, recoverAddress as jsRecoverAddress } from 'ethers';
+import { SigningKey, computeAddress, getBytes, hexlify, recoverAddress as jsRecoverAddress } from 'ethers';
 // ethers' hashes in this thread through the WebAssembly keccak (src/crypto/ethers-keccak.ts).
 import '../../crypto/ethers-keccak.js';
 import { loadNativeSecp256k1 as loadNative } from '../../crypto/secp256k1.js';
+import type { RawTxSignature } from './raw-tx.js';
 
 let native = loadNative();
 
@@ -33,13 +34,15 @@ export function recoverSigner(digest: string, signature: string): string {
   return computeAddress(hexlify(pub));
 }
 
-/** Signs a 32-byte digest with a private key (hex), as ethers' SigningKey.sign does (RFC 6979, low s). */
-export function signDigest(digest: string, privateKey: string): Signature {
-  if (native === null) return new SigningKey(privateKey).sign(digest);
-  const { signature, recid } = native.ecdsaSign(getBytes(digest), getBytes(privateKey));
-  return Signature.from({
-    r: hexlify(signature.subarray(0, 32)),
-    s: hexlify(signature.subarray(32, 64)),
-    v: 27 + recid,
-  });
+/**
+ * Signs a 32-byte digest with a private key, as ethers' SigningKey.sign does (RFC 6979, low s): r
+ * and s as 32 bytes each and y's parity, for a settlement transaction (raw-tx.ts).
+ */
+export function signDigestBytes(digest: Uint8Array, privateKey: Uint8Array): RawTxSignature {
+  if (native === null) {
+    const sig = new SigningKey(hexlify(privateKey)).sign(hexlify(digest));
+    return { r: getBytes(sig.r), s: getBytes(sig.s), yParity: sig.yParity };
+  }
+  const { signature, recid } = native.ecdsaSign(digest, privateKey);
+  return { r: signature.subarray(0, 32), s: signature.subarray(32, 64), yParity: recid === 1 ? 1 : 0 };
 }

@@ -2,14 +2,15 @@
  * Local settlement: our settler key sends `transferWithAuthorization` to the token and pays the
  * gas. Sends are serialized through one queue that owns the account nonce, so concurrent
  * settlements never race for a nonce; the wait for the receipt happens outside the queue.
- * Transactions are built with ethers, signed with secp.ts and sent through the lean RPC client.
+ * Transactions are encoded by raw-tx.ts, signed with secp.ts and sent through the lean RPC client.
  */
-import { Signature, Transaction, Wallet } from 'ethers';
+import { Signature, Wallet, getBytes } from 'ethers';
 import type { PaymentRecord } from '../../store/types.js';
 import { calldata, type FeeData, type UsdcChain } from './chain.js';
 import { CHAIN_ID } from './constants.js';
 import { errorText } from './errors.js';
-import { signDigest } from './secp.js';
+import { type RawTxFields, signedRawTx, signingHash } from './raw-tx.js';
+import { signDigestBytes } from './secp.js';
 import type { ExactEvmPayload } from './types.js';
 
 export type SendResult = { ok: true; txHash: string } | { ok: false; error: string; txHash?: string };
@@ -27,6 +28,7 @@ const FEE_TTL_MS = 2000;
 
 export class LocalSender implements SettlementSender {
   private readonly wallet: Wallet;
+  private readonly keyBytes: Uint8Array;
   private queue: Promise<unknown> = Promise.resolve();
   private nextNonce: number | null = null;
   private fees: { at: number; data: Promise<FeeData> } | null = null;
@@ -44,10 +46,11 @@ export class LocalSender implements SettlementSender {
    */
   constructor(
     private readonly chain: UsdcChain,
-    private readonly settlerKey: string,
+    settlerKey: string,
     opts: { receiptTimeoutMs?: number; sending?: number } = {},
   ) {
     this.wallet = new Wallet(settlerKey);
+    this.keyBytes = getBytes(settlerKey);
     this.receiptTimeoutMs = opts.receiptTimeoutMs ?? 60_000;
     this.sendingLimit = Math.max(1, opts.sending ?? 2);
   }
@@ -119,21 +122,20 @@ export class LocalSender implements SettlementSender {
       txHash = await this.serial(async () => {
         const nonce = this.nextNonce ?? (await this.chain.pendingNonce(this.wallet.address));
         try {
-          const common = {
-            to: rec.asset,
-            data,
+          const tx: RawTxFields = {
+            chainId: BigInt(CHAIN_ID),
             nonce,
             gasLimit: (gas * 12n) / 10n,
-            chainId: BigInt(CHAIN_ID),
+            to: rec.asset,
             value: 0n,
+            data,
+            fees:
+              fees.maxFeePerGas !== null && fees.maxPriorityFeePerGas !== null
+                ? { maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
+                : { gasPrice: fees.gasPrice ?? 0n },
           };
-          const tx = Transaction.from(
-            fees.maxFeePerGas !== null
-              ? { ...common, type: 2, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
-              : { ...common, type: 0, gasPrice: fees.gasPrice },
-          );
-          tx.signature = signDigest(tx.unsignedHash, this.settlerKey);
-          const hash = await this.chain.sendRaw(tx.serialized);
+          const raw = signedRawTx(tx, signDigestBytes(signingHash(tx), this.keyBytes));
+          const hash = await this.chain.sendRaw(raw);
           this.nextNonce = nonce + 1;
           return hash;
         } catch (err) {

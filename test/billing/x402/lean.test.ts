@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { SigningKey, TypedDataEncoder, Wallet, getAddress, hexlify } from 'ethers';
+import { SigningKey, TypedDataEncoder, Wallet, getAddress, getBytes, hexlify } from 'ethers';
 import { USDC_ABI, UsdcChain, calldata } from '../../../src/billing/x402/chain.js';
 import {
   EIP712_DOMAIN,
@@ -15,7 +15,7 @@ import {
   USDC_BASE,
 } from '../../../src/billing/x402/constants.js';
 import { transferDigest } from '../../../src/billing/x402/verify.js';
-import { SECP_BACKEND, recoverSigner, signDigest, useJsCurve } from '../../../src/billing/x402/secp.js';
+import { SECP_BACKEND, recoverSigner, signDigestBytes, useJsCurve } from '../../../src/billing/x402/secp.js';
 import { rpcCall } from '../../../src/net/rpc.js';
 import { closeDispatchers } from '../../../src/net/dispatchers.js';
 import { LocalSender } from '../../../src/billing/x402/settle-local.js';
@@ -75,6 +75,12 @@ t.test('the EIP-712 digest matches TypedDataEncoder on our domain', async (t) =>
   }
   t.throws(() => transferDigest({ ...authorization(), validBefore: '9'.repeat(78) }), RangeError);
 });
+
+/** A signature as a payer sends it: r ‖ s ‖ v (27 or 28), hex. */
+function signDigest(digest: string, privateKey: string): { serialized: string } {
+  const { r, s, yParity } = signDigestBytes(getBytes(digest), getBytes(privateKey));
+  return { serialized: `0x${Buffer.concat([r, s, Uint8Array.of(27 + yParity)]).toString('hex')}` };
+}
 
 t.test("recovery and signing give the same answers on the native curve and on ethers' curve", async (t) => {
   t.equal(SECP_BACKEND, 'native', 'the prebuilt binding loads on this machine');
