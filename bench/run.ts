@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { cpus } from 'node:os';
 import { COLD_KEYS, startUpstreams, type Upstreams } from './upstreams.js';
 import { startPaymentRig, type PaymentRig } from './payments.js';
-import { SCENARIOS, PAID_RATE, type Scenario } from './scenarios.js';
+import { SCENARIOS, type Scenario } from './scenarios.js';
 import {
   checkFirstAnswers,
   checkFleet,
@@ -397,11 +397,11 @@ async function main(): Promise<number> {
   }
   let rig: PaymentRig | null = null;
   try {
-    const paidRuns = ['decide-paid', 'decide-paid-pg'].filter(
-      (n) => opts.only === null || opts.only.includes(n),
-    ).length;
-    // The payer holds enough for every paid scenario that runs (20 s of payments each).
-    if (opts.mode !== 'pool' && opts.billing && paidRuns > 0) rig = await startPaymentRig(PAID_RATE * 20 * paidRuns);
+    // The payer holds enough for every paid scenario that runs, with room to spare.
+    const payments = SCENARIOS.filter((s) => s.auth === 'x402' && (opts.only === null || opts.only.includes(s.name)))
+      .map((s) => Math.ceil((s.overallRate ?? 200) * (s.durationSec + s.warmupSec) * 1.5))
+      .reduce((a, b) => a + b, 0);
+    if (opts.mode !== 'pool' && opts.billing && payments > 0) rig = await startPaymentRig(payments);
     const targets = opts.mode === 'pool' ? null : await runTargets(opts, upstreams, rig);
     let fleet: FleetResult | { skipped: string } | null = null;
     if (targets && (opts.only === null || opts.only.includes('fleet'))) {

@@ -183,6 +183,12 @@ const SIGNED = '"attestation":{"signer":"0x';
  */
 /** The request rate at which the keyed and the paid decide are compared. */
 export const PAID_RATE = 50;
+/**
+ * Paid calls a second one instance must carry from one busy payer (decide-paid-capacity): each is
+ * a signature recovered, a balance read, a claim, and a settlement transaction built, signed, sent
+ * and followed to its receipt.
+ */
+export const PAID_CAPACITY_RATE = 200;
 export const COLD_RATE = 50;
 /**
  * Fresh checks a second one instance must carry (bench/README.md, "Cold path"): agents' questions
@@ -508,6 +514,19 @@ export const SCENARIOS: readonly Scenario[] = [
     expectBody: PROCEED,
     connections: 2,
     overallRate: PAID_RATE,
+    ...std,
+  },
+  {
+    name: 'decide-paid-capacity',
+    about: `x402 payment per request from one payer, cached decide at ${PAID_CAPACITY_RATE} req/s on 8 connections`,
+    server: 'service',
+    path: '/v1/x402/decide',
+    body: CACHED_DECIDE,
+    auth: 'x402',
+    expectStatus: 200,
+    expectBody: PROCEED,
+    connections: 8,
+    overallRate: PAID_CAPACITY_RATE,
     ...std,
   },
   {

@@ -3,12 +3,14 @@
  * p99 under 300 ms and no errors for every scenario at its stated load; the cached decide at least
  * 0.8 × the reference's throughput in the same run (its answers signed); the cold decide's p50
  * within 15 ms of the slowest upstream's latency; the paid decide's p99 within 20 ms of the keyed
- * decide's p99; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
+ * decide's p99 on each store, and 200 paid calls a second carried; the guard with a simulation's p50 within 15 ms of its two upstream rounds (the
  * node, then the price provider beside the node's token reads); the guard with a signed order's p50
  * within 15 ms of one upstream round (the price provider beside the node's token reads); the
  * cached guard, its answers logged, at least 0.9 × the same guard with the verdict log off; what a
  * guarded sendTransaction adds over an unguarded one within 1.25 × the bare guard call (p50).
  */
+import { PAID_CAPACITY_RATE } from './scenarios.js';
+
 export interface Measured {
   name: string;
   requests: number;
@@ -83,6 +85,8 @@ export const LIMITS = Object.freeze({
   delegationP50OverUpstreamMs: 15,
   /** The Origin refusal on /mcp against the 422 of a bad body: it reads no body, so at least as cheap. */
   foreignOriginVsInvalidBody: 0.9,
+  /** Paid calls a second answered, as a share of the 200 offered (decide-paid-capacity). */
+  paidCapacityShare: 0.95,
   /** 300 fresh four-check decides a second (decide-cold-capacity): p99 and p50 bounds. */
   coldCapacityP99Ms: 150,
   coldCapacityP50OverUpstreamMs: 15,
@@ -321,6 +325,15 @@ export function checkTargets(results: ReadonlyMap<string, Measured | null>, upst
       target: `${withPolicy} >= ${LIMITS.policyVsNone} x ${without} req/s`,
       ok: ratio >= LIMITS.policyVsNone,
       detail,
+    });
+  }
+  const paidCapacity = get('decide-paid-capacity');
+  if (paidCapacity) {
+    const floor = Math.round(PAID_CAPACITY_RATE * LIMITS.paidCapacityShare);
+    out.push({
+      target: `decide-paid-capacity >= ${LIMITS.paidCapacityShare} x ${PAID_CAPACITY_RATE} paid req/s offered`,
+      ok: paidCapacity.rps >= floor,
+      detail: `${paidCapacity.rps} req/s (limit ${floor}), p50 ${paidCapacity.p50} ms, p99 ${paidCapacity.p99} ms`,
     });
   }
   // The paid answer against the keyed one on the same store: SQLite, then PostgreSQL.

@@ -35,6 +35,7 @@ function healthy(): Map<string, Measured | null> {
     ['decide-paid', m('decide-paid', 100, 8, 25)],
     ['decide-keyed-pg', m('decide-keyed-pg', 50, 4, 11)],
     ['decide-paid-pg', m('decide-paid-pg', 50, 17, 30)],
+    ['decide-paid-capacity', m('decide-paid-capacity', 199, 27, 64)],
     ['guard-simulation', m('guard-simulation', 50, 110, 130)],
     ['invalid-body', m('invalid-body', 5000, 8, 30)],
     ['mcp-foreign-origin', m('mcp-foreign-origin', 5200, 8, 30)],
@@ -83,6 +84,11 @@ const cases: Array<{ name: string; change: (r: Map<string, Measured | null>) => 
     name: 'paid p99 on PostgreSQL beyond keyed on PostgreSQL + 20 ms',
     change: (r) => r.set('decide-paid-pg', m('decide-paid-pg', 50, 17, 32)),
     miss: /^decide-paid-pg p99 <= decide-keyed-pg p99 \+ 20/,
+  },
+  {
+    name: 'paid calls carried below 0.95 x the 200 offered',
+    change: (r) => r.set('decide-paid-capacity', m('decide-paid-capacity', 181, 32, 58)),
+    miss: /^decide-paid-capacity >= 0\.95 x 200/,
   },
   {
     name: 'simulation p50 beyond node + price + 15 ms',
