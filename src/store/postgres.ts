@@ -451,8 +451,8 @@ export class PostgresStore implements Store {
     });
     const verdict = rows[0]?.verdict;
     if (verdict === 'uncovered') return 'uncovered';
-    // A claim the function allowed can still meet a copy inserted in between by an instance that
-    // does not take the lock (an older release's plain claim): the insert then does nothing.
+    // A claim the function allowed can still meet a copy inserted in between by a claim that takes
+    // no lock (claimPayment, on an instance with no chain to read balances): the insert does nothing.
     return verdict === 'claimed' && rows[0].inserted === 1 ? 'claimed' : 'replay';
   }
 
