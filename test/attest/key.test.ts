@@ -8,11 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import t, { type Test } from 'tap';
+import pg from 'pg';
 import { privateKeyToAccount } from 'viem/accounts';
 import { verifyTypedData } from 'viem';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/index.js';
-import { pgAdmin } from '../helpers/pg.js';
+import { pgSchemaUrl } from '../helpers/pg.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { spawnService } from '../helpers/spawn.js';
 
@@ -110,21 +111,9 @@ t.test('without ATTESTATION_KEY: made on first start, kept in SQLite, the same a
 // PostgreSQL: two service processes started together on one fresh schema agree on one signer.
 
 t.test('PostgreSQL: two processes on one database sign as one signer, also after a restart', async (t) => {
-  const admin = await pgAdmin();
-  if (typeof admin === 'string') {
-    if (process.env.CI === 'true') t.fail(`PostgreSQL is required in CI: ${admin}`);
-    else t.plan(0, `skipped: PostgreSQL unreachable (${admin}); set PG_TEST_URL`);
-    return;
-  }
-  const schema = `pf_attest_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin.pool.query(`CREATE SCHEMA ${schema}`);
-  t.teardown(async () => {
-    await admin.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.pool.end();
-  });
-  const u = new URL(admin.url);
-  u.searchParams.set('options', `-c search_path=${schema}`);
-  const env = { DATABASE_URL: u.toString(), BILLING: 'off', POOL_THREADS: '0' };
+  const url = await pgSchemaUrl(t, 'pf_attest');
+  if (url === null) return;
+  const env = { DATABASE_URL: url, BILLING: 'off', POOL_THREADS: '0' };
 
   const [a, b] = await Promise.all([spawnService(env), spawnService(env)]);
   const stop = async (p: typeof a) => {
@@ -136,7 +125,11 @@ t.test('PostgreSQL: two processes on one database sign as one signer, also after
     t.equal(sa, sb, 'both processes sign as one signer');
     t.equal(await published(a.url), sa);
     t.equal(await published(b.url), sa);
-    const { rows } = await admin.pool.query(`SELECT private_key, address FROM ${schema}.attestation_keys`);
+    const reader = new pg.Client({ connectionString: url });
+    await reader.connect();
+    const { rows } = await reader
+      .query('SELECT private_key, address FROM attestation_keys')
+      .finally(() => reader.end());
     t.equal(rows.length, 1, 'one key kept');
     t.equal(privateKeyToAccount(rows[0].private_key).address, sa);
     const logs = JSON.stringify([...a.logs, ...b.logs]);

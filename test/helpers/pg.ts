@@ -1,4 +1,5 @@
 /** The machine's PostgreSQL for tests: PG_TEST_URL, else the usual local superuser URLs. */
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
 export const PG_ADMIN_URLS = process.env.PG_TEST_URL
@@ -19,4 +20,34 @@ export async function pgAdmin(): Promise<{ pool: pg.Pool; url: string } | string
     }
   }
   return problem;
+}
+
+/** What pgSchemaUrl needs of a tap test. */
+interface TestLike {
+  fail(message: string): void;
+  plan(n: number, comment?: string): void;
+  teardown(fn: () => unknown): void;
+}
+
+/**
+ * A fresh schema on the machine's PostgreSQL for one test, dropped when the test ends: the
+ * DATABASE_URL that puts a service in it. Without PostgreSQL the test fails in CI and is skipped
+ * elsewhere, and the answer is null.
+ */
+export async function pgSchemaUrl(t: TestLike, prefix: string): Promise<string | null> {
+  const admin = await pgAdmin();
+  if (typeof admin === 'string') {
+    if (process.env.CI === 'true') t.fail(`PostgreSQL is required in CI: ${admin}`);
+    else t.plan(0, `skipped: PostgreSQL unreachable (${admin}); set PG_TEST_URL`);
+    return null;
+  }
+  const schema = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await admin.pool.query(`CREATE SCHEMA ${schema}`);
+  t.teardown(async () => {
+    await admin.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.pool.end();
+  });
+  const u = new URL(admin.url);
+  u.searchParams.set('options', `-c search_path=${schema}`);
+  return u.toString();
 }

@@ -14,6 +14,7 @@ import type { Config } from '../../../src/config.js';
 import type { ComposeOptions } from '../../../src/compose.js';
 import type { AppDeps } from '../../../src/app.js';
 import { startTestApp } from '../../helpers/app.js';
+import { pgSchemaUrl } from '../../helpers/pg.js';
 import type { Store } from '../../../src/store/types.js';
 import type { X402 } from '../../../src/billing/x402/index.js';
 import type { UsdcChain } from '../../helpers/usdc.js';
@@ -46,6 +47,26 @@ export interface PaidServerOptions {
   extra?: Partial<AppDeps>;
 }
 type RetryPolicyOverrides = NonNullable<ComposeOptions['x402']>['retry'];
+
+/**
+ * Two instances of the paid service on one fresh PostgreSQL schema, paying to one address: a fleet's
+ * shared ledger. Null when PostgreSQL is missing (the test then failed in CI or was skipped).
+ */
+export async function startPaidPair(
+  t: Parameters<typeof pgSchemaUrl>[0],
+  chain: UsdcChain,
+  schemaPrefix: string,
+): Promise<{ a: PaidServer; b: PaidServer; payTo: string } | null> {
+  const url = await pgSchemaUrl(t, schemaPrefix);
+  if (url === null) return null;
+  const env = { DATABASE_URL: url };
+  const payTo = (await chain.wallet()).address;
+  const a = await startPaidServer(chain, { env, payTo });
+  t.teardown(() => a.close());
+  const b = await startPaidServer(chain, { env, payTo });
+  t.teardown(() => b.close());
+  return { a, b, payTo };
+}
 
 /** The real service (src/compose.ts and buildApp) with billing on and x402 paid on the local chain. */
 export async function startPaidServer(chain: UsdcChain, opts: PaidServerOptions = {}): Promise<PaidServer> {

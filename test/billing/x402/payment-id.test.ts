@@ -5,8 +5,6 @@
  * request under the same id is a 409; a malformed id is a 400; two instances on one PostgreSQL
  * agree. The challenge's extensions are read and checked with the official helpers too.
  */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import t from 'tap';
 import type { Wallet } from 'ethers';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -28,6 +26,7 @@ import {
   droppingRelay,
   encodeHeader,
   postJson,
+  startPaidPair,
   startPaidServer,
   until,
   type PaidServer,
@@ -211,49 +210,10 @@ t.test('one sqlite instance', async (t) => {
   });
 });
 
-/** An admin connection to the machine's PostgreSQL, as test/store/postgres.test.ts finds it. */
-async function postgresAdmin(): Promise<{ url: string; problem: string | null }> {
-  const candidates = process.env.PG_TEST_URL
-    ? [process.env.PG_TEST_URL]
-    : ['postgres://postgres@127.0.0.1:5432/test', 'postgres://root@127.0.0.1:5432/test'];
-  let problem: string | null = null;
-  for (const url of candidates) {
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-    try {
-      await c.connect();
-      return { url, problem: null };
-    } catch (err) {
-      problem ??= (err as Error).message;
-    } finally {
-      await c.end().catch(() => undefined);
-    }
-  }
-  return { url: candidates[0], problem };
-}
-
 t.test('two instances on one PostgreSQL agree on an id', async (t) => {
-  const { url: adminUrl, problem } = await postgresAdmin();
-  if (problem !== null) {
-    if (process.env.CI === 'true') t.fail(`PostgreSQL is required in CI: ${problem}`);
-    else t.plan(0, `skipped: PostgreSQL unreachable (${problem}); set PG_TEST_URL`);
-    return;
-  }
-  const schema = `payid_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  t.teardown(async () => {
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.end();
-  });
-  const u = new URL(adminUrl);
-  u.searchParams.set('options', `-c search_path=${schema}`);
-  const env = { DATABASE_URL: u.toString() };
-  const payTo = (await chain.wallet()).address;
-  const a = await startPaidServer(chain, { env, payTo });
-  t.teardown(() => a.close());
-  const b = await startPaidServer(chain, { env, payTo });
-  t.teardown(() => b.close());
+  const pair = await startPaidPair(t, chain, 'payid_test');
+  if (pair === null) return;
+  const { a, b, payTo } = pair;
 
   const payer = await chain.wallet(PRICE * 3n);
   const id = generatePaymentId();

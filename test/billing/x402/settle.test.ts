@@ -3,13 +3,11 @@
  * failed in the ledger and logged, and the service keeps serving; a settlement left unfinished
  * when the process stopped is finished by the next process on the same ledger.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Wallet } from 'ethers';
-import { pgAdmin } from '../../helpers/pg.js';
 import { startUsdcChain } from '../../helpers/usdc.js';
 import {
   PATH,
@@ -20,6 +18,7 @@ import {
   captureHeader,
   decodeHeader,
   postJson,
+  startPaidPair,
   startPaidServer,
   until,
   v1Fetch,
@@ -273,26 +272,9 @@ t.test('one balance spent on many payments at once buys the answers it covers, a
 });
 
 t.test('on PostgreSQL, one balance spent through two instances at once buys the answers it covers', async (t) => {
-  const admin = await pgAdmin();
-  if (typeof admin === 'string') {
-    if (process.env.CI === 'true') t.fail(`PostgreSQL is required in CI: ${admin}`);
-    else t.plan(0, `skipped: PostgreSQL unreachable (${admin}); set PG_TEST_URL`);
-    return;
-  }
-  const schema = `x402_claim_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin.pool.query(`CREATE SCHEMA ${schema}`);
-  t.teardown(async () => {
-    await admin.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.pool.end();
-  });
-  const u = new URL(admin.url);
-  u.searchParams.set('options', `-c search_path=${schema}`);
-  const env = { DATABASE_URL: u.toString() };
-  const payTo = (await chain.wallet()).address;
-  const a = await startPaidServer(chain, { env, payTo });
-  t.teardown(() => a.close());
-  const b = await startPaidServer(chain, { env, payTo });
-  t.teardown(() => b.close());
+  const pair = await startPaidPair(t, chain, 'x402_claim');
+  if (pair === null) return;
+  const { a, b, payTo } = pair;
   // Three prices held, 24 payments signed and sent together, alternating between the instances.
   const payer = await chain.wallet(3n * PRICE);
   const before = await chain.balanceOf(payTo);
