@@ -216,6 +216,24 @@ const SIGNED_CACHED: Scenario = {
   ...std,
 };
 
+/** The cached decide with an API key at the paid rate: what a paid answer is compared with. */
+const KEYED_DECIDE: Scenario = {
+  ...SIGNED_CACHED,
+  name: 'decide-keyed',
+  about: `API key, cached decide at ${PAID_RATE} req/s`,
+  connections: 2,
+  overallRate: PAID_RATE,
+};
+
+/** The same decide paid per call with x402 (bench/payments.ts). */
+const PAID_DECIDE: Scenario = {
+  ...KEYED_DECIDE,
+  name: 'decide-paid',
+  about: `x402 payment per request, cached decide at ${PAID_RATE} req/s`,
+  path: '/v1/x402/decide',
+  auth: 'x402',
+};
+
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'reference',
@@ -490,71 +508,25 @@ export const SCENARIOS: readonly Scenario[] = [
     connections: 50,
     ...std,
   },
+  KEYED_DECIDE,
+  PAID_DECIDE,
   {
-    name: 'decide-keyed',
-    about: `API key, cached decide at ${PAID_RATE} req/s`,
-    server: 'service',
-    path: '/v1/decide',
-    body: CACHED_DECIDE,
-    auth: 'key',
-    expectStatus: 200,
-    expectBody: PROCEED,
-    connections: 2,
-    overallRate: PAID_RATE,
-    ...std,
-  },
-  {
-    name: 'decide-paid',
-    about: `x402 payment per request, cached decide at ${PAID_RATE} req/s`,
-    server: 'service',
-    path: '/v1/x402/decide',
-    body: CACHED_DECIDE,
-    auth: 'x402',
-    expectStatus: 200,
-    expectBody: PROCEED,
-    connections: 2,
-    overallRate: PAID_RATE,
-    ...std,
-  },
-  {
+    ...PAID_DECIDE,
     name: 'decide-paid-capacity',
     about: `x402 payment per request from one payer, cached decide at ${PAID_CAPACITY_RATE} req/s on 8 connections`,
-    server: 'service',
-    path: '/v1/x402/decide',
-    body: CACHED_DECIDE,
-    auth: 'x402',
-    expectStatus: 200,
-    expectBody: PROCEED,
     connections: 8,
     overallRate: PAID_CAPACITY_RATE,
-    ...std,
   },
   {
+    ...KEYED_DECIDE,
     name: 'decide-keyed-pg',
     about: 'as decide-keyed on a service whose store is PostgreSQL',
-    server: 'service',
-    path: '/v1/decide',
-    body: CACHED_DECIDE,
-    auth: 'key',
-    expectStatus: 200,
-    expectBody: PROCEED,
-    connections: 2,
-    overallRate: PAID_RATE,
     store: 'postgres',
-    ...std,
   },
   {
+    ...PAID_DECIDE,
     name: 'decide-paid-pg',
     about: "as decide-paid on a service whose store is PostgreSQL (each payer's claims under its advisory lock)",
-    server: 'service',
-    path: '/v1/x402/decide',
-    body: CACHED_DECIDE,
-    auth: 'x402',
-    expectStatus: 200,
-    expectBody: PROCEED,
-    connections: 2,
-    overallRate: PAID_RATE,
     store: 'postgres',
-    ...std,
   },
 ];
