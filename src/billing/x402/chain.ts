@@ -180,6 +180,12 @@ export class UsdcChain {
     return receiptOf(await this.call('eth_getTransactionReceipt', [txHash]));
   }
 
+  /** Whether the node holds the transaction and it is not mined yet (in its pool, waiting for a block). */
+  async pending(txHash: string): Promise<boolean> {
+    const tx = await this.call('eth_getTransactionByHash', [txHash]);
+    return isObject(tx) && (tx.blockNumber === null || tx.blockNumber === undefined);
+  }
+
   /** Transactions whose receipts are awaited, each with its waiters; polled together. */
   private readonly awaited = new Map<string, ReceiptWaiter[]>();
   private receiptTimer: NodeJS.Timeout | null = null;

@@ -25,7 +25,8 @@ export type AttemptOutcome =
   | { state: 'failed' | 'retry'; error: string }
   | { state: 'skipped' };
 
-type Attempt = SendResult & { final?: boolean };
+/** `waiting`: a transaction of ours for the payment is still in the node's pool, so none was sent. */
+type Attempt = SendResult & { final?: boolean; waiting?: boolean };
 
 /**
  * Whether the authorization's window has opened: the token wants block.timestamp > validAfter,
@@ -95,6 +96,11 @@ export class Settler {
       this.onOutcome('settled');
       return { state: 'settled', txHash: result.txHash };
     }
+    if (!result.ok && result.waiting === true) {
+      // Nothing was sent: this was a wait, not an attempt.
+      await this.store.updatePayment(id, ['settling'], 'settling', { lastError: result.error, refundAttempt: true });
+      return { state: 'retry', error: result.error };
+    }
     if (notYetValid(result)) {
       // Our clock said the window was open, the chain's does not yet (a node's time may lag ours):
       // nothing was sent, so this was still the wait and spends no attempt.
@@ -149,6 +155,11 @@ export class Settler {
     if (retry) {
       const known = await this.spent(rec);
       if (known !== null) return known;
+      // Its transaction still waits for a block: another instance on the same ledger (or this one
+      // before a restart) sent it and may still be waiting for the receipt. A second transfer would
+      // only revert on chain at our gas, so wait for the first.
+      if (rec.txHash !== null && this.chain !== null && (await this.chain.pending(rec.txHash)))
+        return { ok: false, waiting: true, txHash: rec.txHash, error: 'its transaction is still waiting for a block' };
     }
     if (Math.floor(Date.now() / 1000) >= rec.validBefore) {
       return { ok: false, final: true, error: 'the authorization expired before it could be settled' };

@@ -61,9 +61,12 @@ export async function startPaidPair(
   if (url === null) return null;
   const env = { DATABASE_URL: url };
   const payTo = (await chain.wallet()).address;
-  const a = await startPaidServer(chain, { env, payTo });
+  // Retries wait as long as in production (2 s): a payment one instance is still sending (between
+  // its estimate and its broadcast) is not yet due for the other's retry (docs/x402.md §5).
+  const retry = { baseDelayMs: 2000, maxDelayMs: 4000 };
+  const a = await startPaidServer(chain, { env, payTo, retry });
   t.teardown(() => a.close());
-  const b = await startPaidServer(chain, { env, payTo });
+  const b = await startPaidServer(chain, { env, payTo, retry });
   t.teardown(() => b.close());
   return { a, b, payTo };
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Wallet } from 'ethers';
+import { pgSchemaUrl } from '../../helpers/pg.js';
 import { startUsdcChain } from '../../helpers/usdc.js';
 import {
   PATH,
@@ -305,4 +306,46 @@ t.test('on PostgreSQL, one balance spent through two instances at once buys the 
   t.equal(await chain.balanceOf(payTo), before + 3n * PRICE);
   const reverted = [...a.logs, ...b.logs].filter((l) => l.err === 'transaction reverted on chain');
   t.equal(reverted.length, 0, 'no transfer was sent that the balance could not cover');
+});
+
+t.test('on PostgreSQL, a transfer waiting for a block is not sent again by another instance', async (t) => {
+  const url = await pgSchemaUrl(t, 'x402_pending');
+  if (url === null) return;
+  const env = { DATABASE_URL: url };
+  const payTo = (await chain.wallet()).address;
+  const settlerA = await chain.wallet(0n, 10n ** 20n);
+  const settlerB = await chain.wallet(0n, 10n ** 20n);
+  const a = await startPaidServer(chain, { env, payTo, settlerKey: settlerA.privateKey });
+  t.teardown(() => a.close());
+  const b = await startPaidServer(chain, { env, payTo, settlerKey: settlerB.privateKey });
+  t.teardown(() => b.close());
+  const payer = await chain.wallet(PRICE);
+  const header = encodeHeader({
+    x402Version: 1,
+    scheme: 'exact',
+    network: 'base',
+    payload: await signPayload(payer, authorization(payer.address, payTo)),
+  });
+  // No blocks until the end: a's transfer waits in the pool well past the retry delay (100 ms here),
+  // while b's settler polls the same ledger every 50 ms.
+  await chain.rpc('evm_setAutomine', [false]);
+  t.teardown(() => chain.rpc('evm_setAutomine', [true]));
+  const res = await postJson(fetch, a.url + PATH, { goal: 'pending across instances' }, { 'X-PAYMENT': header });
+  t.equal(res.status, 200);
+  const rec = await until(async () => {
+    const [r] = await a.store.listUnsettledPayments(0, 10);
+    return r?.txHash ? r : undefined;
+  });
+  await new Promise((r) => setTimeout(r, 1500));
+  t.equal(await chain.provider.getTransactionCount(settlerB.address, 'pending'), 0, 'b sent nothing');
+  t.equal(await chain.provider.getTransactionCount(settlerA.address, 'pending'), 1, 'a sent one transfer');
+  await chain.rpc('evm_mine');
+  const settled = await until(async () => {
+    const r = await a.store.getPayment(rec.id);
+    return r?.state === 'settled' ? r : undefined;
+  });
+  t.equal(settled.txHash, rec.txHash, "settled by a's transfer");
+  t.equal(await chain.balanceOf(payTo), PRICE);
+  const reverted = [...a.logs, ...b.logs].filter((l) => l.err === 'transaction reverted on chain');
+  t.equal(reverted.length, 0, 'no second transfer reverted');
 });
