@@ -126,8 +126,3 @@ export function signedRawTx(tx: RawTxFields, sig: RawTxSignature): string {
     : encodeList([...items, uintBytes(tx.chainId * 2n + 35n + BigInt(sig.yParity)), r, s], null);
   return `0x${bytes.toString('hex')}`;
 }
-
-/** The transaction's hash, as the node names it: keccak256 of the signed bytes. */
-export function rawTxHash(raw: string): string {
-  return `0x${keccak256(Buffer.from(raw.slice(2), 'hex')).toString('hex')}`;
-}

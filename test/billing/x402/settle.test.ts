@@ -29,6 +29,16 @@ import {
 const chain = await startUsdcChain();
 t.teardown(() => chain.close());
 
+/** An X-PAYMENT header (x402 v1) paying the price from `payer` to `payTo`, freshly signed. */
+async function v1Header(payer: Wallet, payTo: string): Promise<string> {
+  return encodeHeader({
+    x402Version: 1,
+    scheme: 'exact',
+    network: 'base',
+    payload: await signPayload(payer, authorization(payer.address, payTo)),
+  });
+}
+
 t.test('a transfer that reverts on chain is retried, then failed, logged, and serving goes on', async (t) => {
   const srv = await startPaidServer(chain, { retry: { maxAttempts: 3 } });
   t.teardown(() => srv.close());
@@ -245,16 +255,7 @@ t.test('one balance spent on many payments at once buys the answers it covers, a
   // of them is settled: on chain each alone is covered.
   const payer = await chain.wallet(2n * PRICE);
   const before = await chain.balanceOf(srv.payTo);
-  const headers = await Promise.all(
-    Array.from({ length: 5 }, async () =>
-      encodeHeader({
-        x402Version: 1,
-        scheme: 'exact',
-        network: 'base',
-        payload: await signPayload(payer, authorization(payer.address, srv.payTo)),
-      }),
-    ),
-  );
+  const headers = await Promise.all(Array.from({ length: 5 }, () => v1Header(payer, srv.payTo)));
   const answers = await Promise.all(
     headers.map((h) => postJson(fetch, srv.url + PATH, { goal: 'spend once' }, { 'X-PAYMENT': h })),
   );
@@ -279,16 +280,7 @@ t.test('on PostgreSQL, one balance spent through two instances at once buys the 
   // Three prices held, 24 payments signed and sent together, alternating between the instances.
   const payer = await chain.wallet(3n * PRICE);
   const before = await chain.balanceOf(payTo);
-  const headers = await Promise.all(
-    Array.from({ length: 24 }, async () =>
-      encodeHeader({
-        x402Version: 1,
-        scheme: 'exact',
-        network: 'base',
-        payload: await signPayload(payer, authorization(payer.address, payTo)),
-      }),
-    ),
-  );
+  const headers = await Promise.all(Array.from({ length: 24 }, () => v1Header(payer, payTo)));
   const answers = await Promise.all(
     headers.map((h, i) =>
       postJson(fetch, (i % 2 === 0 ? a : b).url + PATH, { goal: 'spend once, two instances' }, { 'X-PAYMENT': h }),
@@ -320,12 +312,7 @@ t.test('on PostgreSQL, a transfer waiting for a block is not sent again by anoth
   const b = await startPaidServer(chain, { env, payTo, settlerKey: settlerB.privateKey });
   t.teardown(() => b.close());
   const payer = await chain.wallet(PRICE);
-  const header = encodeHeader({
-    x402Version: 1,
-    scheme: 'exact',
-    network: 'base',
-    payload: await signPayload(payer, authorization(payer.address, payTo)),
-  });
+  const header = await v1Header(payer, payTo);
   // No blocks until the end: a's transfer waits in the pool well past the retry delay (100 ms here),
   // while b's settler polls the same ledger every 50 ms.
   await chain.rpc('evm_setAutomine', [false]);
