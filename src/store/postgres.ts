@@ -27,6 +27,7 @@ import {
   isPlan,
   keyFromRow,
   keyValues,
+  PAYMENT_STATES,
   paymentFromRow,
   paymentUpdate,
   paymentValues,
@@ -83,6 +84,8 @@ import type {
   PaymentClaim,
   PaymentRecord,
   PaymentState,
+  PaymentUpdate,
+  PaymentUpdateFields,
   Plan,
   Store,
   UsageResult,
@@ -460,11 +463,62 @@ export class PostgresStore implements Store {
     id: string,
     from: PaymentState[],
     to: PaymentState,
-    fields: Parameters<Store['updatePayment']>[3] = {},
+    fields: PaymentUpdateFields = {},
   ): Promise<boolean> {
     if (from.length === 0) return false;
     const { sql, params } = paymentUpdate(id, from, to, fields, new Date(), (i) => `$${i}`);
     return (await this.pool.query(sql, params)).rowCount === 1;
+  }
+
+  async updatePayments(updates: readonly PaymentUpdate[]): Promise<boolean[]> {
+    if (updates.length === 0) return [];
+    for (const u of updates)
+      for (const st of [...u.from, u.to])
+        if (!PAYMENT_STATES.includes(st)) throw new TypeError(`unknown payment state ${JSON.stringify(st)}`);
+    // One statement, one row of arrays per update: each row keeps its own compare-and-set, and a
+    // field an update leaves out keeps the stored value. Ids are distinct (a payment has one
+    // settlement at a time); a repeated id is written by the next statement.
+    const seen = new Set<string>();
+    const first: number[] = [];
+    const repeated: number[] = [];
+    updates.forEach((u, i) => {
+      (seen.has(u.id) ? repeated : first).push(i);
+      seen.add(u.id);
+    });
+    const now = first.map((i) => updates[i]).filter((u) => u.from.length > 0);
+    const f = (u: PaymentUpdate) => u.fields ?? {};
+    const { rows } = await this.pool.query<{ id: string }>(
+      `UPDATE payments AS p SET
+         state = u.to_state,
+         updated_at = $1,
+         tx_hash = CASE WHEN u.set_tx THEN u.tx_hash ELSE p.tx_hash END,
+         last_error = CASE WHEN u.set_error THEN u.last_error ELSE p.last_error END,
+         attempts = CASE u.attempts_by WHEN 1 THEN p.attempts + 1 WHEN -1 THEN GREATEST(p.attempts - 1, 0) ELSE p.attempts END
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::boolean[], $8::text[], $9::int[])
+         AS u(id, from_states, to_state, set_tx, tx_hash, set_error, last_error, attempts_by)
+       WHERE p.id = u.id AND p.state = ANY (string_to_array(u.from_states, ','))
+       RETURNING p.id`,
+      [
+        new Date(),
+        now.map((u) => u.id),
+        now.map((u) => u.from.join(',')),
+        now.map((u) => u.to),
+        now.map((u) => f(u).txHash !== undefined),
+        now.map((u) => f(u).txHash ?? null),
+        now.map((u) => f(u).lastError !== undefined),
+        now.map((u) => f(u).lastError ?? null),
+        now.map((u) => (f(u).incrementAttempts ? 1 : f(u).refundAttempt ? -1 : 0)),
+      ],
+    );
+    const changed = new Set(rows.map((r) => r.id));
+    const out = updates.map((u) => u.from.length > 0 && changed.has(u.id));
+    if (repeated.length > 0) {
+      const rest = await this.updatePayments(repeated.map((i) => updates[i]));
+      repeated.forEach((i, k) => {
+        out[i] = rest[k];
+      });
+    }
+    return out;
   }
 
   async getPayment(id: string): Promise<PaymentRecord | null> {

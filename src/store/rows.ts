@@ -18,6 +18,7 @@ import type {
   NewPayment,
   PaymentRecord,
   PaymentState,
+  PaymentUpdateFields,
   Plan,
   ScreeningListHead,
   ScreeningListRow,
@@ -407,14 +408,6 @@ export function paymentValues(p: NewPayment, now: Date | number): unknown[] {
     now,
     now,
   ];
-}
-
-export interface PaymentUpdateFields {
-  txHash?: string | null;
-  lastError?: string | null;
-  incrementAttempts?: boolean;
-  /** Gives back the attempt counted at its start: it turned out to be a wait, not an attempt. */
-  refundAttempt?: boolean;
 }
 
 /**

@@ -87,6 +87,8 @@ import type {
   PaymentClaim,
   PaymentRecord,
   PaymentState,
+  PaymentUpdate,
+  PaymentUpdateFields,
   Plan,
   Store,
   UsageResult,
@@ -382,11 +384,25 @@ export class SqliteStore implements Store {
     id: string,
     from: PaymentState[],
     to: PaymentState,
-    fields: Parameters<Store['updatePayment']>[3] = {},
+    fields: PaymentUpdateFields = {},
   ): Promise<boolean> {
     if (from.length === 0) return false;
     const { sql, params } = paymentUpdate(id, from, to, fields, Date.now(), () => '?');
     return this.q(sql).run(...params).changes === 1;
+  }
+
+  async updatePayments(updates: readonly PaymentUpdate[]): Promise<boolean[]> {
+    if (updates.length === 0) return [];
+    const now = Date.now();
+    return this.db
+      .transaction(() =>
+        updates.map((u) => {
+          if (u.from.length === 0) return false;
+          const { sql, params } = paymentUpdate(u.id, u.from, u.to, u.fields ?? {}, now, () => '?');
+          return this.q(sql).run(...params).changes === 1;
+        }),
+      )
+      .immediate();
   }
 
   async getPayment(id: string): Promise<PaymentRecord | null> {

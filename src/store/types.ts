@@ -175,6 +175,23 @@ export interface PaymentRecord {
   updatedAt: Date;
 }
 
+/** What an update writes besides the state; a field left out keeps its value. */
+export interface PaymentUpdateFields {
+  txHash?: string | null;
+  lastError?: string | null;
+  incrementAttempts?: boolean;
+  /** Gives back the attempt counted at its start: it turned out to be a wait, not an attempt. */
+  refundAttempt?: boolean;
+}
+
+/** One compare-and-set on a payment: from one of `from` to `to`. */
+export interface PaymentUpdate {
+  id: string;
+  from: PaymentState[];
+  to: PaymentState;
+  fields?: PaymentUpdateFields;
+}
+
 /** What claiming a payment against the payer's balance came to. */
 export type PaymentClaim = 'claimed' | 'replay' | 'uncovered';
 
@@ -317,17 +334,12 @@ export interface Store {
    */
   claimCoveredPayment(p: NewPayment, balance: bigint): Promise<PaymentClaim>;
   /** Moves a payment to a new state; `from` guards the transition (compare-and-set). */
-  updatePayment(
-    id: string,
-    from: PaymentState[],
-    to: PaymentState,
-    fields?: {
-      txHash?: string | null;
-      lastError?: string | null;
-      incrementAttempts?: boolean;
-      refundAttempt?: boolean;
-    },
-  ): Promise<boolean>;
+  updatePayment(id: string, from: PaymentState[], to: PaymentState, fields?: PaymentUpdateFields): Promise<boolean>;
+  /**
+   * Several `updatePayment`s written together (one transaction on SQLite, one statement on
+   * PostgreSQL); each keeps its own compare-and-set, and its answer is in the same place.
+   */
+  updatePayments(updates: readonly PaymentUpdate[]): Promise<boolean[]>;
   getPayment(id: string): Promise<PaymentRecord | null>;
   /** Payments in `verified` or `settling` whose last update is older than `olderThanMs`. */
   listUnsettledPayments(olderThanMs: number, limit: number): Promise<PaymentRecord[]>;

@@ -10,7 +10,14 @@ import t, { type Test } from 'tap';
 import { generateApiKey } from '../../src/billing/keys.js';
 import { openStore } from '../../src/store/index.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
-import type { NewApiKey, NewPayment, Store } from '../../src/store/types.js';
+import type {
+  NewApiKey,
+  NewPayment,
+  PaymentRecord,
+  PaymentState,
+  PaymentUpdateFields,
+  Store,
+} from '../../src/store/types.js';
 
 export interface Harness {
   name: string;
@@ -417,6 +424,74 @@ export function storeSuite(h: Harness): void {
     t.equal(await store.updatePayment(p.id, [], 'failed'), false);
     t.equal(await store.updatePayment(randomUUID(), ['verified'], 'failed'), false);
     await t.rejects(store.updatePayment(p.id, ['settled'], 'lost' as never), /unknown payment state/);
+  });
+
+  t.test(`${h.name}: updates written together leave each payment as one at a time would`, async (t) => {
+    // Two identical sets of payments in the same starting states: one moved by updatePayment one
+    // call at a time, the other by one updatePayments call. Rows and answers must agree.
+    const steps: Array<{
+      start: PaymentState[];
+      from: PaymentState[];
+      to: PaymentState;
+      fields?: PaymentUpdateFields;
+    }> = [
+      { start: [], from: ['verified'], to: 'settling', fields: { incrementAttempts: true } },
+      { start: [], from: ['settling'], to: 'settled' }, // wrong from-state: no change
+      {
+        start: ['settling'],
+        from: ['settling'],
+        to: 'settled',
+        fields: { txHash: `0x${'ab'.repeat(32)}`, lastError: null },
+      },
+      {
+        start: ['settling'],
+        from: ['settling'],
+        to: 'settling',
+        fields: { lastError: 'rpc timeout', refundAttempt: true },
+      },
+      { start: ['settling', 'settling'], from: ['verified', 'settling'], to: 'failed', fields: { lastError: 'gone' } },
+      { start: [], from: [], to: 'failed' }, // no from-state: no change
+      { start: ['settling'], from: ['settling'], to: 'settling', fields: { txHash: `0x${'cd'.repeat(32)}` } },
+    ];
+    const prepare = async (): Promise<string[]> => {
+      const ids: string[] = [];
+      for (const step of steps) {
+        const p = newPayment();
+        await store.claimPayment(p);
+        for (const st of step.start)
+          await store.updatePayment(p.id, ['verified', 'settling'], st, {
+            incrementAttempts: true,
+            lastError: 'earlier',
+          });
+        ids.push(p.id);
+      }
+      return ids;
+    };
+    const one = await prepare();
+    const together = await prepare();
+    const singly: boolean[] = [];
+    for (const [i, step] of steps.entries())
+      singly.push(await store.updatePayment(one[i], step.from, step.to, step.fields));
+    // The first payment appears twice: the second update sees the first one's result.
+    const batch = steps.map((step, i) => ({ id: together[i], from: step.from, to: step.to, fields: step.fields }));
+    batch.push({ id: together[0], from: ['settling'], to: 'settled', fields: { txHash: `0x${'ef'.repeat(32)}` } });
+    const answers = await store.updatePayments(batch);
+    singly.push(await store.updatePayment(one[0], ['settling'], 'settled', { txHash: `0x${'ef'.repeat(32)}` }));
+    t.same(answers, singly, 'the same answers in the same places');
+    t.same(answers, [true, false, true, true, true, false, true, true]);
+    const shape = (r: PaymentRecord | null) =>
+      r && { state: r.state, attempts: r.attempts, txHash: r.txHash, lastError: r.lastError };
+    for (let i = 0; i < steps.length; i++)
+      t.same(shape(await store.getPayment(together[i])), shape(await store.getPayment(one[i])), `payment ${i}`);
+    t.same(await store.updatePayments([]), []);
+    await t.rejects(
+      store.updatePayments([
+        { id: together[1], from: ['verified'], to: 'settling' },
+        { id: together[5], from: ['verified'], to: 'lost' as never },
+      ]),
+      /unknown payment state/,
+    );
+    t.match(await store.getPayment(together[1]), { state: 'verified' }, 'nothing written when one update is invalid');
   });
 
   t.test(`${h.name}: unsettled payments are listed by age; states are counted`, async (t) => {

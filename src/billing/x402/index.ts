@@ -24,7 +24,7 @@ import { hasPaymentHeader, readPaymentHeader } from './header.js';
 import { paymentsOff } from './off.js';
 import { FacilitatorClient } from './settle-facilitator.js';
 import { LocalSender, type SettlementSender } from './settle-local.js';
-import { Settler, type AttemptOutcome, type RetryPolicy } from './settler.js';
+import { claimedRecord, Settler, type AttemptOutcome, type RetryPolicy } from './settler.js';
 import type { DecodedPayment, Offers, Rejection, StoredPayment } from './types.js';
 import { checkPayment } from './verify.js';
 
@@ -314,7 +314,7 @@ export function createX402(deps: X402Deps): X402 {
     log.info({ paymentId: id, payer: a.from, x402Version: p.version }, 'x402 payment verified and claimed');
 
     if (config.x402SettleBeforeResponse) {
-      const out = await settler.settle(id, { final: true });
+      const out = await settler.settle(id, { final: true, claimed: claimedRecord(payment) });
       if (out.state !== 'settled') {
         return reject(
           'invalid_transaction_state',
@@ -347,7 +347,7 @@ export function createX402(deps: X402Deps): X402 {
         if (served) return;
         served = true;
         void settler
-          .settle(id)
+          .settle(id, { claimed: claimedRecord(payment) })
           .catch((err) => log.error({ paymentId: id, err: errorText(err) }, 'x402 settlement crashed'));
       },
     };

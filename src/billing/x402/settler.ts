@@ -6,7 +6,14 @@
  * a retry from paying twice for a transfer that did land.
  */
 import type { Logger } from '../../log.js';
-import type { PaymentRecord, Store } from '../../store/types.js';
+import type {
+  NewPayment,
+  PaymentRecord,
+  PaymentState,
+  PaymentUpdate,
+  PaymentUpdateFields,
+  Store,
+} from '../../store/types.js';
 import type { UsdcChain } from './chain.js';
 import { errorText } from './errors.js';
 import type { SendResult, SettlementSender } from './settle-local.js';
@@ -48,10 +55,22 @@ function notYetValid(result: Attempt): boolean {
   return !result.ok && result.txHash === undefined && /authorization is not yet valid/i.test(result.error);
 }
 
+/** A payment as its claim stored it: `verified`, no attempt yet, no transaction. */
+export function claimedRecord(p: NewPayment, at = new Date()): PaymentRecord {
+  return { ...p, state: 'verified', txHash: null, attempts: 0, lastError: null, createdAt: at, updatedAt: at };
+}
+
+interface QueuedWrite {
+  update: PaymentUpdate;
+  resolve(changed: boolean): void;
+  reject(err: unknown): void;
+}
+
 export class Settler {
   private readonly inFlight = new Map<string, Promise<AttemptOutcome>>();
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
+  private writes: QueuedWrite[] = [];
 
   constructor(
     private readonly store: Store,
@@ -66,22 +85,49 @@ export class Settler {
     return Math.min(this.policy.maxDelayMs, this.policy.baseDelayMs * 2 ** Math.max(0, attempts - 1));
   }
 
-  /** One attempt for one payment; concurrent calls for the same id share it. */
-  settle(id: string, opts: { final?: boolean } = {}): Promise<AttemptOutcome> {
+  /**
+   * One attempt for one payment; concurrent calls for the same id share it. `claimed`: the
+   * payment as this process's claim just stored it, so the attempt need not read it back; the
+   * move to `settling` checks it is still `verified`, as it does for a record read from the store.
+   */
+  settle(id: string, opts: { final?: boolean; claimed?: PaymentRecord } = {}): Promise<AttemptOutcome> {
     const running = this.inFlight.get(id);
     if (running !== undefined) return running;
-    const p = this.run(id, opts.final === true).finally(() => this.inFlight.delete(id));
+    const p = this.run(id, opts.final === true, opts.claimed).finally(() => this.inFlight.delete(id));
     this.inFlight.set(id, p);
     return p;
   }
 
-  private async run(id: string, lastChance: boolean): Promise<AttemptOutcome> {
-    const rec = await this.store.getPayment(id);
+  /**
+   * The settler's ledger writes: those made in one turn of the event loop (a block's receipts
+   * arrive together, a hundred at 50 payments a second) go to the store as one write.
+   */
+  private update(id: string, from: PaymentState[], to: PaymentState, fields: PaymentUpdateFields): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.writes.push({ update: { id, from, to, fields }, resolve, reject });
+      if (this.writes.length === 1) setImmediate(() => this.flushWrites());
+    });
+  }
+
+  private flushWrites(): void {
+    const batch = this.writes;
+    this.writes = [];
+    this.store.updatePayments(batch.map((w) => w.update)).then(
+      (changed) => {
+        batch.forEach((w, i) => w.resolve(changed[i]));
+      },
+      (err: unknown) => {
+        for (const w of batch) w.reject(err);
+      },
+    );
+  }
+
+  private async run(id: string, lastChance: boolean, claimed?: PaymentRecord): Promise<AttemptOutcome> {
+    const rec = claimed?.id === id ? claimed : await this.store.getPayment(id);
     if (rec === null || (rec.state !== 'verified' && rec.state !== 'settling')) return { state: 'skipped' };
     // The token refuses a transfer until its validAfter has passed: wait, without spending an attempt.
     if (!validNow(rec)) return { state: 'retry', error: 'the authorization is not valid yet' };
-    if (!(await this.store.updatePayment(id, [rec.state], 'settling', { incrementAttempts: true })))
-      return { state: 'skipped' };
+    if (!(await this.update(id, [rec.state], 'settling', { incrementAttempts: true }))) return { state: 'skipped' };
     const attempts = rec.attempts + 1;
     let result: Attempt;
     try {
@@ -91,20 +137,20 @@ export class Settler {
     }
     const fields = { payer: rec.payer, nonce: rec.nonce, paymentId: id, attempts };
     if (result.ok) {
-      await this.store.updatePayment(id, ['settling'], 'settled', { txHash: result.txHash, lastError: null });
+      await this.update(id, ['settling'], 'settled', { txHash: result.txHash, lastError: null });
       this.log.info({ ...fields, txHash: result.txHash }, 'x402 payment settled');
       this.onOutcome('settled');
       return { state: 'settled', txHash: result.txHash };
     }
     if (!result.ok && result.waiting === true) {
       // Nothing was sent: this was a wait, not an attempt.
-      await this.store.updatePayment(id, ['settling'], 'settling', { lastError: result.error, refundAttempt: true });
+      await this.update(id, ['settling'], 'settling', { lastError: result.error, refundAttempt: true });
       return { state: 'retry', error: result.error };
     }
     if (notYetValid(result)) {
       // Our clock said the window was open, the chain's does not yet (a node's time may lag ours):
       // nothing was sent, so this was still the wait and spends no attempt.
-      await this.store.updatePayment(id, ['settling'], 'settling', { lastError: result.error, refundAttempt: true });
+      await this.update(id, ['settling'], 'settling', { lastError: result.error, refundAttempt: true });
       this.log.info(
         { ...fields, attempts: rec.attempts },
         'x402 settlement waits: the chain does not yet accept validAfter',
@@ -113,12 +159,12 @@ export class Settler {
     }
     const txHash = result.txHash ?? rec.txHash;
     if (result.final === true || lastChance || attempts >= this.policy.maxAttempts) {
-      await this.store.updatePayment(id, ['settling'], 'failed', { lastError: result.error, txHash });
+      await this.update(id, ['settling'], 'failed', { lastError: result.error, txHash });
       this.log.error({ ...fields, txHash, err: result.error }, 'x402 settlement failed for good');
       this.onOutcome('settle_failed');
       return { state: 'failed', error: result.error };
     }
-    await this.store.updatePayment(id, ['settling'], 'settling', { lastError: result.error, txHash });
+    await this.update(id, ['settling'], 'settling', { lastError: result.error, txHash });
     this.log.warn(
       { ...fields, txHash, err: result.error, retryInMs: this.backoffMs(attempts) },
       'x402 settlement attempt failed, will retry',
@@ -165,7 +211,7 @@ export class Settler {
       return { ok: false, final: true, error: 'the authorization expired before it could be settled' };
     }
     const sent = await this.sender.send(rec, async (txHash) => {
-      await this.store.updatePayment(rec.id, ['settling'], 'settling', { txHash });
+      await this.update(rec.id, ['settling'], 'settling', { txHash });
     });
     if (!sent.ok && !retry && sent.txHash === undefined) return (await this.spent(rec)) ?? sent;
     return sent;
