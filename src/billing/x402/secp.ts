@@ -5,7 +5,8 @@
  * every paid request. Where no prebuilt binding loads (a platform without one), ethers' curve is
  * used: same answers, slower. `SECP_BACKEND` says which one is in use.
  */
-import { SigningKey, computeAddress, getBytes, hexlify, recoverAddress as jsRecoverAddress } from 'ethers';
+import { SigningKey, getBytes, hexlify, recoverAddress as jsRecoverAddress } from 'ethers';
+import { keccak256 } from '../../crypto/keccak.js';
 // ethers' hashes in this thread through the WebAssembly keccak (src/crypto/ethers-keccak.ts).
 import '../../crypto/ethers-keccak.js';
 import { loadNativeSecp256k1 as loadNative } from '../../crypto/secp256k1.js';
@@ -20,18 +21,24 @@ export function useJsCurve(on: boolean): void {
   native = on ? null : loadNative();
 }
 
+/** `n` bytes from 0x-prefixed hex, refused unless it is exactly that. */
+function hexBytes(hex: string, n: number, what: string): Buffer {
+  if (hex.length !== 2 + 2 * n || !/^0x[0-9a-fA-F]*$/.test(hex)) throw new Error(`${what} is ${n} bytes of hex`);
+  return Buffer.from(hex.slice(2), 'hex');
+}
+
 /**
- * The address that signed `digest` (32 bytes, hex) with the 65-byte `signature` (r ‖ s ‖ v,
- * v 27 or 28), checksummed; throws when the signature recovers to no key.
+ * The address (lower-case) that signed `digest` (32 bytes, hex) with the 65-byte `signature`
+ * (r ‖ s ‖ v, v 27 or 28); throws when the signature recovers to no key. The address is the last
+ * 20 bytes of the keccak256 of the recovered public key, hashed by the WebAssembly keccak.
  */
 export function recoverSigner(digest: string, signature: string): string {
-  if (native === null) return jsRecoverAddress(digest, signature);
-  const bytes = getBytes(signature);
-  if (bytes.length !== 65) throw new Error('a signature is 65 bytes');
+  if (native === null) return jsRecoverAddress(digest, signature).toLowerCase();
+  const bytes = hexBytes(signature, 65, 'a signature');
   const v = bytes[64];
   if (v !== 27 && v !== 28) throw new Error('v must be 27 or 28');
-  const pub = native.ecdsaRecover(bytes.subarray(0, 64), v - 27, getBytes(digest), false);
-  return computeAddress(hexlify(pub));
+  const pub = native.ecdsaRecover(bytes.subarray(0, 64), v - 27, hexBytes(digest, 32, 'a digest'), false);
+  return `0x${keccak256(pub.subarray(1)).subarray(12).toString('hex')}`;
 }
 
 /**

@@ -4,7 +4,8 @@
  * The order puts the cheap field checks first so a tampered field is named for what it is, before
  * the signature (which any tampering also breaks) is even recovered.
  */
-import { TypedDataEncoder, concat, keccak256, toUtf8Bytes } from 'ethers';
+import { TypedDataEncoder, keccak256, toUtf8Bytes } from 'ethers';
+import { keccak256 as keccak } from '../../crypto/keccak.js';
 import {
   EIP712_DOMAIN,
   MIN_VALIDITY_SECONDS,
@@ -23,6 +24,8 @@ import { hexWord, uintWord } from './chain.js';
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 const DOMAIN_SEPARATOR = TypedDataEncoder.hashDomain(EIP712_DOMAIN);
+/** 0x1901 ‖ domain separator: the digest's first 34 bytes. */
+const DIGEST_PREFIX = Buffer.concat([Buffer.from([0x19, 0x01]), Buffer.from(DOMAIN_SEPARATOR.slice(2), 'hex')]);
 const TYPE_HASH = keccak256(
   toUtf8Bytes(TypedDataEncoder.from(TRANSFER_WITH_AUTHORIZATION_TYPES).encodeType('TransferWithAuthorization')),
 );
@@ -34,10 +37,16 @@ const TYPE_HASH = keccak256(
  * nonce are hex of the right length, amounts decimal.
  */
 export function transferDigest(a: Authorization): string {
-  const struct = keccak256(
-    `${TYPE_HASH}${hexWord(a.from)}${hexWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${hexWord(a.nonce)}`,
+  const struct = keccak(
+    Buffer.from(
+      `${TYPE_HASH.slice(2)}${hexWord(a.from)}${hexWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${hexWord(a.nonce)}`,
+      'hex',
+    ),
   );
-  return keccak256(concat(['0x1901', DOMAIN_SEPARATOR, struct]));
+  const message = Buffer.allocUnsafe(66);
+  message.set(DIGEST_PREFIX, 0);
+  message.set(struct, 34);
+  return `0x${keccak(message).toString('hex')}`;
 }
 
 /**

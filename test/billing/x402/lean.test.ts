@@ -95,8 +95,8 @@ t.test("recovery and signing give the same answers on the native curve and on et
     const jsSig = signDigest(digest, wallet.privateKey);
     const jsSigner = recoverSigner(digest, jsSig.serialized);
     t.equal(nativeSig.serialized, jsSig.serialized, 'RFC 6979: the same signature');
-    t.equal(nativeSigner, wallet.address);
-    t.equal(jsSigner, wallet.address);
+    t.equal(nativeSigner, wallet.address.toLowerCase());
+    t.equal(jsSigner, wallet.address.toLowerCase());
     // A signature over another digest recovers to someone else on both curves.
     const other = hex(32);
     useJsCurve(false);
@@ -109,6 +109,10 @@ t.test("recovery and signing give the same answers on the native curve and on et
   const sig = signDigest(hex(32), Wallet.createRandom().privateKey).serialized;
   t.throws(() => recoverSigner(hex(32), sig.slice(0, -2) + '1d'), /v must be 27 or 28/);
   t.throws(() => recoverSigner(hex(32), sig.slice(0, -4)), /65 bytes/);
+  // Node's hex decoder stops at the first character that is not hex; the recovery refuses it first.
+  t.throws(() => recoverSigner(hex(32), `${sig.slice(0, 10)}zz${sig.slice(12)}`), /65 bytes of hex/);
+  t.throws(() => recoverSigner(`${hex(32).slice(0, -2)}g0`, sig), /32 bytes of hex/);
+  t.throws(() => recoverSigner(hex(31), sig), /32 bytes of hex/);
 });
 
 t.teardown(closeDispatchers);
