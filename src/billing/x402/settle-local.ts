@@ -1,8 +1,12 @@
 /**
  * Local settlement: our settler key sends `transferWithAuthorization` to the token and pays the
- * gas. Sends are serialized through one queue that owns the account nonce, so concurrent
- * settlements never race for a nonce; the wait for the receipt happens outside the queue.
- * Transactions are encoded by raw-tx.ts, signed with secp.ts and sent through the lean RPC client.
+ * gas. Settlements go out in rounds, one round at a time: a round estimates the gas of every
+ * settlement waiting (one JSON-RPC batch), signs them with consecutive nonces and broadcasts them
+ * (a second batch). The first settlement after a quiet spell is a round of its own; those that
+ * arrive while a round is under way wait for the next one, so a busy settler sends two requests a
+ * round rather than two a payment. The round owns the account nonce, so settlements never race
+ * for one; the wait for the receipt happens outside it. Transactions are encoded by raw-tx.ts,
+ * signed with secp.ts and sent through the lean RPC client.
  */
 import { Signature, Wallet, getBytes } from 'ethers';
 import type { PaymentRecord } from '../../store/types.js';
@@ -11,6 +15,7 @@ import { CHAIN_ID } from './constants.js';
 import { errorText } from './errors.js';
 import { type RawTxFields, signedRawTx, signingHash } from './raw-tx.js';
 import { signDigestBytes } from './secp.js';
+import { keccak256 } from '../../crypto/keccak.js';
 import type { ExactEvmPayload } from './types.js';
 
 export type SendResult = { ok: true; txHash: string } | { ok: false; error: string; txHash?: string };
@@ -26,23 +31,32 @@ export interface SettlementSender {
  */
 const FEE_TTL_MS = 2000;
 
+/** A settlement waiting for its round. */
+interface Waiting {
+  rec: PaymentRecord;
+  data: string;
+  done(result: SendResult): void;
+}
+
+/** Gas of a plain transfer of ether: what filling a nonce left unused costs. */
+const TRANSFER_GAS = 21_000n;
+
 export class LocalSender implements SettlementSender {
   private readonly wallet: Wallet;
   private readonly keyBytes: Uint8Array;
-  private queue: Promise<unknown> = Promise.resolve();
   private nextNonce: number | null = null;
   private fees: { at: number; data: Promise<FeeData> } | null = null;
 
   private readonly receiptTimeoutMs: number;
-  private readonly sendingLimit: number;
-  private sending = 0;
-  private readonly turns: Array<() => void> = [];
+  private readonly roundLimit: number;
+  private readonly waiting: Waiting[] = [];
+  private round: Promise<void> | null = null;
 
   /**
-   * `sending`: settlements between their gas estimate and their broadcast at once (default 2).
-   * That stretch is work for the node and this thread; a burst of paid calls would otherwise start
-   * it for every payment together and queue the next callers' balance checks behind it. Waiting
-   * for receipts is not limited.
+   * `sending`: settlements between their gas estimate and their broadcast at once, that is, the
+   * most a round takes (default 2). That stretch is work for the node and this thread; a burst of
+   * paid calls would otherwise start it for every payment together and queue the next callers'
+   * balance checks behind it. Waiting for receipts is not limited.
    */
   constructor(
     private readonly chain: UsdcChain,
@@ -52,21 +66,7 @@ export class LocalSender implements SettlementSender {
     this.wallet = new Wallet(settlerKey);
     this.keyBytes = getBytes(settlerKey);
     this.receiptTimeoutMs = opts.receiptTimeoutMs ?? 60_000;
-    this.sendingLimit = Math.max(1, opts.sending ?? 2);
-  }
-
-  /** A place among the `sending`; released, it passes straight to the longest waiter. */
-  private async turn(): Promise<() => void> {
-    if (this.sending < this.sendingLimit) this.sending++;
-    else await new Promise<void>((resolve) => this.turns.push(resolve));
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.turns.shift();
-      if (next) next();
-      else this.sending--;
-    };
+    this.roundLimit = Math.max(1, opts.sending ?? 2);
   }
 
   get address(): string {
@@ -86,68 +86,21 @@ export class LocalSender implements SettlementSender {
   }
 
   async send(rec: PaymentRecord, onBroadcast: (txHash: string) => Promise<void>): Promise<SendResult> {
-    const release = await this.turn();
+    let data: string;
     try {
-      return await this.sendTurn(rec, onBroadcast, release);
-    } finally {
-      release();
-    }
-  }
-
-  private async sendTurn(
-    rec: PaymentRecord,
-    onBroadcast: (txHash: string) => Promise<void>,
-    release: () => void,
-  ): Promise<SendResult> {
-    const { payload } = JSON.parse(rec.payload) as { payload: ExactEvmPayload };
-    const a = payload.authorization;
-    const sig = Signature.from(payload.signature);
-    const data = calldata.transferWithAuthorization(a, sig.v, sig.r, sig.s);
-    let gas: bigint;
-    let fees: FeeData;
-    try {
-      // Estimating simulates the call: a transfer the token would refuse fails here, unsent. It
-      // needs no nonce, so it runs outside the queue and settlements simulate in parallel.
-      gas = await this.chain.estimateGas({ from: this.wallet.address, to: rec.asset, data });
+      const { payload } = JSON.parse(rec.payload) as { payload: ExactEvmPayload };
+      const a = payload.authorization;
+      const sig = Signature.from(payload.signature);
+      data = calldata.transferWithAuthorization(a, sig.v, sig.r, sig.s);
     } catch (err) {
-      return { ok: false, error: `the token refused the transfer: ${errorText(err)}` };
+      return { ok: false, error: `the stored payment cannot be sent: ${errorText(err)}` };
     }
-    try {
-      fees = await this.feeData();
-    } catch (err) {
-      return { ok: false, error: `reading fees failed: ${errorText(err)}` };
-    }
-    let txHash: string;
-    try {
-      txHash = await this.serial(async () => {
-        const nonce = this.nextNonce ?? (await this.chain.pendingNonce(this.wallet.address));
-        try {
-          const tx: RawTxFields = {
-            chainId: BigInt(CHAIN_ID),
-            nonce,
-            gasLimit: (gas * 12n) / 10n,
-            to: rec.asset,
-            value: 0n,
-            data,
-            fees:
-              fees.maxFeePerGas !== null && fees.maxPriorityFeePerGas !== null
-                ? { maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
-                : { gasPrice: fees.gasPrice ?? 0n },
-          };
-          const raw = signedRawTx(tx, signDigestBytes(signingHash(tx), this.keyBytes));
-          const hash = await this.chain.sendRaw(raw);
-          this.nextNonce = nonce + 1;
-          return hash;
-        } catch (err) {
-          // The node may or may not have taken the nonce: read it again next time.
-          this.nextNonce = null;
-          throw err;
-        }
-      });
-    } catch (err) {
-      return { ok: false, error: `send failed: ${errorText(err)}` };
-    }
-    release();
+    const sent = await new Promise<SendResult>((done) => {
+      this.waiting.push({ rec, data, done });
+      this.pump();
+    });
+    if (!sent.ok) return sent;
+    const { txHash } = sent;
     await onBroadcast(txHash);
     try {
       const receipt = await this.chain.waitForReceipt(txHash, this.receiptTimeoutMs);
@@ -159,9 +112,109 @@ export class LocalSender implements SettlementSender {
     }
   }
 
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn);
-    this.queue = run.catch(() => undefined);
-    return run;
+  /** Starts a round unless one is under way; each round takes what waits when it starts. */
+  private pump(): void {
+    if (this.round !== null) return;
+    this.round = (async () => {
+      while (this.waiting.length > 0) {
+        const batch = this.waiting.splice(0, this.roundLimit);
+        try {
+          await this.sendRound(batch);
+        } catch (err) {
+          this.nextNonce = null;
+          for (const w of batch) w.done({ ok: false, error: `send failed: ${errorText(err)}` });
+        }
+      }
+    })().finally(() => {
+      this.round = null;
+    });
   }
+
+  /** Estimates, signs and broadcasts one round; every settlement of it is answered. */
+  private async sendRound(batch: Waiting[]): Promise<void> {
+    // Estimating simulates each call: a transfer the token would refuse fails here, unsent.
+    let estimates: Array<bigint | Error>;
+    try {
+      estimates = await this.chain.estimateGasMany(
+        batch.map((w) => ({ from: this.wallet.address, to: w.rec.asset, data: w.data })),
+      );
+    } catch (err) {
+      estimates = batch.map(() => (err instanceof Error ? err : new Error(String(err))));
+    }
+    const going: Array<{ w: Waiting; gas: bigint }> = [];
+    batch.forEach((w, i) => {
+      const gas = estimates[i];
+      if (gas instanceof Error) w.done({ ok: false, error: `the token refused the transfer: ${errorText(gas)}` });
+      else going.push({ w, gas });
+    });
+    if (going.length === 0) return;
+    let fees: FeeData;
+    try {
+      fees = await this.feeData();
+    } catch (err) {
+      for (const { w } of going) w.done({ ok: false, error: `reading fees failed: ${errorText(err)}` });
+      return;
+    }
+    const first = this.nextNonce ?? (await this.chain.pendingNonce(this.wallet.address));
+    const raws = going.map(({ w, gas }, i) =>
+      this.signed(fees, first + i, { gasLimit: (gas * 12n) / 10n, to: w.rec.asset, data: w.data }),
+    );
+    let hashes: Array<string | Error>;
+    try {
+      hashes = await this.chain.sendRawMany(raws);
+    } catch (err) {
+      // The node may or may not have taken them: each keeps the hash its transaction would have,
+      // so a retry asks the node about it before sending anything again.
+      this.nextNonce = null;
+      going.forEach(({ w }, i) =>
+        w.done({ ok: false, error: `send failed: ${errorText(err)}`, txHash: hashOf(raws[i]) }),
+      );
+      return;
+    }
+    const taken = hashes.map((h) => !(h instanceof Error));
+    going.forEach(({ w }, i) => {
+      const h = hashes[i];
+      w.done(h instanceof Error ? { ok: false, error: `send failed: ${errorText(h)}` } : { ok: true, txHash: h });
+    });
+    if (taken.every(Boolean)) {
+      this.nextNonce = first + going.length;
+      return;
+    }
+    // The node refused some: read the nonce again next round. A refused nonce below one it took
+    // would hold every later transaction back, so each such gap is filled with a transfer of
+    // nothing to ourselves.
+    this.nextNonce = null;
+    const last = taken.lastIndexOf(true);
+    const gaps = taken.flatMap((ok, i) => (!ok && i < last ? [first + i] : []));
+    if (gaps.length > 0) {
+      await this.chain
+        .sendRawMany(
+          gaps.map((nonce) =>
+            this.signed(fees, nonce, { gasLimit: TRANSFER_GAS, to: this.wallet.address, data: '0x' }),
+          ),
+        )
+        .catch(() => undefined);
+    }
+  }
+
+  private signed(fees: FeeData, nonce: number, call: { gasLimit: bigint; to: string; data: string }): string {
+    const tx: RawTxFields = {
+      chainId: BigInt(CHAIN_ID),
+      nonce,
+      gasLimit: call.gasLimit,
+      to: call.to,
+      value: 0n,
+      data: call.data,
+      fees:
+        fees.maxFeePerGas !== null && fees.maxPriorityFeePerGas !== null
+          ? { maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
+          : { gasPrice: fees.gasPrice ?? 0n },
+    };
+    return signedRawTx(tx, signDigestBytes(signingHash(tx), this.keyBytes));
+  }
+}
+
+/** A signed transaction's hash: keccak256 of its bytes. */
+function hashOf(raw: string): string {
+  return `0x${keccak256(Buffer.from(raw.slice(2), 'hex')).toString('hex')}`;
 }

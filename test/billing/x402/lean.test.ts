@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { SigningKey, TypedDataEncoder, Wallet, getAddress, getBytes, hexlify } from 'ethers';
+import { SigningKey, Transaction, TypedDataEncoder, Wallet, getAddress, getBytes, hexlify } from 'ethers';
 import { USDC_ABI, UsdcChain, calldata } from '../../../src/billing/x402/chain.js';
 import {
   EIP712_DOMAIN,
@@ -163,33 +163,14 @@ t.test('JSON-RPC client: batches, nodes that refuse them, errors and URL credent
   t.equal(next.ok && next.data.result, '0x1234', 'and the next call works');
 });
 
-t.test('local settlement: at most `sending` settlements between gas estimate and broadcast', async (t) => {
-  const node = await startJsonRpc();
-  t.teardown(() => node.close());
-  const DELAY = 40;
-  node.fault = { delayMs: DELAY };
-  const estimates: number[] = [];
-  let txs = 0;
-  node
-    .setHandler('eth_estimateGas', () => {
-      estimates.push(performance.now());
-      return { result: '0x15f90' };
-    })
-    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
-    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
-    .setResult('eth_getTransactionCount', '0x0')
-    .setHandler('eth_sendRawTransaction', () => ({ result: `0x${(++txs).toString(16).padStart(64, '0')}` }))
-    .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
-  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
-  const settler = Wallet.createRandom();
-  const sender = new LocalSender(chain, settler.privateKey, { sending: 2 });
-
+/** `n` stored payments to `to`, each signed by one payer as a client would. */
+async function paymentRecords(n: number, to: string): Promise<PaymentRecord[]> {
   const payer = Wallet.createRandom();
-  const records: PaymentRecord[] = await Promise.all(
-    Array.from({ length: 6 }, async (_, i) => {
+  return Promise.all(
+    Array.from({ length: n }, async (_, i) => {
       const a = {
         from: payer.address,
-        to: settler.address,
+        to,
         value: PRICE_ATOMIC,
         validAfter: '0',
         validBefore: '99999999999',
@@ -217,6 +198,118 @@ t.test('local settlement: at most `sending` settlements between gas estimate and
       } as PaymentRecord;
     }),
   );
+}
+
+/** A node for the sender: fixed fees and estimates, receipts that say mined. */
+function senderNode(node: Awaited<ReturnType<typeof startJsonRpc>>, nonce: number) {
+  return node
+    .setResult('eth_estimateGas', '0x15f90')
+    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
+    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
+    .setResult('eth_getTransactionCount', `0x${nonce.toString(16)}`)
+    .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
+}
+
+t.test(
+  'local settlement: a round sends what waited in two requests; a refused nonce below a taken one is filled',
+  async (t) => {
+    const node = await startJsonRpc();
+    t.teardown(() => node.close());
+    senderNode(node, 7).setHandler('eth_sendRawTransaction', (params) => {
+      const tx = Transaction.from(String(params[0]));
+      if (tx.nonce === 9 && tx.data !== '0x')
+        return { error: { code: -32000, message: 'replacement transaction underpriced' } };
+      return { result: tx.hash };
+    });
+    const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
+    const settler = Wallet.createRandom();
+    const sender = new LocalSender(chain, settler.privateKey, { sending: 8 });
+    const records = await paymentRecords(4, settler.address);
+    const broadcast: string[] = [];
+    const results = await Promise.all(records.map((r) => sender.send(r, async (h) => void broadcast.push(h))));
+
+    // The first goes alone (nothing waited with it); the other three wait for it and go together.
+    const sent = (body: string) => [JSON.parse(body)].flat().filter((c) => c.method === 'eth_sendRawTransaction');
+    const sends = node.received.map((r) => sent(r.body)).filter((b) => b.length > 0);
+    t.same(
+      sends.map((b) => b.length),
+      [1, 3, 1],
+      'one request for the first, one for the next three, one for the filler',
+    );
+    const txs = sends.flat().map((c) => Transaction.from(c.params[0]));
+    t.same(
+      txs.map((tx) => tx.nonce),
+      [7, 8, 9, 10, 9],
+      'consecutive nonces, then the refused one again',
+    );
+    for (const tx of txs) t.equal(tx.from, settler.address, 'signed by the settler');
+    const filler = txs[4];
+    t.match(
+      { to: filler.to, value: filler.value, gasLimit: filler.gasLimit, data: filler.data },
+      { to: settler.address, value: 0n, gasLimit: 21000n, data: '0x' },
+      'the gap is filled with a transfer of nothing to ourselves',
+    );
+    t.same(
+      results.map((r) => r.ok),
+      [true, true, false, true],
+    );
+    t.match(results[2], { ok: false, error: /send failed: .*underpriced/ });
+    t.same(broadcast, [txs[0].hash, txs[1].hash, txs[3].hash], 'the hashes the node gave, recorded before the receipt');
+    t.equal(node.calls.filter((c) => c.method === 'eth_estimateGas').length, 4);
+    t.equal(
+      node.received.filter((r) => sent(r.body).length === 0 && r.body.includes('eth_estimateGas')).length,
+      2,
+      'estimates: one request a round',
+    );
+
+    // After a refusal the nonce is read again, not guessed.
+    const [next] = await paymentRecords(1, settler.address);
+    t.equal((await sender.send(next, async () => undefined)).ok, true);
+    t.equal(node.calls.filter((c) => c.method === 'eth_getTransactionCount').length, 2);
+  },
+);
+
+t.test('local settlement: a broadcast with no answer keeps the hash its transaction would have', async (t) => {
+  const node = await startJsonRpc();
+  t.teardown(() => node.close());
+  senderNode(node, 3).setHandler('eth_getTransactionCount', () => {
+    node.fault = { status: 502, times: 1 }; // the next request, the broadcast, fails
+    return { result: '0x3' };
+  });
+  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
+  const settler = Wallet.createRandom();
+  const sender = new LocalSender(chain, settler.privateKey);
+  const [rec] = await paymentRecords(1, settler.address);
+  const result = await sender.send(rec, async () => {
+    t.fail('nothing was broadcast');
+  });
+  const body = node.received.at(-1)?.body ?? '';
+  const raw = (JSON.parse(body) as { method: string; params: string[] }).params[0];
+  t.match(result, { ok: false, error: /send failed/, txHash: Transaction.from(raw).hash });
+});
+
+t.test('local settlement: at most `sending` settlements between gas estimate and broadcast', async (t) => {
+  const node = await startJsonRpc();
+  t.teardown(() => node.close());
+  const DELAY = 40;
+  node.fault = { delayMs: DELAY };
+  const estimates: number[] = [];
+  let txs = 0;
+  node
+    .setHandler('eth_estimateGas', () => {
+      estimates.push(performance.now());
+      return { result: '0x15f90' };
+    })
+    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
+    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
+    .setResult('eth_getTransactionCount', '0x0')
+    .setHandler('eth_sendRawTransaction', () => ({ result: `0x${(++txs).toString(16).padStart(64, '0')}` }))
+    .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
+  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
+  const settler = Wallet.createRandom();
+  const sender = new LocalSender(chain, settler.privateKey, { sending: 2 });
+
+  const records = await paymentRecords(6, settler.address);
   const broadcast: string[] = [];
   const results = await Promise.all(records.map((r) => sender.send(r, async (h) => void broadcast.push(h))));
   t.ok(
