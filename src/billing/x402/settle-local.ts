@@ -166,9 +166,8 @@ export class LocalSender implements SettlementSender {
       // The node may or may not have taken them: each keeps the hash its transaction would have,
       // so a retry asks the node about it before sending anything again.
       this.nextNonce = null;
-      going.forEach(({ w }, i) =>
-        w.done({ ok: false, error: `send failed: ${errorText(err)}`, txHash: hashOf(raws[i]) }),
-      );
+      for (const [i, { w }] of going.entries())
+        w.done({ ok: false, error: `send failed: ${errorText(err)}`, txHash: hashOf(raws[i]) });
       return;
     }
     const taken = hashes.map((h) => !(h instanceof Error));

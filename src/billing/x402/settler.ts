@@ -114,7 +114,7 @@ export class Settler {
     this.writes = [];
     this.store.updatePayments(batch.map((w) => w.update)).then(
       (changed) => {
-        batch.forEach((w, i) => w.resolve(changed[i]));
+        for (const [i, w] of batch.entries()) w.resolve(changed[i]);
       },
       (err: unknown) => {
         for (const w of batch) w.reject(err);
