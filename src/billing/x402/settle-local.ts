@@ -50,7 +50,7 @@ export class LocalSender implements SettlementSender {
   private readonly receiptTimeoutMs: number;
   private readonly roundLimit: number;
   private readonly waiting: Waiting[] = [];
-  private round: Promise<void> | null = null;
+  private rounds = false;
 
   /**
    * `sending`: settlements between their gas estimate and their broadcast at once, that is, the
@@ -112,22 +112,29 @@ export class LocalSender implements SettlementSender {
     }
   }
 
-  /** Starts a round unless one is under way; each round takes what waits when it starts. */
+  /**
+   * Starts rounds unless they are under way; each round takes what waits when it starts. The flag
+   * drops in the same step as the last look at the queue: a settlement queued a moment later
+   * (even a microtask) finds no round and starts one.
+   */
   private pump(): void {
-    if (this.round !== null) return;
-    this.round = (async () => {
-      while (this.waiting.length > 0) {
-        const batch = this.waiting.splice(0, this.roundLimit);
-        try {
-          await this.sendRound(batch);
-        } catch (err) {
-          this.nextNonce = null;
-          for (const w of batch) w.done({ ok: false, error: `send failed: ${errorText(err)}` });
+    if (this.rounds) return;
+    this.rounds = true;
+    void (async () => {
+      try {
+        while (this.waiting.length > 0) {
+          const batch = this.waiting.splice(0, this.roundLimit);
+          try {
+            await this.sendRound(batch);
+          } catch (err) {
+            this.nextNonce = null;
+            for (const w of batch) w.done({ ok: false, error: `send failed: ${errorText(err)}` });
+          }
         }
+      } finally {
+        this.rounds = false;
       }
-    })().finally(() => {
-      this.round = null;
-    });
+    })();
   }
 
   /** Estimates, signs and broadcasts one round; every settlement of it is answered. */

@@ -269,6 +269,32 @@ t.test(
   },
 );
 
+t.test('local settlement: a settlement that starts just as a round ends still goes out', async (t) => {
+  const node = await startJsonRpc();
+  t.teardown(() => node.close());
+  senderNode(node, 0).setHandler('eth_sendRawTransaction', (params) => ({
+    result: Transaction.from(String(params[0])).hash,
+  }));
+  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
+  const settler = Wallet.createRandom();
+  // The second send starts from the first one's broadcast, a few microtasks later each time, so
+  // one of them lands between the round's last look at its queue and the round's end.
+  for (let hops = 0; hops < 12; hops++) {
+    const sender = new LocalSender(chain, settler.privateKey);
+    const [first, second] = await paymentRecords(2, settler.address);
+    let later: Promise<unknown> | null = null;
+    await sender.send(first, async () => {
+      void (async () => {
+        for (let i = 0; i < hops; i++) await null;
+        later = sender.send(second, async () => undefined);
+      })();
+    });
+    while (later === null) await new Promise((r) => setImmediate(r));
+    const timeout = new Promise((r) => setTimeout(() => r('still waiting after 2 s'), 2000).unref());
+    t.match(await Promise.race([later, timeout]), { ok: true }, `${hops} microtasks after the broadcast`);
+  }
+});
+
 t.test('local settlement: a broadcast with no answer keeps the hash its transaction would have', async (t) => {
   const node = await startJsonRpc();
   t.teardown(() => node.close());
