@@ -137,9 +137,12 @@ export class Settler {
     }
     const fields = { payer: rec.payer, nonce: rec.nonce, paymentId: id, attempts };
     if (result.ok) {
-      await this.update(id, ['settling'], 'settled', { txHash: result.txHash, lastError: null });
-      this.log.info({ ...fields, txHash: result.txHash }, 'x402 payment settled');
-      this.onOutcome('settled');
+      // Another instance's retry may have found the same transfer mined and recorded it first:
+      // the outcome is counted and logged by the instance whose move changed the row.
+      if (await this.update(id, ['settling'], 'settled', { txHash: result.txHash, lastError: null })) {
+        this.log.info({ ...fields, txHash: result.txHash }, 'x402 payment settled');
+        this.onOutcome('settled');
+      }
       return { state: 'settled', txHash: result.txHash };
     }
     if (!result.ok && result.waiting === true) {
@@ -159,9 +162,10 @@ export class Settler {
     }
     const txHash = result.txHash ?? rec.txHash;
     if (result.final === true || lastChance || attempts >= this.policy.maxAttempts) {
-      await this.update(id, ['settling'], 'failed', { lastError: result.error, txHash });
-      this.log.error({ ...fields, txHash, err: result.error }, 'x402 settlement failed for good');
-      this.onOutcome('settle_failed');
+      if (await this.update(id, ['settling'], 'failed', { lastError: result.error, txHash })) {
+        this.log.error({ ...fields, txHash, err: result.error }, 'x402 settlement failed for good');
+        this.onOutcome('settle_failed');
+      }
       return { state: 'failed', error: result.error };
     }
     await this.update(id, ['settling'], 'settling', { lastError: result.error, txHash });
