@@ -210,6 +210,13 @@ function senderNode(node: Awaited<ReturnType<typeof startJsonRpc>>, nonce: numbe
     .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
 }
 
+/** A settler's key and a sender on `node`, rounds of at most `sending`. */
+function senderOn(node: Awaited<ReturnType<typeof startJsonRpc>>, sending?: number) {
+  const settler = Wallet.createRandom();
+  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
+  return { settler, sender: new LocalSender(chain, settler.privateKey, { sending }) };
+}
+
 t.test(
   'local settlement: a round sends what waited in two requests; a refused nonce below a taken one is filled',
   async (t) => {
@@ -221,9 +228,7 @@ t.test(
         return { error: { code: -32000, message: 'replacement transaction underpriced' } };
       return { result: tx.hash };
     });
-    const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
-    const settler = Wallet.createRandom();
-    const sender = new LocalSender(chain, settler.privateKey, { sending: 8 });
+    const { settler, sender } = senderOn(node, 8);
     const records = await paymentRecords(4, settler.address);
     const broadcast: string[] = [];
     const results = await Promise.all(records.map((r) => sender.send(r, async (h) => void broadcast.push(h))));
@@ -275,12 +280,10 @@ t.test('local settlement: a settlement that starts just as a round ends still go
   senderNode(node, 0).setHandler('eth_sendRawTransaction', (params) => ({
     result: Transaction.from(String(params[0])).hash,
   }));
-  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
-  const settler = Wallet.createRandom();
   // The second send starts from the first one's broadcast, a few microtasks later each time, so
   // one of them lands between the round's last look at its queue and the round's end.
   for (let hops = 0; hops < 12; hops++) {
-    const sender = new LocalSender(chain, settler.privateKey);
+    const { settler, sender } = senderOn(node);
     const [first, second] = await paymentRecords(2, settler.address);
     let later: Promise<unknown> | null = null;
     await sender.send(first, async () => {
@@ -302,9 +305,7 @@ t.test('local settlement: a broadcast with no answer keeps the hash its transact
     node.fault = { status: 502, times: 1 }; // the next request, the broadcast, fails
     return { result: '0x3' };
   });
-  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
-  const settler = Wallet.createRandom();
-  const sender = new LocalSender(chain, settler.privateKey);
+  const { settler, sender } = senderOn(node);
   const [rec] = await paymentRecords(1, settler.address);
   const result = await sender.send(rec, async () => {
     t.fail('nothing was broadcast');
@@ -321,19 +322,13 @@ t.test('local settlement: at most `sending` settlements between gas estimate and
   node.fault = { delayMs: DELAY };
   const estimates: number[] = [];
   let txs = 0;
-  node
+  senderNode(node, 0)
     .setHandler('eth_estimateGas', () => {
       estimates.push(performance.now());
       return { result: '0x15f90' };
     })
-    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
-    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
-    .setResult('eth_getTransactionCount', '0x0')
-    .setHandler('eth_sendRawTransaction', () => ({ result: `0x${(++txs).toString(16).padStart(64, '0')}` }))
-    .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
-  const chain = UsdcChain.connect(node.url, USDC_BASE, { pollingMs: 10 });
-  const settler = Wallet.createRandom();
-  const sender = new LocalSender(chain, settler.privateKey, { sending: 2 });
+    .setHandler('eth_sendRawTransaction', () => ({ result: `0x${(++txs).toString(16).padStart(64, '0')}` }));
+  const { settler, sender } = senderOn(node, 2);
 
   const records = await paymentRecords(6, settler.address);
   const broadcast: string[] = [];
