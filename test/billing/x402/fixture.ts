@@ -20,6 +20,7 @@ import type { X402 } from '../../../src/billing/x402/index.js';
 import type { UsdcChain } from '../../helpers/usdc.js';
 import { EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES } from '../../../src/billing/x402/constants.js';
 import type { Authorization, ExactEvmPayload } from '../../../src/billing/x402/types.js';
+import type { JsonRpcEmulator } from '../../emulators/jsonrpc.js';
 
 export interface PaidServer {
   url: string;
@@ -185,6 +186,16 @@ export function authorization(
     nonce: hexlify(randomBytes(32)),
     ...over,
   };
+}
+
+/** A node for a settlement sender: fixed fees and estimates, nonce `nonce`, receipts that say mined. */
+export function senderNode(node: JsonRpcEmulator, nonce: number): JsonRpcEmulator {
+  return node
+    .setResult('eth_estimateGas', '0x15f90')
+    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
+    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
+    .setResult('eth_getTransactionCount', `0x${nonce.toString(16)}`)
+    .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
 }
 
 export function encodeHeader(value: unknown): string {

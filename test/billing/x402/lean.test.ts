@@ -21,6 +21,7 @@ import { closeDispatchers } from '../../../src/net/dispatchers.js';
 import { LocalSender } from '../../../src/billing/x402/settle-local.js';
 import type { PaymentRecord } from '../../../src/store/types.js';
 import { startJsonRpc } from '../../emulators/jsonrpc.js';
+import { senderNode } from './fixture.js';
 
 const hex = (n: number): string => hexlify(randomBytes(n));
 const uint = (): string => BigInt(hex(8)).toString();
@@ -198,16 +199,6 @@ async function paymentRecords(n: number, to: string): Promise<PaymentRecord[]> {
       } as PaymentRecord;
     }),
   );
-}
-
-/** A node for the sender: fixed fees and estimates, receipts that say mined. */
-function senderNode(node: Awaited<ReturnType<typeof startJsonRpc>>, nonce: number) {
-  return node
-    .setResult('eth_estimateGas', '0x15f90')
-    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
-    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
-    .setResult('eth_getTransactionCount', `0x${nonce.toString(16)}`)
-    .setResult('eth_getTransactionReceipt', { status: '0x1', blockNumber: '0x2' });
 }
 
 /** A settler's key and a sender on `node`, rounds of at most `sending`. */

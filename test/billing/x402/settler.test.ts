@@ -7,21 +7,17 @@ import t from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Transaction, Wallet } from 'ethers';
 import { UsdcChain } from '../../../src/billing/x402/chain.js';
-import {
-  EIP712_DOMAIN,
-  PRICE_ATOMIC,
-  TRANSFER_WITH_AUTHORIZATION_TYPES,
-  USDC_BASE,
-} from '../../../src/billing/x402/constants.js';
+import { USDC_BASE } from '../../../src/billing/x402/constants.js';
 import { LocalSender } from '../../../src/billing/x402/settle-local.js';
 import { Settler, claimedRecord } from '../../../src/billing/x402/settler.js';
 import { closeDispatchers } from '../../../src/net/dispatchers.js';
 import { openStore } from '../../../src/store/index.js';
 import { startJsonRpc } from '../../emulators/jsonrpc.js';
 import { captureLogger } from '../../helpers/app.js';
+import { authorization, senderNode, signPayload } from './fixture.js';
 
 t.teardown(closeDispatchers);
 
@@ -32,11 +28,7 @@ t.test('a settlement recorded by another instance first is counted and logged on
   t.teardown(() => node.close());
   let sent: string | null = null;
   let mined = false;
-  node
-    .setResult('eth_estimateGas', '0x15f90')
-    .setResult('eth_getBlockByNumber', { number: '0x1', baseFeePerGas: '0x3b9aca00' })
-    .setResult('eth_maxPriorityFeePerGas', '0x5f5e100')
-    .setResult('eth_getTransactionCount', '0x0')
+  senderNode(node, 0)
     .setHandler('eth_sendRawTransaction', (params) => {
       sent = Transaction.from(String(params[0])).hash;
       return { result: sent };
@@ -47,15 +39,11 @@ t.test('a settlement recorded by another instance first is counted and logged on
 
   const settlerKey = Wallet.createRandom().privateKey;
   const payer = Wallet.createRandom();
-  const a = {
-    from: payer.address,
-    to: Wallet.createRandom().address,
-    value: PRICE_ATOMIC,
+  const a = authorization(payer.address, Wallet.createRandom().address, {
     validAfter: '0',
     validBefore: '99999999999',
-    nonce: `0x${randomBytes(32).toString('hex')}`,
-  };
-  const signature = await payer.signTypedData(EIP712_DOMAIN, TRANSFER_WITH_AUTHORIZATION_TYPES, a);
+  });
+  const { signature } = await signPayload(payer, a);
   const payment = {
     id: randomUUID(),
     asset: USDC_BASE.toLowerCase(),
